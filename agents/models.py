@@ -1,0 +1,161 @@
+"""Agents (core-data-structures §2.1) with lineage and immutable versions, and derive requests (§6).
+
+Lineage is stored as a parent link; `root` and `level` are derived from it by the
+services and never edited by hand, and `children_ids` is the reverse of `parent`.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+from django.utils import timezone
+
+from core.states import StateMachine
+
+identifier = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,99}$",
+    "an id is 1-100 characters: letters, digits, and _ . : - (not starting with punctuation)",
+)
+
+# data-transfer-protocol §6.1: each role's input limit and data area (tokens).
+ROLE_DATA_AREAS = {
+    "Orchestrator": 85_000,
+    "Scholar": 80_000,
+    "Code": 75_000,
+    "Validator": 70_000,
+    "Knowledge_Vault": 85_000,
+    "Strategic_Critic": 60_000,
+}
+
+
+class Agent(models.Model):
+    class Type(models.TextChoices):
+        META = "meta"
+        BUSINESS = "business"
+
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        INACTIVE = "inactive"
+        DEPRECATED = "deprecated"
+
+    STATES = StateMachine(
+        "agent",
+        {
+            "active": {"inactive", "deprecated"},
+            "inactive": {"active", "deprecated"},
+            "deprecated": {"active"},
+        },
+    )
+
+    agent_id = models.CharField(max_length=100, unique=True, validators=[identifier])
+    name = models.CharField(max_length=200)
+    version = models.CharField(max_length=50, help_text="The current version; earlier ones stay in AgentVersion.")
+    type = models.CharField(max_length=20, choices=Type.choices, default=Type.BUSINESS)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.ACTIVE)
+
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
+    root = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    level = models.PositiveIntegerField(default=0)
+
+    prompt_config = models.JSONField(default=dict)
+    capabilities = models.JSONField(default=dict)
+    constraints = models.JSONField(default=list)
+
+    # What running the agent needs: operator-defined backend name, model, tokenizer,
+    # the role that sets its strategy defaults, and its context limits (§6.1).
+    backend = models.CharField(max_length=50, default="builtin")
+    model = models.CharField(max_length=200, blank=True)
+    encoding = models.CharField(max_length=50, default="cl100k_base")
+    role = models.CharField(max_length=100, blank=True)
+    max_input_tokens = models.PositiveIntegerField(default=100_000)
+    max_output_tokens = models.PositiveIntegerField(default=16_000)
+    reserved_for_system_prompt = models.PositiveIntegerField(default=5_000)
+    reserved_for_instructions = models.PositiveIntegerField(default=3_000)
+    safety_margin = models.FloatField(default=0.9)
+    data_area = models.PositiveIntegerField(null=True, blank=True, help_text="Tokens for data; defaults by role.")
+
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    created_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        ordering = ["agent_id"]
+        indexes = [models.Index(fields=["status", "type"])]
+
+    def __str__(self) -> str:
+        return self.agent_id
+
+    @property
+    def available_for_data(self) -> int:
+        return max(0, self.max_input_tokens - self.reserved_for_system_prompt - self.reserved_for_instructions)
+
+    @property
+    def effective_data_limit(self) -> int:
+        """§6.1: available_for_data × safety_margin (100000−5000−3000 = 92000 → 82800)."""
+        return int(round(self.available_for_data * self.safety_margin))
+
+    @property
+    def data_budget(self) -> int:
+        """Tokens the context builder may fill with data: the effective limit, capped by the data area."""
+        area = self.data_area or ROLE_DATA_AREAS.get(self.role)
+        return min(self.effective_data_limit, area) if area else self.effective_data_limit
+
+    @property
+    def children_ids(self) -> list[str]:
+        return sorted(child.agent_id for child in self.children.all())
+
+
+class AgentVersion(models.Model):
+    """An immutable snapshot of what an agent was; node runs point at the one they ran."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="versions")
+    version = models.CharField(max_length=50)
+    content = models.JSONField(help_text="name, type, prompt_config, capabilities, constraints, runtime, context_limits")
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        ordering = ["agent", "-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["agent", "version"], name="agent_version_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.agent.agent_id}@{self.version}"
+
+
+class DeriveRequest(models.Model):
+    class Trigger(models.TextChoices):
+        QUALITY_ISSUE = "quality_issue"
+        CAPABILITY_GAP = "capability_gap"
+        FREQUENCY_THRESHOLD = "frequency_threshold"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        APPROVED = "approved"
+        REJECTED = "rejected"
+
+    STATES = StateMachine("derive request", {"pending": {"approved", "rejected"}, "approved": set(), "rejected": set()})
+
+    derive_request_id = models.CharField(max_length=100, unique=True, validators=[identifier])
+    parent_agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="derive_requests")
+    trigger = models.CharField(max_length=30, choices=Trigger.choices)
+    trigger_context = models.JSONField(default=dict, blank=True)
+    new_name = models.CharField(max_length=200)
+    domain_focus = models.CharField(max_length=200, blank=True)
+    additional_skills = models.JSONField(default=list, blank=True)
+    additional_constraints = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    result_agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="derived_from_requests"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.CharField(max_length=150, blank=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    comment = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status", "trigger"])]
+
+    def __str__(self) -> str:
+        return self.derive_request_id

@@ -1,0 +1,242 @@
+"""Writes for agents and derive requests.
+
+Two invariants live here and nowhere else:
+- lineage: `root` and `level` follow from `parent` (root agents are their own root, at
+  level 0), for the agent and its whole subtree, and a parent can never be a descendant;
+- versions: an agent version is immutable; a change to what the agent is (prompt,
+  capabilities, constraints, runtime, limits) creates a new version.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import tiktoken
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from agents.documents import (
+    AGENT_SHAPE,
+    CONTEXT_LIMIT_FIELDS,
+    DERIVE_REQUEST_SHAPE,
+    RUNTIME_FIELDS,
+    versioned_content,
+)
+from agents.models import Agent, AgentVersion, DeriveRequest
+from core.errors import DocumentError
+from core.jsonutil import check_shape, parse_datetime
+
+DEFAULT_VERSION = "1.0.0"
+
+
+def get_agent(agent_id: str, *, where: str) -> Agent:
+    try:
+        return Agent.objects.get(agent_id=agent_id)
+    except Agent.DoesNotExist:
+        raise DocumentError(f"agent '{agent_id}' does not exist", where=where)
+
+
+def next_version(current: str, taken: set[str]) -> str:
+    """1.0.0 → 1.0.1; a version without a trailing number gets '.1' appended."""
+    candidate = current
+    while candidate in taken:
+        match = re.search(r"(\d+)$", candidate)
+        candidate = f"{candidate[: match.start()]}{int(match.group(1)) + 1}" if match else f"{candidate}.1"
+    return candidate
+
+
+def _runtime_and_limits(document: dict[str, Any]) -> dict[str, Any]:
+    """Model field values for the runtime and context limits, checking the derived ones."""
+    defaults = {field.name: field.get_default() for field in Agent._meta.fields if field.name in CONTEXT_LIMIT_FIELDS + RUNTIME_FIELDS}
+    values = dict(defaults, data_area=None)
+    runtime = document.get("runtime", {})
+    limits = document.get("context_limits", {})
+    values.update({key: runtime[key] for key in RUNTIME_FIELDS if key in runtime})
+    values.update({key: limits[key] for key in CONTEXT_LIMIT_FIELDS + ("data_area",) if key in limits})
+
+    if values["backend"] not in settings.LLM_BACKENDS:
+        known = ", ".join(sorted(settings.LLM_BACKENDS))
+        raise DocumentError(f"backend '{values['backend']}' is not configured (configured: {known})", where="runtime.backend")
+    if values["encoding"] not in tiktoken.list_encoding_names():
+        raise DocumentError(f"unknown tiktoken encoding '{values['encoding']}'", where="runtime.encoding")
+    reserved = values["reserved_for_system_prompt"] + values["reserved_for_instructions"]
+    if reserved >= values["max_input_tokens"]:
+        raise DocumentError(
+            f"reserved tokens ({reserved}) leave nothing of max_input_tokens ({values['max_input_tokens']}) for data",
+            where="context_limits",
+        )
+    # available_for_data and effective_data_limit are derived; a document may state them, but only correctly.
+    probe = Agent(**values)
+    for key, derived in (("available_for_data", probe.available_for_data), ("effective_data_limit", probe.effective_data_limit)):
+        if key in limits and limits[key] != derived:
+            raise DocumentError(f"is derived and must be {derived}, not {limits[key]}", where=f"context_limits.{key}")
+    return values
+
+
+def _set_lineage(agent: Agent, parent: Agent | None) -> None:
+    """Attach `agent` under `parent` and re-derive root and level for its whole subtree."""
+    if parent is not None:
+        ancestor: Agent | None = parent
+        while ancestor is not None:
+            if ancestor.pk == agent.pk:
+                raise DocumentError(
+                    f"'{parent.agent_id}' descends from '{agent.agent_id}', so it cannot be its parent",
+                    where="lineage.parent_id",
+                )
+            ancestor = ancestor.parent
+    agent.parent = parent
+    _derive_lineage(agent)
+
+
+def _derive_lineage(agent: Agent) -> None:
+    agent.root = agent.parent.root if agent.parent else agent
+    agent.level = agent.parent.level + 1 if agent.parent else 0
+    Agent.objects.filter(pk=agent.pk).update(parent=agent.parent, root=agent.root, level=agent.level)
+    for child in agent.children.all():
+        child.parent = agent
+        _derive_lineage(child)
+
+
+def _check_stated_lineage(document: dict[str, Any], agent: Agent) -> None:
+    lineage = document.get("lineage", {})
+    root_id = agent.root.agent_id
+    if lineage.get("root_id") not in (None, root_id):
+        raise DocumentError(f"is derived from the parent and must be '{root_id}', not '{lineage['root_id']}'", where="lineage.root_id")
+    if "level" in lineage and lineage["level"] != agent.level:
+        raise DocumentError(f"is derived from the parent and must be {agent.level}, not {lineage['level']}", where="lineage.level")
+
+
+def check_stated_children(document: dict[str, Any]) -> None:
+    """children_ids is derived: each child it names must exist and name this agent as its parent.
+
+    Checked once a whole import is in, so parents and children can come in one list.
+    """
+    for child_id in document.get("lineage", {}).get("children_ids", []):
+        child = Agent.objects.filter(agent_id=child_id).select_related("parent").first()
+        if child is None:
+            raise DocumentError(f"child '{child_id}' does not exist", where="lineage.children_ids")
+        if child.parent is None or child.parent.agent_id != document["agent_id"]:
+            actual = child.parent.agent_id if child.parent else "none"
+            raise DocumentError(
+                f"lists '{child_id}', whose parent is {actual!r}, not '{document['agent_id']}'",
+                where="lineage.children_ids",
+            )
+
+
+def _freeze_version(agent: Agent, version: str, *, actor: str) -> AgentVersion:
+    return AgentVersion.objects.create(agent=agent, version=version, content=versioned_content(agent), created_by=actor)
+
+
+@transaction.atomic
+def agent_import_document(document: dict[str, Any], *, actor: str = "") -> tuple[Agent, str]:
+    """Create or update the agent a §2.1 document describes. Returns (agent, what happened)."""
+    check_shape(document, AGENT_SHAPE, "agent")
+    fields = {
+        "name": document["name"],
+        "type": document.get("type", Agent.Type.BUSINESS),
+        "prompt_config": document.get("prompt_config", {}),
+        "capabilities": document.get("capabilities", {}),
+        "constraints": document.get("constraints", []),
+        **_runtime_and_limits(document),
+    }
+    metadata = document.get("metadata", {})
+    parent_id = document.get("lineage", {}).get("parent_id")
+    parent = get_agent(parent_id, where="lineage.parent_id") if parent_id else None
+    status = document.get("status", Agent.Status.ACTIVE)
+    now = timezone.now()
+
+    agent = Agent.objects.select_for_update().filter(agent_id=document["agent_id"]).first()
+    if agent is None:
+        agent = Agent.objects.create(
+            agent_id=document["agent_id"],
+            version=document.get("version", DEFAULT_VERSION),
+            status=status,
+            created_at=parse_datetime(metadata.get("created_at"), "metadata.created_at") or now,
+            updated_at=parse_datetime(metadata.get("updated_at"), "metadata.updated_at") or now,
+            created_by=metadata.get("created_by", actor),
+            **fields,
+        )
+        _set_lineage(agent, parent)
+        _freeze_version(agent, agent.version, actor=actor)
+        _check_stated_lineage(document, agent)
+        return agent, "created"
+
+    outcome = _agent_apply_changes(
+        agent, fields=fields, requested_version=document.get("version"), status=status, actor=actor,
+        updated_at=parse_datetime(metadata.get("updated_at"), "metadata.updated_at"),
+    )
+    if parent != agent.parent:
+        _set_lineage(agent, parent)
+        outcome = "updated"
+    _check_stated_lineage(document, agent)
+    return agent, outcome
+
+
+def _agent_apply_changes(
+    agent: Agent, *, fields: dict[str, Any], requested_version: str | None, status: str, actor: str, updated_at=None
+) -> str:
+    before = versioned_content(agent)
+    for name, value in fields.items():
+        setattr(agent, name, value)
+    changed = versioned_content(agent) != before
+    taken = set(agent.versions.values_list("version", flat=True))
+    if requested_version and requested_version not in taken:
+        agent.version = requested_version  # the author named a new version
+    elif changed:
+        agent.version = next_version(agent.version, taken)
+    new_version = agent.version not in taken
+    if status != agent.status:
+        Agent.STATES.check(agent.status, status)
+        agent.status = status
+        changed = True
+    if not (changed or new_version):
+        return "unchanged"
+    agent.updated_at = updated_at or timezone.now()
+    agent.save()
+    if new_version:
+        _freeze_version(agent, agent.version, actor=actor)
+    return "updated"
+
+
+@transaction.atomic
+def derive_request_import_document(document: dict[str, Any], *, actor: str = "") -> tuple[DeriveRequest, str]:
+    """Create a derive request, or update the description of an existing one.
+
+    Status only moves by approving or rejecting, never by import: an import that would
+    change the status of an existing request is refused.
+    """
+    check_shape(document, DERIVE_REQUEST_SHAPE, "derive_request")
+    spec = document["specialization"]
+    status = document.get("status", DeriveRequest.Status.PENDING)
+    result_id = document.get("result_agent_id")
+    if status == DeriveRequest.Status.APPROVED and not result_id:
+        raise DocumentError("an approved request names the agent it produced", where="result_agent_id")
+    if status != DeriveRequest.Status.APPROVED and result_id:
+        raise DocumentError(f"only an approved request has a result agent (status is '{status}')", where="result_agent_id")
+    values = {
+        "parent_agent": get_agent(document["parent_agent_id"], where="parent_agent_id"),
+        "trigger": document["trigger"],
+        "trigger_context": document.get("trigger_context", {}),
+        "new_name": spec["new_name"],
+        "domain_focus": spec.get("domain_focus", ""),
+        "additional_skills": spec.get("additional_skills", []),
+        "additional_constraints": spec.get("additional_constraints", []),
+        "result_agent": get_agent(result_id, where="result_agent_id") if result_id else None,
+    }
+    request = DeriveRequest.objects.select_for_update().filter(derive_request_id=document["derive_request_id"]).first()
+    if request is None:
+        request = DeriveRequest.objects.create(
+            derive_request_id=document["derive_request_id"], status=status, created_by=actor, **values
+        )
+        return request, "created"
+    if status != request.status:
+        raise DocumentError(
+            f"is '{request.status}' and changes only by approval or rejection, not by import", where="status"
+        )
+    if all(getattr(request, name) == value for name, value in values.items()):
+        return request, "unchanged"
+    for name, value in values.items():
+        setattr(request, name, value)
+    request.save()
+    return request, "updated"

@@ -1,0 +1,58 @@
+"""One family of domain errors, each with a stable code.
+
+Codes follow the seeds where they define one (REF_*, INVALID_FORMAT, ...);
+the API and the pages turn these into responses in one place.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class SwitchyardError(Exception):
+    code = "SWITCHYARD_ERROR"
+
+    def __init__(self, message: str, *, code: str | None = None, details: Any = None):
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+        self.details = details
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "details": self.details}
+
+
+class DocumentError(SwitchyardError):
+    """A document (JSON) has the wrong shape or refers to something that does not exist."""
+
+    code = "INVALID_DOCUMENT"
+
+    def __init__(self, problem: str, *, where: str = "", details: Any = None):
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{where}: {problem}" if where else problem, details=details)
+
+    def located(self, prefix: str) -> "DocumentError":
+        """The same error with its location prefixed, e.g. by the document's place in a list."""
+        where = f"{prefix}.{self.where}" if self.where else prefix
+        return DocumentError(self.problem, where=where, details=self.details)
+
+
+class NotFound(SwitchyardError):
+    code = "NOT_FOUND"
+
+
+class IllegalTransition(SwitchyardError):
+    code = "ILLEGAL_TRANSITION"
+
+
+class WorkflowInvalid(SwitchyardError):
+    """Validation found problems; `details` lists each with the node or transition it concerns."""
+
+    code = "WORKFLOW_INVALID"
+
+    def __init__(self, problems: list[dict[str, Any]], *, workflow_id: str = ""):
+        self.problems = problems
+        lines = "; ".join(f"{p['where']}: {p['message']}" for p in problems)
+        prefix = f"workflow '{workflow_id}' is invalid" if workflow_id else "workflow is invalid"
+        super().__init__(f"{prefix}: {lines}", details=problems)

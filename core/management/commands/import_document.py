@@ -1,0 +1,34 @@
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from core.documents import import_documents
+from core.errors import DocumentError, WorkflowInvalid
+
+
+class Command(BaseCommand):
+    help = "Import seed-shaped JSON documents (one object or a list) from a file or '-' for stdin, in one transaction."
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", help="a JSON file, or - to read standard input")
+        parser.add_argument("--actor", default="import_document", help="recorded as created_by")
+
+    def handle(self, *args, path, actor, **options):
+        try:
+            text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+        except (OSError, UnicodeDecodeError) as error:
+            raise CommandError(f"cannot read {path}: {error}")
+        try:
+            payload = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise CommandError(f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}")
+        try:
+            report = import_documents(payload, actor=actor)
+        except WorkflowInvalid as error:
+            problems = "\n".join(f"  - {p['where']}: {p['message']}" for p in error.problems)
+            raise CommandError(f"{error.message.split(':')[0]} ({len(error.problems)} problem(s)); nothing was imported:\n{problems}")
+        except DocumentError as error:
+            raise CommandError(f"{error.message}; nothing was imported")
+        for entry in report:
+            self.stdout.write(f"{entry['result']}: {entry['kind']} {entry['id']}")

@@ -1,0 +1,143 @@
+"""Executions (core-data-structures §5), their node runs, and evaluations (§7).
+
+The database is the source of truth for the state of a run: Celery messages carry
+ids only, and every status change goes through the state machines below.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from agents.models import Agent, AgentVersion, identifier
+from core.states import StateMachine
+from workflows.models import Workflow
+
+
+class Execution(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        ESCALATED = "escalated"
+        SUCCESS = "success"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    STATES = StateMachine(
+        "execution",
+        {
+            "pending": {"running", "cancelled", "failed"},
+            "running": {"success", "failed", "escalated", "cancelled"},
+            # A person resumes or retries an escalated run, or aborts it.
+            "escalated": {"running", "failed", "cancelled"},
+            "success": set(),
+            "failed": set(),
+            "cancelled": set(),
+        },
+    )
+
+    execution_id = models.CharField(max_length=100, unique=True, validators=[identifier])
+    workflow = models.ForeignKey(Workflow, on_delete=models.PROTECT, related_name="executions")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    input = models.JSONField(default=dict, blank=True)
+    state = models.JSONField(default=dict, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    ended_reason = models.CharField(max_length=200, blank=True, help_text="Which limit or error ended the run.")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status", "created_at"])]
+
+    def __str__(self) -> str:
+        return self.execution_id
+
+
+class NodeRun(models.Model):
+    """One attempt of one node: a `results[]` entry of the seed plus what inspection needs."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        SUCCESS = "success"
+        FAILED = "failed"
+        SKIPPED = "skipped"
+        CANCELLED = "cancelled"
+
+    STATES = StateMachine(
+        "node run",
+        {
+            "pending": {"running", "skipped", "cancelled"},
+            # running → pending: the sweep re-dispatches a run whose worker died.
+            "running": {"success", "failed", "cancelled", "pending"},
+            "success": set(),
+            "failed": set(),
+            "skipped": set(),
+            "cancelled": set(),
+        },
+    )
+
+    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="node_runs")
+    node_id = models.CharField(max_length=100)
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="node_runs")
+    agent_version = models.ForeignKey(AgentVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    attempt = models.PositiveIntegerField(default=1)
+    sequence = models.PositiveIntegerField(default=0, help_text="Order of the run within its execution.")
+    output = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    backend = models.CharField(max_length=50, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    tokens_in = models.PositiveIntegerField(null=True, blank=True)
+    tokens_out = models.PositiveIntegerField(null=True, blank=True)
+    prompt = models.TextField(blank=True)
+    resolved_inputs = models.JSONField(default=list, blank=True)
+    context_record = models.JSONField(null=True, blank=True, help_text="data-transfer-protocol §7.2 context_management")
+    resolution_failures = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["execution", "sequence", "id"]
+        indexes = [models.Index(fields=["execution", "node_id"]), models.Index(fields=["status", "heartbeat_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.execution.execution_id}/{self.node_id}#{self.attempt}"
+
+
+class Evaluation(models.Model):
+    class TargetType(models.TextChoices):
+        EXECUTION = "execution"
+        AGENT = "agent"
+        WORKFLOW = "workflow"
+
+    class Action(models.TextChoices):
+        APPROVE = "approve"
+        REJECT = "reject"
+        REVISE = "revise"
+
+    evaluation_id = models.CharField(max_length=100, unique=True, validators=[identifier])
+    target_type = models.CharField(max_length=20, choices=TargetType.choices)
+    target_id = models.CharField(max_length=100)
+    accuracy = models.FloatField()
+    completeness = models.FloatField()
+    efficiency = models.FloatField()
+    overall_score = models.FloatField()
+    passed = models.BooleanField()
+    feedback = models.JSONField(default=list, blank=True)
+    action = models.CharField(max_length=10, choices=Action.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["target_type", "target_id"])]
+
+    def __str__(self) -> str:
+        return self.evaluation_id

@@ -1,0 +1,193 @@
+"""Writes for blueprints and workflows. A workflow is validated whole before anything is written."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from agents.models import Agent
+from agents.services import get_agent
+from core.errors import DocumentError, WorkflowInvalid
+from core.jsonutil import check_shape
+from workflows.documents import (
+    BLUEPRINT_SHAPE,
+    TASK_CHAIN_SHAPE,
+    WORKFLOW_SHAPE,
+    blueprint_document,
+    task_chain_defaults,
+    workflow_document,
+)
+from workflows.models import Blueprint, BlueprintAgent, Contract, Node, Transition, Workflow
+from workflows.validation import validate_workflow
+
+CONTRACT_ARROW = re.compile(r"\s*(?:→|->)\s*")
+
+
+def workflow_problems(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """Shape and graph problems of a workflow document, without saving anything."""
+    try:
+        check_shape(document, WORKFLOW_SHAPE, "workflow")
+    except DocumentError as error:
+        return [{"where": error.where, "node": None, "transition": None, "code": error.code, "message": error.problem}]
+    referenced = {node["agent_ref"] for node in document["nodes"]}
+    referenced |= {v for v in document.get("error_handling", {}).values() if isinstance(v, str)}
+    known = Agent.objects.filter(agent_id__in=referenced).values_list("agent_id", flat=True)
+    return validate_workflow(document, known)
+
+
+@transaction.atomic
+def workflow_import_document(document: dict[str, Any], *, actor: str = "", source_format: str = "workflow"):
+    """Create or replace the workflow a §4.1 document describes. Returns (workflow, what happened)."""
+    check_shape(document, WORKFLOW_SHAPE, "workflow")
+    problems = workflow_problems(document)
+    if problems:
+        raise WorkflowInvalid(problems, workflow_id=document["workflow_id"])
+
+    handling = document.get("error_handling", {})
+    limits = document.get("limits", {})
+    defaults = {field.name: field.get_default() for field in Workflow._meta.fields if field.name in ("max_steps", "max_wall_seconds")}
+    values = {
+        "name": document["name"],
+        "topology": document["topology"],
+        "retry_count": handling.get("retry_count", 0),
+        "fallback_agent": Agent.objects.get(agent_id=handling["fallback_agent"]) if handling.get("fallback_agent") else None,
+        "escalate_to": Agent.objects.get(agent_id=handling["escalate_to"]) if handling.get("escalate_to") else None,
+        "max_steps": limits.get("max_steps", defaults["max_steps"]),
+        "max_wall_seconds": limits.get("max_wall_seconds", defaults["max_wall_seconds"]),
+        "source_format": source_format,
+    }
+    workflow = Workflow.objects.select_for_update().filter(workflow_id=document["workflow_id"]).first()
+    before = workflow_document(workflow) if workflow else None
+    if workflow is None:
+        workflow = Workflow.objects.create(workflow_id=document["workflow_id"], **values)
+    else:
+        for name, value in values.items():
+            setattr(workflow, name, value)
+        workflow.save()
+        workflow.nodes.all().delete()
+        workflow.transitions.all().delete()
+
+    agents = {a.agent_id: a for a in Agent.objects.filter(agent_id__in={n["agent_ref"] for n in document["nodes"]})}
+    Node.objects.bulk_create(
+        Node(
+            workflow=workflow,
+            node_id=node["id"],
+            position=position,
+            agent=agents[node["agent_ref"]],
+            input_mapping=node.get("input_mapping", {}),
+            output_mapping=node.get("output_mapping", {}),
+            output_schema=node.get("output_schema", ""),
+            compress=node.get("compress", False),
+            compress_model=node.get("compress_model", "flash"),
+            compress_ratio=node.get("compress_ratio", 0.3),
+            layout=node.get("layout"),
+        )
+        for position, node in enumerate(document["nodes"])
+    )
+    Transition.objects.bulk_create(
+        Transition(
+            workflow=workflow,
+            position=position,
+            from_node=t["from"],
+            to_node=t["to"],
+            condition=t.get("condition"),
+            on_success=t.get("on_success"),
+            on_failure=t.get("on_failure"),
+        )
+        for position, t in enumerate(document.get("transitions", []))
+    )
+    if before is None:
+        return workflow, "created"
+    if workflow_document(workflow) == before and workflow.source_format == source_format:
+        return workflow, "unchanged"
+    Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())
+    return workflow, "updated"
+
+
+def task_chain_import_document(document: dict[str, Any], *, actor: str = ""):
+    """A §7.1 task chain becomes a `seq` workflow: one node per task, its input as the node's input mapping."""
+    check_shape(document, TASK_CHAIN_SHAPE, "task_chain")
+    chain = document["task_chain"]
+    default_id, default_name = task_chain_defaults(chain)
+    workflow = {
+        "workflow_id": document.get("workflow_id", default_id),
+        "name": document.get("name", default_name),
+        "topology": "seq",
+        "nodes": [
+            {
+                "id": task["task_id"],
+                "agent_ref": task["agent"],
+                "input_mapping": task.get("input", {}),
+                **({"output_schema": task["output_schema"]} if "output_schema" in task else {}),
+            }
+            for task in chain
+        ],
+    }
+    try:
+        return workflow_import_document(workflow, actor=actor, source_format="task_chain")
+    except WorkflowInvalid as error:
+        # Name tasks as the chain does: task_chain[<task_id>] rather than nodes[<id>].
+        for problem in error.problems:
+            problem["where"] = problem["where"].replace("nodes[", "task_chain[").replace(".input_mapping", ".input")
+        raise WorkflowInvalid(error.problems, workflow_id=workflow["workflow_id"]) from None
+
+
+@transaction.atomic
+def blueprint_import_document(document: dict[str, Any], *, actor: str = ""):
+    """Create or replace the blueprint a §3.1 document describes; contracts must be valid JSON Schemas."""
+    check_shape(document, BLUEPRINT_SHAPE, "blueprint")
+    members = []
+    for index, entry in enumerate(document.get("agents", [])):
+        members.append((get_agent(entry["agent_ref"], where=f"agents[{index}].agent_ref"), entry))
+    member_ids = {agent.agent_id for agent, _ in members}
+    contracts = []
+    for key, contract in document.get("contracts", {}).items():
+        where = f"contracts['{key}']"
+        sides = CONTRACT_ARROW.split(key.strip())
+        if len(sides) != 2 or not all(sides):
+            raise DocumentError("a contract key reads 'agent_a → agent_b'", where=where)
+        for side in sides:
+            if side not in member_ids:
+                raise DocumentError(f"'{side}' is not one of the blueprint's agents", where=where)
+        try:
+            Draft202012Validator.check_schema(contract["schema"])
+        except SchemaError as error:
+            path = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in error.path)
+            raise DocumentError(f"is not a valid JSON Schema: {error.message} (at schema{path})", where=f"{where}.schema")
+        contracts.append((key, sides, contract))
+
+    values = {"name": document["name"], "version": document.get("version", "1.0.0"), "domain": document.get("domain", "")}
+    blueprint = Blueprint.objects.select_for_update().filter(blueprint_id=document["blueprint_id"]).first()
+    before = blueprint_document(blueprint) if blueprint else None
+    if blueprint is None:
+        blueprint = Blueprint.objects.create(blueprint_id=document["blueprint_id"], **values)
+    else:
+        Blueprint.objects.filter(pk=blueprint.pk).update(**values)
+        blueprint.refresh_from_db()
+        blueprint.agents.all().delete()
+        blueprint.contracts.all().delete()
+    BlueprintAgent.objects.bulk_create(
+        BlueprintAgent(
+            blueprint=blueprint, agent=agent, source=entry["source"],
+            role_in_workflow=entry.get("role_in_workflow", ""), position=position,
+        )
+        for position, (agent, entry) in enumerate(members)
+    )
+    by_id = {agent.agent_id: agent for agent, _ in members}
+    Contract.objects.bulk_create(
+        Contract(
+            blueprint=blueprint, key=key, from_agent=by_id[sides[0]], to_agent=by_id[sides[1]],
+            data_type=contract["data_type"], schema=contract["schema"], position=position,
+        )
+        for position, (key, sides, contract) in enumerate(contracts)
+    )
+    if before is None:
+        return blueprint, "created"
+    if blueprint_document(blueprint) == before:
+        return blueprint, "unchanged"
+    Blueprint.objects.filter(pk=blueprint.pk).update(updated_at=timezone.now())
+    return blueprint, "updated"
