@@ -1,0 +1,53 @@
+from django.contrib import admin
+
+from agents.models import Agent, AgentVersion, DeriveRequest
+from core.admin_documents import DocumentAdmin
+
+
+class AgentVersionInline(admin.TabularInline):
+    model = AgentVersion
+    fields = ["version", "created_at", "created_by", "content"]
+    readonly_fields = fields
+    extra = 0
+    max_num = 0
+    can_delete = False
+    show_change_link = False
+
+
+@admin.register(Agent)
+class AgentAdmin(DocumentAdmin):
+    kind_name = "agent"
+    list_display = ["agent_id", "name", "version", "type", "status", "role", "backend", "level", "root", "parent"]
+    list_filter = ["status", "type", "backend", "level", "role"]
+    search_fields = ["agent_id", "name", "role", "created_by"]
+    list_select_related = ["root", "parent"]
+    inlines = [AgentVersionInline]
+
+
+@admin.register(AgentVersion)
+class AgentVersionAdmin(admin.ModelAdmin):
+    """Versions are immutable snapshots: readable, never edited."""
+
+    list_display = ["agent", "version", "created_at", "created_by"]
+    list_filter = ["created_at"]
+    search_fields = ["agent__agent_id", "version"]
+    list_select_related = ["agent"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(DeriveRequest)
+class DeriveRequestAdmin(DocumentAdmin):
+    kind_name = "derive_request"
+    list_display = ["derive_request_id", "parent_agent", "trigger", "new_name", "status", "result_agent", "created_at", "decided_by"]
+    list_filter = ["status", "trigger", "created_at"]
+    search_fields = ["derive_request_id", "parent_agent__agent_id", "new_name", "domain_focus"]
+    list_select_related = ["parent_agent", "result_agent", "decided_by"]
+    date_hierarchy = "created_at"
