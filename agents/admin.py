@@ -1,17 +1,9 @@
 from django.contrib import admin
+from django.utils.html import format_html_join
+from django.utils.safestring import mark_safe
 
 from agents.models import Agent, AgentVersion, DeriveRequest
 from core.admin_documents import DocumentAdmin
-
-
-class AgentVersionInline(admin.TabularInline):
-    model = AgentVersion
-    fields = ["version", "created_at", "created_by", "content"]
-    readonly_fields = fields
-    extra = 0
-    max_num = 0
-    can_delete = False
-    show_change_link = False
 
 
 @admin.register(Agent)
@@ -21,7 +13,13 @@ class AgentAdmin(DocumentAdmin):
     list_filter = ["status", "type", "backend", "level", "role"]
     search_fields = ["agent_id", "name", "role", "created_by"]
     list_select_related = ["root", "parent"]
-    inlines = [AgentVersionInline]
+    derived_fields = ["root", "level", "version_history"]
+
+    @admin.display(description="versions")
+    def version_history(self, agent):
+        return format_html_join(
+            mark_safe("<br>"), "{} — {} {}", ((v.version, v.created_at, v.created_by) for v in agent.versions.all())
+        )
 
 
 @admin.register(AgentVersion)

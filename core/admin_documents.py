@@ -62,6 +62,8 @@ class DocumentAdmin(admin.ModelAdmin):
     """A ModelAdmin whose add and change forms edit the object's document."""
 
     kind_name = ""
+    # Read-only facts shown under the document (methods or fields of the admin).
+    derived_fields: list[str] = []
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = type(
@@ -72,10 +74,13 @@ class DocumentAdmin(admin.ModelAdmin):
         return form
 
     def get_fieldsets(self, request, obj=None):
-        return [(None, {"fields": ["document"]})]
+        fieldsets = [(None, {"fields": ["document"]})]
+        if obj is not None and self.derived_fields:
+            fieldsets.append(("Derived (read-only)", {"fields": self.derived_fields}))
+        return fieldsets
 
     def get_readonly_fields(self, request, obj=None):
-        return []
+        return self.derived_fields if obj is not None else []
 
     def save_model(self, request, obj, form, change):
         kind = KINDS_BY_NAME[self.kind_name]
@@ -85,4 +90,4 @@ class DocumentAdmin(admin.ModelAdmin):
         obj.__dict__.update({k: v for k, v in saved.__dict__.items() if not k.startswith("_")})
 
     def save_related(self, request, form, formsets, change):
-        """Nodes, contracts and versions are written by the import service, not by inlines."""
+        """Nodes, contracts and versions are written by the import service."""

@@ -1,25 +1,7 @@
 from django.contrib import admin
 
 from core.admin_documents import DocumentAdmin
-from workflows.models import Blueprint, Node, Transition, Workflow
-
-
-class NodeInline(admin.TabularInline):
-    model = Node
-    fields = ["node_id", "agent", "compress", "compress_ratio", "input_mapping", "output_mapping"]
-    readonly_fields = fields
-    extra = 0
-    max_num = 0
-    can_delete = False
-
-
-class TransitionInline(admin.TabularInline):
-    model = Transition
-    fields = ["from_node", "to_node", "condition", "on_success", "on_failure"]
-    readonly_fields = fields
-    extra = 0
-    max_num = 0
-    can_delete = False
+from workflows.models import Blueprint, Workflow
 
 
 @admin.register(Workflow)
@@ -29,7 +11,6 @@ class WorkflowAdmin(DocumentAdmin):
     list_filter = ["topology", "source_format", "updated_at"]
     search_fields = ["workflow_id", "name", "nodes__node_id", "nodes__agent__agent_id"]
     list_select_related = ["fallback_agent", "escalate_to"]
-    inlines = [NodeInline, TransitionInline]
 
 
 @admin.register(Blueprint)

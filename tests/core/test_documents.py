@@ -1,0 +1,192 @@
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from agents.models import Agent, AgentVersion
+from core.documents import export_document, import_documents
+from core.errors import DocumentError, WorkflowInvalid
+from executions.models import Evaluation, Execution, NodeRun
+from tests import seed_examples as seed
+from workflows.models import Blueprint, Node, Workflow
+
+pytestmark = pytest.mark.django_db
+
+
+def assert_round_trips(imported, exported, where="document"):
+    """Everything the document said comes back unchanged (exports may add derived keys)."""
+    if isinstance(imported, dict):
+        assert isinstance(exported, dict), where
+        for key, value in imported.items():
+            assert key in exported, f"{where}.{key} missing from the export"
+            assert_round_trips(value, exported[key], f"{where}.{key}")
+    elif isinstance(imported, list):
+        assert isinstance(exported, list) and len(exported) == len(imported), where
+        for index, (a, b) in enumerate(zip(imported, exported)):
+            assert_round_trips(a, b, f"{where}[{index}]")
+    else:
+        assert exported == imported, f"{where}: {exported!r} != {imported!r}"
+
+
+def table_counts():
+    return [model.objects.count() for model in (Agent, AgentVersion, Blueprint, Workflow, Node, Execution, NodeRun, Evaluation)]
+
+
+KINDS = [
+    ("agent", "agent_id", seed.AGENT_ROOT),
+    ("agent", "agent_id", seed.AGENT_CHILD),
+    ("agent", "agent_id", seed.AGENT_VALIDATOR),
+    ("blueprint", "blueprint_id", seed.BLUEPRINT),
+    ("workflow", "workflow_id", seed.WORKFLOW),
+    ("execution", "execution_id", seed.EXECUTION),
+    ("derive_request", "derive_request_id", seed.DERIVE_REQUEST),
+    ("evaluation", "evaluation_id", seed.EVALUATION),
+]
+
+
+@pytest.mark.parametrize("kind,id_key,document", KINDS, ids=[f"{k}:{d[i]}" for k, i, d in KINDS])
+def test_it_round_trips_every_seed_structure(kind, id_key, document):
+    import_documents(seed.all_documents())
+    exported = export_document(kind, document[id_key])
+    assert_round_trips(document, exported)
+    # The export is a fixed point: importing it again changes nothing.
+    report = import_documents(json.loads(json.dumps(exported)))
+    assert report[0]["result"] == "unchanged"
+    assert export_document(kind, document[id_key]) == exported
+
+
+def test_it_round_trips_the_task_chain_exactly():
+    import_documents(seed.TASK_CHAIN_AGENTS)
+    report = import_documents(seed.fresh(seed.TASK_CHAIN))
+    assert report == [{"kind": "task_chain", "id": "chain_task_scholar_001", "result": "created", "index": None}]
+    assert export_document("task_chain", "chain_task_scholar_001") == seed.TASK_CHAIN
+    workflow = Workflow.objects.get(workflow_id="chain_task_scholar_001")
+    assert workflow.topology == "seq"
+    assert list(workflow.nodes.values_list("node_id", flat=True)) == ["task_scholar_001", "task_validator_001", "task_vault_001"]
+
+
+def test_it_imports_through_the_command_from_stdin(monkeypatch):
+    monkeypatch.setattr("sys.stdin", StringIO(json.dumps(seed.all_documents())))
+    out = StringIO()
+    call_command("import_document", "-", stdout=out)
+    assert "created: workflow wf_review" in out.getvalue()
+    printed = StringIO()
+    call_command("export_document", "evaluation", "eval_001", stdout=printed)
+    assert json.loads(printed.getvalue()) == seed.EVALUATION
+
+
+def test_it_reports_unchanged_and_updated_on_reimport():
+    import_documents(seed.all_documents())
+    changed = seed.fresh(seed.EVALUATION)
+    changed["feedback"] = ["Revised by a person"]
+    report = import_documents([seed.fresh(seed.EVALUATION), changed])
+    assert [entry["result"] for entry in report] == ["unchanged", "updated"]
+
+
+def test_it_refuses_malformed_json_and_keeps_the_database(tmp_path):
+    import_documents(seed.all_documents())
+    before = table_counts()
+    path = tmp_path / "broken.json"
+    path.write_text('{"agent_id": "x", "name": ')
+    with pytest.raises(CommandError, match=r"malformed JSON at line 1, column 27"):
+        call_command("import_document", str(path))
+    assert table_counts() == before
+
+
+def test_it_names_the_field_of_a_wrong_shape():
+    bad = seed.fresh(seed.AGENT_ROOT)
+    bad["capabilities"]["skills"] = "extract_atoms"
+    with pytest.raises(DocumentError) as caught:
+        import_documents(bad)
+    assert caught.value.where == "document (agent 'agent_scholar').capabilities.skills"
+    assert "is not of type 'array'" in caught.value.message
+
+
+def test_it_names_unknown_fields():
+    bad = seed.fresh(seed.EVALUATION)
+    bad["scores"]["acuracy"] = 0.5
+    with pytest.raises(DocumentError, match=r"scores: unknown field\(s\): 'acuracy'"):
+        import_documents(bad)
+
+
+def test_it_rolls_back_the_whole_list_when_one_document_fails():
+    documents = seed.all_documents()
+    bad_workflow = seed.fresh(seed.WORKFLOW)
+    bad_workflow["nodes"][1]["agent_ref"] = "agent_nobody"
+    documents[4] = bad_workflow
+    with pytest.raises(WorkflowInvalid) as caught:
+        import_documents(documents)
+    assert caught.value.problems[0]["where"] == "document[4] (workflow 'wf_review').nodes[validate].agent_ref"
+    assert "agent 'agent_nobody' does not exist" in caught.value.problems[0]["message"]
+    assert table_counts() == [0] * 8
+
+
+def test_it_fails_the_command_on_a_cyclic_dag_naming_the_node(tmp_path):
+    import_documents([seed.AGENT_ROOT | {"lineage": {}}, seed.AGENT_VALIDATOR])
+    before = table_counts()
+    cyclic = {
+        "workflow_id": "wf_cycle", "name": "Cycle", "topology": "dag",
+        "nodes": [{"id": "a", "agent_ref": "agent_scholar"}, {"id": "b", "agent_ref": "agent_validator"}],
+        "transitions": [{"from": "a", "to": "b"}, {"from": "b", "to": "a"}],
+    }
+    path = tmp_path / "cycle.json"
+    path.write_text(json.dumps(cyclic))
+    with pytest.raises(CommandError) as caught:
+        call_command("import_document", str(path))
+    assert "nodes[a]: the dag has a cycle: a → b → a" in str(caught.value)
+    assert "nothing was imported" in str(caught.value)
+    assert table_counts() == before
+
+
+def test_it_refuses_an_unknown_agent_reference_in_a_derive_request():
+    with pytest.raises(DocumentError, match=r"parent_agent_id: agent 'agent_scholar' does not exist"):
+        import_documents(seed.fresh(seed.DERIVE_REQUEST))
+
+
+def test_it_refuses_a_document_of_no_known_kind():
+    with pytest.raises(DocumentError, match=r"document\[1\]: cannot tell what this document is"):
+        import_documents([seed.AGENT_VALIDATOR, {"name": "what am I"}])
+
+
+def test_it_refuses_a_contract_with_an_invalid_json_schema():
+    import_documents([seed.AGENT_ROOT | {"lineage": {}}, seed.AGENT_VALIDATOR])
+    bad = seed.fresh(seed.BLUEPRINT)
+    bad["agents"] = bad["agents"][:2]
+    bad["contracts"]["agent_scholar → agent_validator"]["schema"] = {"type": "objekt"}
+    with pytest.raises(DocumentError, match=r"contracts\['agent_scholar → agent_validator'\].schema: is not a valid JSON Schema"):
+        import_documents(bad)
+
+
+def test_it_refuses_a_contract_between_agents_outside_the_blueprint():
+    import_documents([seed.AGENT_ROOT | {"lineage": {}}, seed.AGENT_VALIDATOR])
+    bad = seed.fresh(seed.BLUEPRINT)
+    bad["agents"] = bad["agents"][:1]
+    with pytest.raises(DocumentError, match=r"'agent_validator' is not one of the blueprint's agents"):
+        import_documents(bad)
+
+
+def test_it_does_not_rewrite_a_recorded_execution():
+    import_documents(seed.all_documents())
+    changed = seed.fresh(seed.EXECUTION)
+    changed["status"] = "failed"
+    with pytest.raises(DocumentError, match="executions are records"):
+        import_documents(changed)
+    assert Execution.objects.get(execution_id="exec_001").status == "success"
+
+
+def test_it_points_imported_node_runs_at_the_agent_version():
+    import_documents(seed.all_documents())
+    run = NodeRun.objects.filter(node_id="extract").get()
+    assert run.agent_version.version == "1.0.0" and run.agent_version.agent.agent_id == "agent_scholar"
+
+
+def test_it_refuses_an_evaluation_of_a_missing_target():
+    with pytest.raises(DocumentError, match=r"target_id: execution 'exec_001' does not exist"):
+        import_documents(seed.fresh(seed.EVALUATION))
+
+
+def test_it_exports_unknown_ids_as_not_found():
+    with pytest.raises(CommandError, match="agent 'ghost' does not exist"):
+        call_command("export_document", "agent", "ghost")
