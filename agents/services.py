@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import tiktoken
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -26,6 +25,7 @@ from agents.documents import (
 from agents.models import Agent, AgentVersion, DeriveRequest
 from core.errors import DocumentError
 from core.jsonutil import check_shape, parse_datetime
+from executions.engine.tokens import OFFLINE_ENCODINGS
 
 DEFAULT_VERSION = "1.0.0"
 
@@ -58,8 +58,9 @@ def _runtime_and_limits(document: dict[str, Any]) -> dict[str, Any]:
     if values["backend"] not in settings.LLM_BACKENDS:
         known = ", ".join(sorted(settings.LLM_BACKENDS))
         raise DocumentError(f"backend '{values['backend']}' is not configured (configured: {known})", where="runtime.backend")
-    if values["encoding"] not in tiktoken.list_encoding_names():
-        raise DocumentError(f"unknown tiktoken encoding '{values['encoding']}'", where="runtime.encoding")
+    if values["encoding"] not in OFFLINE_ENCODINGS:
+        available = ", ".join(OFFLINE_ENCODINGS)
+        raise DocumentError(f"encoding '{values['encoding']}' is not available offline (available: {available})", where="runtime.encoding")
     reserved = values["reserved_for_system_prompt"] + values["reserved_for_instructions"]
     if reserved >= values["max_input_tokens"]:
         raise DocumentError(
