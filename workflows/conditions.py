@@ -47,6 +47,7 @@ import functools
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -193,9 +194,9 @@ FUNCTIONS: dict[str, Callable[[Any], Any]] = {
 _Scope = Mapping[str, Any]
 
 
-class _Node:
-    def evaluate(self, scope: _Scope) -> Any:
-        raise NotImplementedError
+class _Node(ABC):
+    @abstractmethod
+    def evaluate(self, scope: _Scope) -> Any: ...
 
 
 @dataclass(frozen=True)
