@@ -51,7 +51,3 @@ def check_shape(document: Any, schema: dict, kind: str) -> None:
     if error.validator == "additionalProperties":
         message = f"unknown field(s): {message.split('(')[-1].rstrip(')')}"
     raise DocumentError(message, where=where, details=[{"where": json_path_of(e.absolute_path), "message": e.message} for e in errors[:20]])
-
-
-def strip_none(mapping: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in mapping.items() if value is not None}

@@ -21,9 +21,6 @@ class StateMachine:
         self.transitions = transitions
         self.states = set(transitions) | {s for targets in transitions.values() for s in targets}
 
-    def choices(self) -> list[tuple[str, str]]:
-        return [(state, state) for state in self.transitions]
-
     def allows(self, current: str, new: str) -> bool:
         return new in self.transitions.get(current, set())
 

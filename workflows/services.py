@@ -33,6 +33,11 @@ def workflow_problems(document: dict[str, Any]) -> list[dict[str, Any]]:
         check_shape(document, WORKFLOW_SHAPE, "workflow")
     except DocumentError as error:
         return [{"where": error.where, "node": None, "transition": None, "code": error.code, "message": error.problem}]
+    return _graph_problems(document)
+
+
+def _graph_problems(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """Problems of a shape-checked workflow document, with the agents it names looked up once."""
     referenced = {node["agent_ref"] for node in document["nodes"]}
     referenced |= {v for v in document.get("error_handling", {}).values() if isinstance(v, str)}
     known = Agent.objects.filter(agent_id__in=referenced).values_list("agent_id", flat=True)
@@ -43,7 +48,7 @@ def workflow_problems(document: dict[str, Any]) -> list[dict[str, Any]]:
 def workflow_import_document(document: dict[str, Any], *, actor: str = "", source_format: str = "workflow"):
     """Create or replace the workflow a §4.1 document describes. Returns (workflow, what happened)."""
     check_shape(document, WORKFLOW_SHAPE, "workflow")
-    problems = workflow_problems(document)
+    problems = _graph_problems(document)
     if problems:
         raise WorkflowInvalid(problems, workflow_id=document["workflow_id"])
 

@@ -6,7 +6,6 @@ expression is parsed once per process and reused.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
 
 from jsonpath_ng import JSONPath
 from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
@@ -28,7 +27,3 @@ def compile_path(expression: str) -> JSONPath:
         return _parse(expression)
     except (JsonPathParserError, JsonPathLexerError, ValueError, TypeError, AttributeError) as error:
         raise PathError(f"JSONPath '{expression}' does not parse: {error}") from None
-
-
-def find(expression: str, data: Any) -> list[Any]:
-    return [match.value for match in compile_path(expression).find(data)]
