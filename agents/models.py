@@ -11,21 +11,13 @@ from django.db import models
 from django.utils import timezone
 
 from core.states import StateMachine
+from executions.engine.context.limits import ContextLimits
 
 identifier = RegexValidator(
     r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,99}$",
     "an id is 1-100 characters: letters, digits, and _ . : - (not starting with punctuation)",
 )
 
-# data-transfer-protocol §6.1: each role's input limit and data area (tokens).
-ROLE_DATA_AREAS = {
-    "Orchestrator": 85_000,
-    "Scholar": 80_000,
-    "Code": 75_000,
-    "Validator": 70_000,
-    "Knowledge_Vault": 85_000,
-    "Strategic_Critic": 60_000,
-}
 
 
 class Agent(models.Model):
@@ -86,19 +78,26 @@ class Agent(models.Model):
         return self.agent_id
 
     @property
+    def context_limits(self) -> ContextLimits:
+        return ContextLimits(
+            max_input_tokens=self.max_input_tokens, max_output_tokens=self.max_output_tokens,
+            reserved_for_system_prompt=self.reserved_for_system_prompt,
+            reserved_for_instructions=self.reserved_for_instructions,
+            safety_margin=self.safety_margin, data_area=self.data_area, role=self.role,
+        )
+
+    @property
     def available_for_data(self) -> int:
-        return max(0, self.max_input_tokens - self.reserved_for_system_prompt - self.reserved_for_instructions)
+        return self.context_limits.available_for_data
 
     @property
     def effective_data_limit(self) -> int:
-        """§6.1: available_for_data × safety_margin (100000−5000−3000 = 92000 → 82800)."""
-        return int(round(self.available_for_data * self.safety_margin))
+        return self.context_limits.effective_data_limit
 
     @property
     def data_budget(self) -> int:
-        """Tokens the context builder may fill with data: the effective limit, capped by the data area."""
-        area = self.data_area or ROLE_DATA_AREAS.get(self.role)
-        return min(self.effective_data_limit, area) if area else self.effective_data_limit
+        """Tokens the context builder may fill with data (§6.1, capped by the role's data area)."""
+        return self.context_limits.data_limit
 
     @property
     def children_ids(self) -> list[str]:

@@ -10,6 +10,8 @@
   fails, is retried and falls back to another agent, and the compliance check escalates
   to a person.
 - the agents of a Game-of-24 Tree-of-Thoughts search.
+- the knowledge base the db_query input reads: the sample paper, some seventy knowledge atoms
+  extracted from it, a few relations between them and quality records.
 
 All agents use the offline `builtin` backend; the skill names in `capabilities.skills`
 are the builtin behaviours each agent performs.
@@ -314,3 +316,173 @@ def write_workspace_files(workspace: Path) -> list[Path]:
         path.write_bytes(content)
         written.append(path)
     return written
+
+
+# -- The knowledge base that `db_query` references read (knowledge app) ----------------
+# The sample paper and the atoms a Scholar would extract from it. Knowledge_Vault's
+# db_query input (domain = deep_learning, limit 100) returns all of them: well over its
+# 4,050-token data area, so the inspection pages show that input batched.
+
+PAPER_ID = "paper_transformer"
+KNOWLEDGE_DOMAIN = "deep_learning"
+KNOWLEDGE_CREATED_AT = CREATED["created_at"]
+
+PAPERS = [
+    {
+        "paper_id": PAPER_ID,
+        "title": "Attention Is All You Need",
+        "authors": ["Ashish Vaswani", "Noam Shazeer", "Niki Parmar", "Jakob Uszkoreit", "Llion Jones",
+                    "Aidan N. Gomez", "Łukasz Kaiser", "Illia Polosukhin"],
+        "year": 2017,
+        "venue": "NeurIPS 2017",
+        "domain": KNOWLEDGE_DOMAIN,
+        "abstract": " ".join(PAPER_SECTIONS[0][1]),
+        "created_at": KNOWLEDGE_CREATED_AT,
+    },
+]
+
+# (source section, atom type, confidence, content), in reading order.
+_ATOM_TEXTS = [
+    ("Abstract", "claim", 0.97, "The Transformer is a sequence transduction architecture based solely on attention mechanisms, dispensing with recurrence and convolutions entirely."),
+    ("Abstract", "claim", 0.93, "On two machine translation tasks the Transformer is superior in quality to recurrent and convolutional models while being more parallelizable."),
+    ("Abstract", "evidence", 0.95, "The big Transformer reaches 28.4 BLEU on the WMT 2014 English-to-German translation task, improving over the best existing results, including ensembles, by more than 2 BLEU."),
+    ("Abstract", "evidence", 0.94, "On WMT 2014 English-to-French the model sets a new single-model state of the art of 41.8 BLEU after training for 3.5 days on eight GPUs."),
+    ("Abstract", "claim", 0.82, "The Transformer generalizes well to other tasks, as shown by applying it to English constituency parsing with both large and limited training data."),
+    ("Introduction", "background", 0.96, "Recurrent neural networks, long short-term memory and gated recurrent networks have been firmly established as state-of-the-art approaches to sequence modeling and transduction."),
+    ("Introduction", "background", 0.92, "Recurrent models factor computation along the symbol positions of the input and output sequences, generating a hidden state from the previous hidden state and the current input."),
+    ("Introduction", "claim", 0.9, "The inherently sequential nature of recurrence precludes parallelization within training examples, which becomes critical at longer sequence lengths because memory limits batching across examples."),
+    ("Introduction", "background", 0.88, "Factorization tricks and conditional computation have improved the efficiency of recurrent models, but the fundamental constraint of sequential computation remains."),
+    ("Introduction", "background", 0.91, "Attention mechanisms allow the modeling of dependencies without regard to their distance in the input or output sequences, but they have mostly been used together with a recurrent network."),
+    ("Introduction", "claim", 0.86, "Relying entirely on attention to draw global dependencies between input and output allows significantly more parallelization than recurrent architectures."),
+    ("Introduction", "evidence", 0.84, "The Transformer can reach a new state of the art in translation quality after being trained for as little as twelve hours on eight P100 GPUs."),
+    ("Background", "background", 0.89, "The Extended Neural GPU, ByteNet and ConvS2S reduce sequential computation by using convolutional neural networks that compute hidden representations in parallel for all positions."),
+    ("Background", "background", 0.83, "In convolutional models the number of operations needed to relate signals from two arbitrary positions grows linearly with distance for ConvS2S and logarithmically for ByteNet."),
+    ("Background", "claim", 0.78, "In the Transformer the number of operations relating two positions is reduced to a constant, at the cost of reduced effective resolution due to averaging attention-weighted positions."),
+    ("Background", "claim", 0.74, "Multi-head attention counteracts the reduced effective resolution that comes from averaging over attention-weighted positions."),
+    ("Background", "background", 0.87, "Self-attention, sometimes called intra-attention, relates different positions of a single sequence and has been used for reading comprehension, abstractive summarization and textual entailment."),
+    ("Background", "background", 0.8, "End-to-end memory networks are based on a recurrent attention mechanism instead of sequence-aligned recurrence and perform well on simple-language question answering and language modeling."),
+    ("Background", "claim", 0.88, "The Transformer is the first transduction model relying entirely on self-attention to compute representations of its input and output without sequence-aligned RNNs or convolution."),
+    ("Model Architecture", "methodology", 0.95, "The model follows an encoder-decoder structure in which the encoder maps a sequence of symbol representations to continuous representations and the decoder generates the output one symbol at a time."),
+    ("Model Architecture", "methodology", 0.9, "The decoder is auto-regressive: at each step it consumes the previously generated symbols as additional input when generating the next one."),
+    ("Model Architecture", "methodology", 0.96, "The encoder is a stack of N = 6 identical layers, each with a multi-head self-attention sub-layer followed by a position-wise fully connected feed-forward sub-layer."),
+    ("Model Architecture", "methodology", 0.93, "Each sub-layer is wrapped in a residual connection followed by layer normalization, so its output is LayerNorm(x + Sublayer(x))."),
+    ("Model Architecture", "methodology", 0.94, "All sub-layers and embedding layers produce outputs of dimension d_model = 512 to facilitate the residual connections."),
+    ("Model Architecture", "methodology", 0.92, "The decoder also has N = 6 identical layers and inserts a third sub-layer that performs multi-head attention over the output of the encoder stack."),
+    ("Model Architecture", "methodology", 0.91, "The decoder's self-attention is masked and the output embeddings are offset by one position, so predictions for position i depend only on outputs at positions less than i."),
+    ("Attention", "methodology", 0.97, "An attention function maps a query and a set of key-value pairs to an output computed as a weighted sum of the values, with weights given by a compatibility function of the query and each key."),
+    ("Attention", "methodology", 0.98, "Scaled dot-product attention computes softmax(QK^T / sqrt(d_k))V over matrices of queries, keys and values packed together."),
+    ("Attention", "claim", 0.85, "Dot-product attention is much faster and more space-efficient in practice than additive attention because it can be implemented with highly optimized matrix multiplication code."),
+    ("Attention", "claim", 0.72, "For large values of d_k the dot products grow large in magnitude and push the softmax into regions with extremely small gradients, which the 1/sqrt(d_k) scaling counteracts."),
+    ("Attention", "evidence", 0.68, "If the components of queries and keys are independent with mean 0 and variance 1, their dot product has mean 0 and variance d_k."),
+    ("Attention", "methodology", 0.95, "Multi-head attention linearly projects queries, keys and values h times with different learned projections, runs attention in parallel and concatenates the results."),
+    ("Attention", "claim", 0.79, "Multi-head attention lets the model jointly attend to information from different representation subspaces at different positions, which a single averaging head inhibits."),
+    ("Attention", "methodology", 0.96, "The model uses h = 8 parallel attention heads with d_k = d_v = d_model / h = 64 dimensions each."),
+    ("Attention", "claim", 0.81, "Because each head has a reduced dimension, the total computational cost of multi-head attention is similar to that of single-head attention with full dimensionality."),
+    ("Attention", "methodology", 0.9, "In encoder-decoder attention the queries come from the previous decoder layer and the keys and values from the encoder output, so every decoder position attends over the whole input."),
+    ("Attention", "methodology", 0.89, "Illegal leftward connections in decoder self-attention are masked by setting the corresponding inputs of the softmax to negative infinity."),
+    ("Feed-Forward Networks", "methodology", 0.94, "Each layer contains a position-wise feed-forward network of two linear transformations with a ReLU in between, FFN(x) = max(0, xW1 + b1)W2 + b2."),
+    ("Feed-Forward Networks", "methodology", 0.93, "The feed-forward networks have an input and output dimension of 512 and an inner-layer dimension of d_ff = 2048."),
+    ("Embeddings", "methodology", 0.88, "The two embedding layers and the pre-softmax linear transformation share the same weight matrix, and the embedding weights are multiplied by sqrt(d_model)."),
+    ("Positional Encoding", "background", 0.86, "Since the model contains no recurrence and no convolution, information about the order of the sequence must be injected through positional encodings added to the input embeddings."),
+    ("Positional Encoding", "methodology", 0.95, "Positional encodings use sine and cosine functions of different frequencies, PE(pos, 2i) = sin(pos / 10000^(2i/d_model)) and PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))."),
+    ("Positional Encoding", "claim", 0.64, "Sinusoidal encodings were chosen on the hypothesis that they let the model learn to attend by relative position, since PE(pos + k) is a linear function of PE(pos)."),
+    ("Positional Encoding", "evidence", 0.83, "Learned positional embeddings produced nearly identical results to the sinusoidal version on the development set."),
+    ("Positional Encoding", "claim", 0.58, "The sinusoidal version may allow the model to extrapolate to sequence lengths longer than the ones encountered during training."),
+    ("Why Self-Attention", "claim", 0.87, "A self-attention layer connects all positions with a constant number of sequentially executed operations, whereas a recurrent layer requires O(n) sequential operations."),
+    ("Why Self-Attention", "evidence", 0.9, "The per-layer complexity of self-attention is O(n^2 * d) compared with O(n * d^2) for recurrent layers and O(k * n * d^2) for convolutional layers."),
+    ("Why Self-Attention", "claim", 0.8, "Self-attention layers are faster than recurrent layers when the sequence length n is smaller than the representation dimensionality d, which is most often the case for word-piece and byte-pair representations."),
+    ("Why Self-Attention", "claim", 0.83, "Shorter paths between any combination of positions in the input and output sequences make it easier to learn long-range dependencies."),
+    ("Why Self-Attention", "methodology", 0.62, "For very long sequences, self-attention could be restricted to a neighborhood of size r around each output position, which increases the maximum path length to O(n/r)."),
+    ("Why Self-Attention", "claim", 0.55, "Self-attention could yield more interpretable models, as individual attention heads appear to learn different tasks related to the syntactic and semantic structure of sentences."),
+    ("Training", "methodology", 0.93, "The English-German model was trained on the WMT 2014 dataset of about 4.5 million sentence pairs encoded with byte-pair encoding and a shared vocabulary of about 37,000 tokens."),
+    ("Training", "methodology", 0.92, "For English-French the significantly larger WMT 2014 dataset of 36 million sentences was used, with tokens split into a 32,000 word-piece vocabulary."),
+    ("Training", "methodology", 0.89, "Sentence pairs were batched by approximate sequence length so that each training batch contained about 25,000 source tokens and 25,000 target tokens."),
+    ("Training", "evidence", 0.91, "The base models were trained for 100,000 steps, or 12 hours, on one machine with eight NVIDIA P100 GPUs at about 0.4 seconds per step."),
+    ("Training", "evidence", 0.9, "The big models were trained for 300,000 steps, or 3.5 days, at about 1.0 second per step."),
+    ("Training", "methodology", 0.94, "Training used the Adam optimizer with beta1 = 0.9, beta2 = 0.98 and epsilon = 1e-9."),
+    ("Training", "methodology", 0.92, "The learning rate increases linearly for the first 4,000 warmup steps and then decreases proportionally to the inverse square root of the step number."),
+    ("Training", "methodology", 0.88, "Residual dropout with rate 0.1 is applied to the output of each sub-layer and to the sums of the embeddings and the positional encodings."),
+    ("Training", "claim", 0.7, "Label smoothing with value 0.1 hurts perplexity, as the model learns to be more unsure, but improves accuracy and BLEU score."),
+    ("Results", "evidence", 0.96, "The big Transformer outperforms the best previously reported models on English-to-German, including ensembles, by more than 2.0 BLEU, establishing a new state of the art of 28.4."),
+    ("Results", "claim", 0.86, "Even the base Transformer surpasses all previously published models and ensembles on English-to-German at a fraction of their training cost."),
+    ("Results", "evidence", 0.88, "On English-to-French the big model outperforms all previously published single models at less than a quarter of the training cost of the previous state-of-the-art model."),
+    ("Results", "methodology", 0.85, "Base models average the last 5 checkpoints and big models the last 20; decoding uses beam search with a beam size of 4 and a length penalty of 0.6."),
+    ("Results", "evidence", 0.76, "Training cost is estimated by multiplying training time, the number of GPUs used, and an estimate of each GPU's sustained single-precision floating-point capacity."),
+    ("Model Variations", "evidence", 0.84, "Single-head attention is 0.9 BLEU worse than the best setting on the development set, and quality also drops off with too many heads."),
+    ("Model Variations", "claim", 0.6, "Reducing the attention key size d_k hurts model quality, suggesting that determining compatibility is not easy and a more sophisticated function than dot product may be beneficial."),
+    ("Model Variations", "evidence", 0.87, "Bigger models are better, and dropout is very helpful in avoiding over-fitting, according to the variations evaluated on newstest2013."),
+    ("Constituency Parsing", "methodology", 0.83, "For English constituency parsing a 4-layer Transformer with d_model = 1024 was trained on the roughly 40,000 sentences of the Wall Street Journal portion of the Penn Treebank."),
+    ("Constituency Parsing", "evidence", 0.85, "The Transformer reaches 91.3 F1 on WSJ section 23 when trained only on the WSJ data and 92.7 F1 in the semi-supervised setting with about 17 million sentences."),
+    ("Constituency Parsing", "claim", 0.66, "Despite the lack of task-specific tuning, the Transformer performs surprisingly well on constituency parsing and outperforms the BerkeleyParser even with only 40,000 training sentences."),
+    ("Conclusion", "claim", 0.9, "Replacing the recurrent layers most commonly used in encoder-decoder architectures with multi-headed self-attention lets translation models train significantly faster."),
+    ("Conclusion", "background", 0.5, "Future work plans to extend the Transformer to input and output modalities other than text, such as images, audio and video, and to make generation less sequential."),
+]
+
+KNOWLEDGE_ATOMS = [
+    {
+        "atom_id": f"atom_transformer_{number:03d}",
+        "paper_id": PAPER_ID,
+        "atom_type": atom_type,
+        "content": content,
+        "confidence": confidence,
+        "domain": KNOWLEDGE_DOMAIN,
+        "source_section": section,
+        "created_at": KNOWLEDGE_CREATED_AT,
+    }
+    for number, (section, atom_type, confidence, content) in enumerate(_ATOM_TEXTS, start=1)
+]
+
+
+def _atom_about(phrase: str) -> str:
+    """The id of the one demo atom whose content contains `phrase`."""
+    found = [atom["atom_id"] for atom in KNOWLEDGE_ATOMS if phrase in atom["content"]]
+    if len(found) != 1:
+        raise ValueError(f"{len(found)} demo atoms mention {phrase!r}; name exactly one")
+    return found[0]
+
+
+def _relation(number: int, source: str, relation_type: str, target: str, confidence: float) -> dict[str, Any]:
+    return {
+        "relation_id": f"rel_transformer_{number:03d}",
+        "source_atom_id": _atom_about(source),
+        "target_atom_id": _atom_about(target),
+        "relation_type": relation_type,
+        "confidence": confidence,
+        "created_at": KNOWLEDGE_CREATED_AT,
+    }
+
+
+RELATIONS = [
+    _relation(1, "establishing a new state of the art of 28.4", "supports", "superior in quality to recurrent", 0.92),
+    _relation(2, "new single-model state of the art of 41.8", "supports", "superior in quality to recurrent", 0.9),
+    _relation(3, "trained for 100,000 steps", "supports", "train significantly faster", 0.85),
+    _relation(4, "Learned positional embeddings produced nearly identical", "contradicts",
+              "attend by relative position", 0.55),
+    _relation(5, "Single-head attention is 0.9 BLEU worse", "supports", "jointly attend to information", 0.8),
+    _relation(6, "The model uses h = 8 parallel attention heads", "extends", "Multi-head attention linearly projects", 0.88),
+    _relation(7, "91.3 F1 on WSJ section 23", "supports", "generalizes well to other tasks", 0.83),
+    _relation(8, "dot product has mean 0 and variance d_k", "supports", "push the softmax into regions", 0.74),
+]
+
+
+def _quality(target_type: str, target_id: str, score: float, passed: bool, **details: Any) -> dict[str, Any]:
+    return {
+        "record_id": f"qr_{target_id}",
+        "target_type": target_type,
+        "target_id": target_id,
+        "score": score,
+        "passed": passed,
+        "details": {"checked_by": "Validator", **details},
+        "created_at": KNOWLEDGE_CREATED_AT,
+    }
+
+
+QUALITY_RECORDS = [
+    _quality("paper", PAPER_ID, 0.91, True, atoms=len(KNOWLEDGE_ATOMS), notes="claims and evidence are consistent"),
+    _quality("atom", _atom_about("reaches 28.4 BLEU on the WMT 2014"), 0.95, True, evidence=["Table 2"]),
+    _quality("atom", _atom_about("attend by relative position"), 0.48, False,
+             reason="a hypothesis the paper does not test directly"),
+    _quality("atom", _atom_about("extrapolate to sequence lengths"), 0.52, False, reason="speculative; no experiment reported"),
+    _quality("relation", RELATIONS[3]["relation_id"], 0.6, True,
+             notes="a weak contradiction: matching results do not rule the hypothesis out"),
+]

@@ -41,6 +41,11 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
 # The folder that `file` data references may read; nothing outside it is served.
 WORKSPACE_ROOT = Path(env_str("WORKSPACE_ROOT", str(DATA_DIR / "workspace"))).resolve()
+# Limits on resolving data references: a db_query's statement timeout (PostgreSQL), the
+# largest file read, and how long a node waits for an unfinished task's output.
+REF_DB_TIMEOUT_MS = env_int("REF_DB_TIMEOUT_MS", 5_000)
+REF_MAX_FILE_BYTES = env_int("REF_MAX_FILE_BYTES", 20_000_000)
+REF_WAIT_SECONDS = env_int("REF_WAIT_SECONDS", 0)
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -55,6 +60,7 @@ INSTALLED_APPS = [
     "agents",
     "workflows",
     "executions",
+    "knowledge",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,53 @@
+"""The Django side of the context builder: real files, database rows and task outputs
+fed to the pure engine in `executions.engine.context`.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from django.conf import settings
+
+from executions.engine.context.assembler import ContextAssembly, ContextBuilder
+from executions.engine.context.errors import REF_NOT_FOUND, RefError
+from executions.engine.context.files import read_file
+from executions.engine.context.limits import ContextLimits
+from executions.engine.context.resolution import Resolver, Sources
+from executions.engine.tokens import TokenCounter
+from knowledge.registry import run_db_query
+
+
+def read_workspace_file(reference: dict) -> Any:
+    return read_file(reference, workspace_root=settings.WORKSPACE_ROOT, max_bytes=settings.REF_MAX_FILE_BYTES)
+
+
+def query_database(reference: dict) -> list[dict]:
+    return run_db_query(reference, timeout_ms=settings.REF_DB_TIMEOUT_MS)
+
+
+def outputs_from(outputs: dict[str, Any]) -> Callable[[str], Any]:
+    """A task-output source over outputs already at hand (task id → output)."""
+
+    def task_output(task_id: str) -> Any:
+        if task_id not in outputs:
+            raise RefError(REF_NOT_FOUND, f"no output of task '{task_id}' is available")
+        return outputs[task_id]
+
+    return task_output
+
+
+def context_builder(*, limits: ContextLimits, encoding: str = "cl100k_base",
+                    task_output: Callable[[str], Any] | None = None,
+                    abstractive: Callable[[str, int], str] | None = None) -> ContextBuilder:
+    sources = Sources(task_output=task_output, read_file=read_workspace_file, query=query_database)
+    resolver = Resolver(sources, wait_timeout_s=settings.REF_WAIT_SECONDS)
+    return ContextBuilder(limits=limits, counter=TokenCounter(encoding), sources=sources, resolver=resolver,
+                          abstractive=abstractive)
+
+
+def assemble_node_context(*, limits: ContextLimits, encoding: str, task_id: str, node_input: dict,
+                          task_output: Callable[[str], Any] | None = None, items: list[dict] = (),
+                          messages: list[dict] = (),
+                          abstractive: Callable[[str, int], str] | None = None) -> ContextAssembly:
+    builder = context_builder(limits=limits, encoding=encoding, task_output=task_output, abstractive=abstractive)
+    return builder.assemble(task_id=task_id, references=node_input.get("data_references", []),
+                            transfer_config=node_input.get("transfer_config"), items=items, messages=messages)

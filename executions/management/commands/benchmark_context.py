@@ -1,0 +1,148 @@
+"""Benchmarks of the context builder against the engines underneath it.
+
+Ratios, not absolute times: the same machine runs both sides in the same process, so a
+busy machine slows both alike.
+"""
+import json
+import random
+import time
+
+from django.core.management.base import BaseCommand
+
+from executions.engine.context.assembler import ContextBuilder
+from executions.engine.context.content import render
+from executions.engine.context.limits import ContextLimits
+from executions.engine.context.resolution import Sources, select_path
+from executions.engine.jsonpath import compile_path
+from executions.engine.tokens import TokenCounter, get_encoding
+
+ASSEMBLY_TARGET = 1.5
+JSONPATH_TARGET = 1.3
+VOCABULARY = (
+    "attention transformer encoder decoder layer head token sequence model training data result parallel "
+    "recurrent position embedding softmax query key value score gradient optimiser dropout residual "
+    "normalisation translation benchmark corpus vocabulary beam search label smoothing convergence "
+    "architecture inference latency throughput evaluation baseline ablation hypothesis evidence claim"
+).split()
+
+
+def prose(rng: random.Random, words: int) -> str:
+    out = []
+    for i in range(words):
+        word = rng.choice(VOCABULARY)
+        out.append(word.capitalize() if i % 14 == 0 else word)
+        if i % 14 == 13:
+            out[-1] += rng.choice([".", ".", "!", "?"])
+    return " ".join(out) + "."
+
+
+def make_inputs(count: int, tokens_each: int, seed: int = 7) -> dict[str, object]:
+    """`count` distinct task outputs of about `tokens_each` tokens: half prose, half knowledge atoms."""
+    rng = random.Random(seed)
+    words = int(tokens_each * 0.93)
+    outputs: dict[str, object] = {}
+    for n in range(count):
+        if n % 2:
+            outputs[f"task_{n:03d}"] = prose(rng, words)
+        else:
+            atoms = []
+            while sum(len(a["content"]) for a in atoms) < words * 6:
+                atoms.append({"atom_id": f"a{n}_{len(atoms)}", "atom_type": rng.choice(["claim", "evidence",
+                              "methodology", "background"]), "content": prose(rng, 60),
+                              "confidence": round(rng.uniform(0.4, 1.0), 3)})
+            outputs[f"task_{n:03d}"] = {"atoms": atoms, "metadata": {"paper": f"p{n}"}}
+    return outputs
+
+
+def best_of(repeats: int, run) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+class Command(BaseCommand):
+    help = "Measure context assembly and JSONPath resolution against bare tiktoken and jsonpath-ng; print ratios."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--inputs", type=int, default=100)
+        parser.add_argument("--tokens-each", type=int, default=10_500)
+        parser.add_argument("--repeats", type=int, default=3)
+        parser.add_argument("--json", dest="as_json", action="store_true", help="print the figures as JSON")
+
+    def handle(self, *args, inputs, tokens_each, repeats, as_json, **options):
+        figures = [*self.assembly(inputs, tokens_each, repeats), self.jsonpath(repeats)]
+        if as_json:
+            self.stdout.write(json.dumps(figures, indent=2))
+            return
+        for f in figures:
+            verdict = "ok" if f["ratio"] <= f["target"] else "OVER TARGET"
+            self.stdout.write(f"{f['name']}: {f['ours_s']:.3f} s vs {f['baseline']} {f['baseline_s']:.3f} s "
+                              f"→ {f['ratio']:.2f}× (target ≤ {f['target']}×, {verdict}) — {f['detail']}")
+
+    def assembly(self, count: int, tokens_each: int, repeats: int) -> list[dict]:
+        outputs = make_inputs(count, tokens_each)
+        texts = [render(value) for value in outputs.values()]
+        encoding = get_encoding("cl100k_base")
+        total = sum(len(encoding.encode(text, disallowed_special=())) for text in texts)
+        bare = best_of(repeats, lambda: [encoding.encode(text, disallowed_special=()) for text in texts])
+
+        references = [{"ref_type": "task_output", "task_id": task_id} for task_id in outputs]
+        items = [{"name": task_id, "content": value, "priority": 2 + n % 3} for n, (task_id, value)
+                 in enumerate(outputs.items())]
+        figures = []
+        for label, kwargs in (("references, modes chosen by §5", {"references": references}),
+                              ("inline items, trimmed by §6.3", {"items": items})):
+            records = []
+
+            def run():
+                # A fresh counter each time: nothing is remembered between runs.
+                builder = ContextBuilder(limits=ContextLimits(), counter=TokenCounter("cl100k_base"),
+                                         sources=Sources(task_output=outputs.__getitem__))
+                records.append(builder.assemble(task_id="bench", **kwargs).record)
+
+            ours = best_of(repeats, run)
+            resolution = records[-1]["resolution"]
+            figures.append({
+                "name": f"context assembly ({label})", "ours_s": ours, "baseline": "bare tiktoken encode",
+                "baseline_s": bare, "ratio": ours / bare, "target": ASSEMBLY_TARGET,
+                "detail": f"{count} inputs, {total:,} tokens → {resolution['final_tokens']:,} passed, "
+                          f"{len(resolution['actions'])} actions",
+            })
+        return figures
+
+    def jsonpath(self, repeats: int) -> dict:
+        rng = random.Random(11)
+        document = {
+            "atoms": [{"atom_id": f"a{i}", "atom_type": rng.choice(["claim", "evidence", "methodology"]),
+                       "confidence": round(rng.random(), 3), "content": prose(rng, 12),
+                       "metadata": {"source_section": f"{rng.randint(1, 9)}.{rng.randint(1, 5)}"}} for i in range(40)],
+            "relations": [{"relation_id": f"r{i}", "source": f"a{i}", "target": f"a{i + 1}"} for i in range(20)],
+            "metadata": {"quality_score": 0.87, "paper": {"title": "Attention", "year": 2017}},
+        }
+        expressions = [
+            "$.atoms", "$.atoms[0]", "$.atoms[*].content", "$.metadata.quality_score", "$.atoms[?(@.confidence>0.8)]",
+            "$.atoms[?(@.atom_type=='claim')]", "$.atoms[-1:]", "$.atoms[0:5].atom_id", "$.relations[*].target",
+            "$.metadata.paper.title", "$.atoms[*].metadata.source_section", "$.relations[?(@.source=='a3')]",
+            "$.atoms[?(@.confidence<0.2)].atom_id", "$.metadata.paper", "$.relations[0]", "$.atoms[3].content",
+            "$.atoms[?(@.atom_type!='evidence')].confidence", "$.relations", "$.metadata", "$.atoms[10:20]",
+        ]
+        calls = [expressions[i % len(expressions)] for i in range(10_000)]
+        parsed = {expression: compile_path(expression) for expression in expressions}
+
+        def bare():
+            for expression in calls:
+                [match.value for match in parsed[expression].find(document)]
+
+        def ours():
+            compile_path.cache_clear()  # the first use of each expression parses it, as in a fresh worker
+            for expression in calls:
+                select_path(document, expression)
+
+        baseline_s, ours_s = best_of(repeats, bare), best_of(repeats, ours)
+        return {"name": "JSONPath resolution", "ours_s": ours_s, "baseline": "pre-parsed jsonpath-ng find",
+                "baseline_s": baseline_s, "ratio": ours_s / baseline_s, "target": JSONPATH_TARGET,
+                "detail": f"{len(calls):,} resolutions of {len(expressions)} distinct expressions"}
+
