@@ -21,7 +21,7 @@ def read_workspace_file(reference: dict) -> Any:
 
 
 def query_database(reference: dict) -> list[dict]:
-    return run_db_query(reference, timeout_ms=settings.REF_DB_TIMEOUT_MS)
+    return run_db_query(reference, timeout_ms=settings.REF_DB_TIMEOUT_MS or None)  # 0: no timeout
 
 
 def outputs_from(outputs: dict[str, Any]) -> Callable[[str], Any]:

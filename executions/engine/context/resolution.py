@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from executions.engine.context import errors
 from executions.engine.context.errors import RefError
-from executions.engine.context.filters import apply_filter
+from executions.engine.context.filters import apply_filter, matches
 from executions.engine.jsonpath import PathError, compile_path
 
 NOT_READY = object()
@@ -100,18 +100,42 @@ def is_singular(path: str) -> bool:
     return not any(marker in path for marker in _MULTI_MARKERS)
 
 
-def select_path(data: Any, path: str) -> Any:
-    """The value(s) a JSONPath selects: one value for a singular path, a list otherwise."""
+def select_path(data: Any, path: str, spec: dict | None = None) -> Any:
+    """The value(s) a JSONPath selects — one value for a singular path, a list otherwise —
+    kept only where the `filter` object matches.
+
+    The filter looks at each selected object; for a selected list, at its elements; and
+    for a selected scalar, at the object holding it, so the seed's example
+    (`$.atoms[*].content` filtered on `atom_type`) keeps the contents of matching atoms.
+    """
     try:
         expression = compile_path(path)
     except PathError as error:
         raise RefError(errors.REF_PATH_INVALID, str(error)) from None
-    matches = [match.value for match in expression.find(data)]
+    if spec is not None:
+        apply_filter([], spec)  # refuses a malformed filter even when nothing is selected
+    found = expression.find(data)
     if is_singular(path):
-        if not matches:
+        if not found:
             raise RefError(errors.REF_NOT_FOUND, f"path '{path}' selects nothing in the output")
-        return matches[0]
-    return matches
+        value = found[0].value
+        return value if spec is None else apply_filter(value, spec)
+    if spec is None:
+        return [match.value for match in found]
+    selected = []
+    for match in found:
+        if isinstance(match.value, list):
+            selected.append(apply_filter(match.value, spec))
+        elif _holder_matches(match, spec):
+            selected.append(match.value)
+    return selected
+
+
+def _holder_matches(match, spec: dict) -> bool:
+    datum = match
+    while datum is not None and not isinstance(datum.value, dict):
+        datum = datum.context
+    return datum is not None and matches(datum.value, spec)
 
 
 def keys_only(data: Any) -> Any:
@@ -192,27 +216,30 @@ class Resolver:
         return resolved if resolved.skipped else _with(resolved, data)
 
     def _select(self, reference: dict, name: str, data: Any, resolved: Resolved) -> Any:
-        """Path, then filter, then transform; an invalid path or filter degrades as §3.2 says."""
-        path = reference.get("path")
-        if path:
-            try:
-                data = select_path(data, path)
-            except RefError as error:
-                config = reference.get("fallback_config") or {}
-                strategy = config.get("strategy") or default_strategy(error, config)
-                if strategy != "full_data":
-                    self._fall_back(reference, name, error, strategy, 1, config, resolved)
-                    return resolved.data
-                resolved.failures.append(self._failure(reference, name, error, "full_data", None, 1))
-        spec = reference.get("filter")
-        if spec is not None:
-            try:
-                data = apply_filter(data, spec)
-            except RefError as error:
-                resolved.failures.append(self._failure(reference, name, error, "ignore_filter", None, 1))
+        """Path and filter, then transform; an invalid path or filter degrades as §3.2 says."""
+        path, spec = reference.get("path"), reference.get("filter")
+        try:
+            data = self._path_and_filter(reference, name, data, path, spec, resolved)
+        except RefError as error:
+            config = reference.get("fallback_config") or {}
+            strategy = config.get("strategy") or default_strategy(error, config)
+            self._fall_back(reference, name, error, strategy, 1, config, resolved)
+            return resolved.data
         if reference.get("transform") == "keys_only":
             data = keys_only(data)
         return data
+
+    def _path_and_filter(self, reference, name, data, path, spec, resolved: Resolved) -> Any:
+        try:
+            return select_path(data, path, spec) if path else data if spec is None else apply_filter(data, spec)
+        except RefError as error:
+            if error.code == errors.REF_FILTER_ERROR:
+                resolved.failures.append(self._failure(reference, name, error, "ignore_filter", None, 1))
+                return self._path_and_filter(reference, name, data, path, None, resolved)
+            if error.code == errors.REF_PATH_INVALID and "strategy" not in (reference.get("fallback_config") or {}):
+                resolved.failures.append(self._failure(reference, name, error, "full_data", None, 1))
+                return data if spec is None else self._path_and_filter(reference, name, data, None, spec, resolved)
+            raise
 
     def _fall_back(self, reference, name, error: RefError, strategy, attempts, config, resolved: Resolved) -> Resolved:
         if strategy == "retry":  # retries exhausted

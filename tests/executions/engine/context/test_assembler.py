@@ -156,3 +156,27 @@ def test_it_records_the_limits_and_a_within_limit_that_is_true():
     assert record["limits"]["data_area"] == 85_000
     assert record["total_tokens"] == sum(entry["tokens"] for entry in record["total_input_data"].values())
     assert record["resolution"]["within_limit"] is (record["resolution"]["final_tokens"] <= 4_050)
+
+
+def test_it_never_encodes_the_same_text_twice_in_one_assembly():
+    from executions.engine.tokens import TokenCounter
+
+    counter = TokenCounter("cl100k_base")
+    encoded = []
+    real = counter.encoding
+
+    class Spy:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def encode(self, text, **kwargs):
+            encoded.append(text)
+            return real.encode(text, **kwargs)
+
+    counter.encoding = Spy()
+    limits = ContextLimits(max_input_tokens=9_000, reserved_for_system_prompt=0, reserved_for_instructions=0)
+    builder = ContextBuilder(limits=limits, counter=counter, sources=Sources(task_output=task_output))
+    assembly = builder.assemble(references=[ref(name) for name in OUTPUTS],
+                                items=[{"name": "notes", "content": text_of(3_000, seed=9), "priority": 3}])
+    assert assembly.record["resolution"]["actions"], "something was reduced"
+    assert len(encoded) == len(set(encoded))

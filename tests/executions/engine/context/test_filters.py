@@ -185,3 +185,21 @@ SPECS = st.one_of(
 def test_it_matches_exactly_what_the_reference_rules_match(element, triple):
     field, name, value = triple
     assert matches(element, spec(field, name, value)) == oracle(element, field, name, value)
+
+
+SEED_ROWS = [
+    {"type": "claim", "status": "accepted", "tag": "core", "score": 0.7, "priority": 2, "text": "attention heads"},
+    {"type": "evidence", "status": "rejected", "tag": "misc", "score": 0.69, "priority": 3, "text": "recurrence"},
+]
+
+
+@pytest.mark.parametrize("seed_example, kept", [
+    ({"field": "type", "operator": "eq", "value": "claim"}, [0]),
+    ({"field": "status", "operator": "ne", "value": "rejected"}, [0]),
+    ({"field": "tag", "operator": "in", "value": ["core", "key"]}, [0]),
+    ({"field": "score", "operator": "gte", "value": 0.7}, [0]),
+    ({"field": "priority", "operator": "lt", "value": 3}, [0]),
+    ({"field": "text", "operator": "contains", "value": "attention"}, [0]),
+])
+def test_it_applies_each_operator_example_of_the_seed(seed_example, kept):
+    assert apply_filter(SEED_ROWS, seed_example) == [SEED_ROWS[i] for i in kept]

@@ -215,3 +215,23 @@ def test_it_waits_for_an_unfinished_task_and_times_out():
     never = Resolver(Sources(lambda task_id: NOT_READY), wait_timeout_s=2, poll_s=1, sleep=clock.sleep, clock=clock)
     resolved = never.resolve({"ref_type": "task_output", "task_id": "t", "fallback_config": {"retry_count": 0}}, "t")
     assert resolved.skipped and resolved.failures[0].error_code == "REF_TIMEOUT"
+
+
+def test_it_resolves_the_seed_task_output_example_filtering_the_atoms_behind_the_path():
+    """§2.2: path `$.atoms[*].content` with a filter on `atom_type` keeps the methodology contents."""
+    reference = task_ref(path="$.atoms[*].content", filter={"field": "atom_type", "operator": "eq",
+                                                             "value": "methodology"}, transform="none")
+    assert resolver().resolve(reference, "x").data == ["Scaled dot-product attention."]
+
+
+def test_it_filters_objects_selected_by_a_filter_expression_and_lists_selected_by_a_wildcard():
+    spec = {"field": "confidence", "operator": "gte", "value": 1}
+    assert select_path(SCHOLAR, "$.atoms[?(@.confidence>0.5)]", spec) == [SCHOLAR["atoms"][2]]
+    assert select_path({"groups": [[{"v": 1}, {"v": 2}]]}, "$.groups[*]", {"field": "v", "operator": "gt",
+                                                                            "value": 1}) == [[{"v": 2}]]
+
+
+def test_it_reports_a_broken_filter_even_when_the_path_selects_nothing():
+    resolved = resolver().resolve(task_ref(path="$.atoms[?(@.confidence>5)]", filter={"field": "x", "operator": "like",
+                                                                                      "value": "a"}), "x")
+    assert resolved.data == [] and resolved.failures[0].error_code == "REF_FILTER_ERROR"

@@ -1,0 +1,62 @@
+"""The §7.1 task chain of the demo, each node's context assembled from real files and rows."""
+import pytest
+from django.core.management import call_command
+
+from executions.context import assemble_node_context, outputs_from
+from workflows.models import Workflow
+
+pytestmark = pytest.mark.django_db
+
+SCHOLAR_OUTPUT = {"atoms": [
+    {"atom_id": f"atom_{i:03d}", "atom_type": kind, "content": f"Statement {i} about self-attention and "
+     f"parallel training of the Transformer, with its evidence and caveats spelled out at length." * 3,
+     "confidence": 0.5 + (i % 5) / 10}
+    for i, kind in enumerate(["claim", "evidence", "methodology", "background"] * 10)
+]}
+
+
+@pytest.fixture
+def chain(tmp_path, settings):
+    settings.WORKSPACE_ROOT = tmp_path
+    call_command("load_demo", stdout=open("/dev/null", "w"))
+    return {node.node_id: node for node in Workflow.objects.get(workflow_id="thesis_reading").nodes.all()}
+
+
+def assemble(node, outputs=None):
+    agent = node.agent
+    return assemble_node_context(limits=agent.context_limits, encoding=agent.encoding, task_id=node.node_id,
+                                 node_input=node.input_mapping, task_output=outputs_from(outputs or {}))
+
+
+def test_it_reads_the_paper_from_the_workspace_for_the_scholar(chain):
+    assembly = assemble(chain["task_scholar_001"])
+    (report,) = assembly.inputs
+    assert report.name == "transformer.pdf" and report.resolved_at == "before_scheduling"
+    assert "Scaled dot-product attention" in report.item.content
+    assert assembly.record["resolution"]["within_limit"] and assembly.failures == []
+
+
+def test_it_summarises_the_claims_for_the_validator(chain):
+    assembly = assemble(chain["task_validator_001"], {"task_scholar_001": SCHOLAR_OUTPUT})
+    (report,) = assembly.inputs
+    assert report.transfer_mode == "summary" and report.reason == "set on the reference"
+    summary = report.item.content
+    assert summary["total_task_scholar_001_output"] == 10, "only the claims were selected"
+    assert report.item.tokens <= 5_000
+
+
+def test_it_overflows_the_vault_window_and_records_every_decision(chain):
+    outputs = {"task_scholar_001": SCHOLAR_OUTPUT,
+               "task_validator_001": {"validation_results": [{"atom_id": "atom_000", "valid": True}]}}
+    assembly = assemble(chain["task_vault_001"], outputs)
+    record = assembly.record
+    assert record["context_limit"] == 4_050 and record["overflow"] > 0
+    assert record["resolution"]["within_limit"] and record["resolution"]["final_tokens"] <= 4_050
+    actions = {(a["data"], a["action"]) for a in record["resolution"]["actions"]}
+    assert ("knowledge_atoms_query", "batch") in actions
+    (failure,) = assembly.failures
+    assert (failure["path"], failure["error_code"], failure["fallback_strategy"]) == (
+        "/workspace/papers/supplementary.md", "REF_NOT_FOUND", "use_default")
+    inputs = {report.name: report for report in assembly.inputs}
+    assert inputs["supplementary.md"].item.content == {"note": "no supplementary material"}
+    assert inputs["knowledge_atoms_query"].batches > 1
