@@ -479,3 +479,22 @@ def test_it_puts_enough_demo_atoms_behind_the_vault_query_to_overflow_its_budget
     text = json.dumps(atoms, ensure_ascii=False)
     assert len(text) >= 24_000
     assert len(get_encoding("cl100k_base").encode(text)) > 6_000 > 4_050
+
+
+def test_it_runs_the_seed_db_query_example_on_the_demo_rows(tmp_path, settings):
+    """data-transfer-protocol §2.4, with the demo paper's id in place of paper_001."""
+    settings.WORKSPACE_ROOT = tmp_path
+    call_command("load_demo", stdout=open("/dev/null", "w"))
+    rows = run_db_query({
+        "ref_type": "db_query", "table": "knowledge_atoms",
+        "conditions": [{"field": "paper_id", "operator": "eq", "value": "paper_transformer"},
+                       {"field": "atom_type", "operator": "in", "value": ["claim", "evidence"]}],
+        "select": ["atom_id", "content", "confidence"],
+        "order_by": {"field": "confidence", "direction": "desc"},
+        "limit": 50,
+    })
+    expected = KnowledgeAtom.objects.filter(paper__paper_id="paper_transformer", atom_type__in=["claim", "evidence"])
+    assert len(rows) == min(50, expected.count()) and rows
+    assert all(set(row) == {"atom_id", "content", "confidence"} for row in rows)
+    confidences = [row["confidence"] for row in rows]
+    assert confidences == sorted(confidences, reverse=True)
