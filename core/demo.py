@@ -73,7 +73,7 @@ AGENTS = [
     _agent("Reviewer", "Reviewer", role="Strategic_Critic", skills=["review"],
            prompt="You review drafts and answer accept or revise."),
     # Fails on its first attempts, so the run retries it and then falls back.
-    _agent("Publisher", "Publisher", skills=["publish_unreliable"], prompt="You publish release notes."),
+    _agent("Publisher", "Publisher", skills=["publish_unreliable", "publish"], prompt="You publish release notes."),
     _agent("Backup_Publisher", "Backup Publisher", skills=["publish", "compliance_check"], parent="Publisher",
            prompt="You publish release notes when the main publisher cannot.",
            constraints=["publish only reviewed drafts"]),
@@ -203,7 +203,7 @@ RELEASE_REVIEW = {
         {"id": "draft", "agent_ref": "Drafter", "input_mapping": {"topic": "$.input.topic", "feedback": "$.state.feedback"},
          "output_mapping": {"draft": "$.text"}},
         {"id": "review", "agent_ref": "Reviewer", "input_mapping": {"draft": "$.state.draft"},
-         "output_mapping": {"feedback": "$.comments", "verdict": "$.verdict"}},
+         "output_mapping": {"feedback": "$.comments", "verdict": "$.verdict", "rounds": "$.round"}},
         {"id": "publish", "agent_ref": "Publisher", "input_mapping": {"draft": "$.state.draft"},
          "output_mapping": {"published_at": "$.published_at"}},
         {"id": "compliance", "agent_ref": "Compliance_Checker", "input_mapping": {"draft": "$.state.draft"}},

@@ -5,7 +5,7 @@ from typing import Any
 
 from agents.documents import ID
 from core.jsonutil import iso
-from executions.models import Evaluation, Execution
+from executions.models import Evaluation, Execution, NodeRun
 
 UNIT = {"type": "number", "minimum": 0, "maximum": 1}
 DATETIME = {"type": ["string", "null"]}
@@ -98,4 +98,45 @@ def evaluation_document(evaluation: Evaluation) -> dict[str, Any]:
         "pass": evaluation.passed,
         "feedback": evaluation.feedback,
         "action": evaluation.action,
+    }
+
+
+def node_run_record(run: NodeRun) -> dict[str, Any]:
+    """Everything stored about one node run: what the inspection page and `run_workflow --wait` show."""
+    return {
+        "node_id": run.node_id,
+        "agent_ref": run.agent.agent_id,
+        "agent_version": run.agent_version.version if run.agent_version else None,
+        "kind": run.kind,
+        "attempt": run.attempt,
+        "status": run.status,
+        "error_code": run.error_code,
+        "error": run.error,
+        "worker": run.worker,
+        "backend": run.backend,
+        "model": run.model,
+        "started_at": iso(run.started_at),
+        "completed_at": iso(run.completed_at),
+        "duration_ms": run.duration_ms,
+        "tokens_in": run.tokens_in,
+        "tokens_out": run.tokens_out,
+        "dispatches": run.dispatches,
+        "context_management": run.context_record,
+        "resolution_failures": run.resolution_failures,
+        "resolved_inputs": run.resolved_inputs,
+        "compression": run.compression,
+        "decision": run.decision,
+        "prompt": run.prompt,
+        "output": run.output,
+    }
+
+
+def execution_record(execution: Execution) -> dict[str, Any]:
+    """The §5 document plus the run's state, why it ended, and every node run in full."""
+    return {
+        **execution_document(execution),
+        "state": execution.state,
+        "ended_reason": execution.ended_reason,
+        "escalation": execution.escalation,
+        "node_runs": [node_run_record(run) for run in execution.node_runs.select_related("agent", "agent_version")],
     }

@@ -44,6 +44,7 @@ class Execution(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     ended_reason = models.CharField(max_length=200, blank=True, help_text="Which limit or error ended the run.")
+    escalation = models.JSONField(null=True, blank=True, help_text="While escalated: the node, its error and who should act.")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -84,11 +85,21 @@ class NodeRun(models.Model):
     node_id = models.CharField(max_length=100)
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="node_runs")
     agent_version = models.ForeignKey(AgentVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    class Kind(models.TextChoices):
+        FIRST = "first"
+        RETRY = "retry"
+        FALLBACK = "fallback"
+        MANUAL = "manual"  # an output a person gave when resuming an escalated run
+
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.FIRST)
     attempt = models.PositiveIntegerField(default=1)
     sequence = models.PositiveIntegerField(default=0, help_text="Order of the run within its execution.")
     output = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
+    error_code = models.CharField(max_length=50, blank=True)
+    available_at = models.DateTimeField(null=True, blank=True, help_text="Not before: the backoff of a retry.")
+    dispatches = models.PositiveIntegerField(default=0, help_text="Times sent to a worker (re-sent by the sweep).")
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
@@ -102,6 +113,8 @@ class NodeRun(models.Model):
     resolved_inputs = models.JSONField(default=list, blank=True)
     context_record = models.JSONField(null=True, blank=True, help_text="data-transfer-protocol §7.2 context_management")
     resolution_failures = models.JSONField(default=list, blank=True)
+    compression = models.JSONField(null=True, blank=True, help_text="parallel-agent-compression: per dependency lines and cache hits")
+    decision = models.JSONField(null=True, blank=True, help_text="The transition taken after this run, with the condition values")
 
     class Meta:
         ordering = ["execution", "sequence", "id"]

@@ -1,17 +1,30 @@
 """Writes for executions and evaluations."""
 from __future__ import annotations
 
+import threading
+import uuid
+from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, models, transaction
+from django.utils import timezone
 
 from agents.models import Agent
 from agents.services import get_agent
-from core.errors import DocumentError
+from core.errors import DocumentError, IllegalTransition
+from core.states import change_status
 from core.jsonutil import check_shape, parse_datetime
 from executions.documents import EVALUATION_SHAPE, EXECUTION_SHAPE, evaluation_document, execution_document
 from executions.models import Evaluation, Execution, NodeRun
+from executions import runner
+from executions.engine.context.errors import RefError
+from executions.engine.context.resolution import select_path
+from executions.engine.scheduling import Plan
+from workflows.conditions import evaluate_condition
 from workflows.models import Workflow
+from workflows.validation import dependency_edges
 
 
 @transaction.atomic
@@ -124,3 +137,353 @@ def evaluation_import_document(document: dict[str, Any], *, actor: str = "") -> 
         return evaluation, "unchanged"
     evaluation.save()
     return evaluation, "updated"
+
+
+# -- running ----------------------------------------------------------------------------
+#
+# A run advances by these services only. Each takes the execution row's lock
+# (`select_for_update`) before deciding what comes next, so two workers finishing
+# parallel nodes at once never both schedule the same node. Node runs are claimed with a
+# conditional UPDATE that must touch exactly one row, and their results are stored only
+# by the claim that ran them, so a task delivered twice, or a run swept from a worker
+# that went silent, never yields two results.
+
+
+def workflow_plan(workflow: Workflow) -> Plan:
+    nodes = list(workflow.nodes.order_by("position", "id"))
+    transitions = [
+        {"from": t.from_node, "to": t.to_node, "condition": t.condition, "on_success": t.on_success,
+         "on_failure": t.on_failure}
+        for t in workflow.transitions.order_by("position", "id")
+    ]
+    document = {"nodes": [{"id": n.node_id, "input_mapping": n.input_mapping} for n in nodes], "transitions": transitions}
+    return Plan(workflow.topology, [n.node_id for n in nodes], dependency_edges(document), transitions)
+
+
+def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None,
+                    execution_id: str | None = None) -> Execution:
+    """Create a run and dispatch its first nodes (after commit)."""
+    if input is not None and not isinstance(input, dict):
+        raise DocumentError("the input of a run is a JSON object", where="input")
+    with transaction.atomic():
+        now = timezone.now()
+        execution = Execution.objects.create(
+            execution_id=execution_id or f"exec_{now:%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}",
+            workflow=workflow, status=Execution.Status.RUNNING, input=input or {}, state={},
+            started_at=now, created_by=actor if getattr(actor, "pk", None) else None,
+        )
+        _advance(_locked(execution), completed=None)
+    return execution
+
+
+def node_run_execute(*, node_run_id: int, worker: str) -> str:
+    """Claim a pending node run, perform it, store what happened and advance the run.
+
+    Returns what it did ("duplicate" when another delivery already has the run)."""
+    claim = f"{worker}/{uuid.uuid4().hex[:8]}"
+    now = timezone.now()
+    claimed = NodeRun.objects.filter(pk=node_run_id, status=NodeRun.Status.PENDING).update(
+        status=NodeRun.Status.RUNNING, worker=claim, started_at=now, heartbeat_at=now)
+    if claimed != 1:
+        return "duplicate"
+    run = NodeRun.objects.select_related("execution__workflow", "agent").get(pk=node_run_id)
+    execution = run.execution
+    if execution.status != Execution.Status.RUNNING:
+        NodeRun.objects.filter(pk=run.pk, worker=claim, status="running").update(
+            status=NodeRun.Status.CANCELLED, completed_at=now)
+        return "cancelled"
+    if _past_wall_time(execution, now):
+        with transaction.atomic():
+            _end(_locked(execution), Execution.Status.FAILED, _wall_reason(execution))
+        return "ended"
+    plan = workflow_plan(execution.workflow)
+    with heartbeat(run.pk, claim):
+        try:
+            performed = runner.perform(run, plan)
+        except runner.NodeFailure as failure:
+            _node_failed(run, claim, failure)
+            return "failed"
+    _node_succeeded(run, claim, performed)
+    return "success"
+
+
+def _node_succeeded(run: NodeRun, claim: str, performed) -> None:
+    ended = timezone.now()
+    with transaction.atomic():
+        execution = _locked(run.execution)
+        stored = NodeRun.objects.filter(pk=run.pk, status=NodeRun.Status.RUNNING, worker=claim).update(
+            status=NodeRun.Status.SUCCESS, output=performed.output, completed_at=ended,
+            duration_ms=_ms(run.started_at, ended), **_fields(performed.record))
+        if stored != 1:
+            return  # cancelled, or swept and given to another worker: that one's result counts
+        run.refresh_from_db()
+        _apply_output_mapping(execution, run)
+        _advance(execution, completed=run)
+
+
+def _node_failed(run: NodeRun, claim: str, failure) -> None:
+    ended = timezone.now()
+    with transaction.atomic():
+        execution = _locked(run.execution)
+        stored = NodeRun.objects.filter(pk=run.pk, status=NodeRun.Status.RUNNING, worker=claim).update(
+            status=NodeRun.Status.FAILED, error=str(failure), error_code=failure.code, completed_at=ended,
+            duration_ms=_ms(run.started_at, ended), **_fields(failure.record))
+        if stored != 1 or execution.status != Execution.Status.RUNNING:
+            return
+        run.refresh_from_db()
+        _handle_failure(execution, run, failure.retryable)
+
+
+def _handle_failure(execution: Execution, run: NodeRun, retryable: bool) -> None:
+    """The node's `on_failure`: escalate (the default) means retries with backoff up to
+    `retry_count`, then one attempt by `fallback_agent`, then waiting in `escalated` for a
+    person (failing the run when there is no `escalate_to`); abort fails the run; skip
+    passes over the node; a node id goes there (state machines)."""
+    workflow = execution.workflow
+    plan = workflow_plan(workflow)
+    action = plan.failure_action(run.node_id)
+    node = workflow.nodes.get(node_id=run.node_id)
+    if action == "escalate":
+        if retryable and run.kind in ("first", "retry") and run.attempt <= workflow.retry_count:
+            delay = settings.NODE_RETRY_BACKOFF_SECONDS * 2 ** (run.attempt - 1)
+            _new_run(execution, node, agent=node.agent, kind="retry", attempt=run.attempt + 1, delay=delay)
+        elif run.kind != "fallback" and workflow.fallback_agent_id and workflow.fallback_agent_id != run.agent_id:
+            _new_run(execution, node, agent=workflow.fallback_agent, kind="fallback", attempt=run.attempt + 1)
+        elif workflow.escalate_to_id:
+            change_status(execution, Execution.STATES, Execution.Status.ESCALATED, escalation={
+                "node_id": run.node_id, "node_run": run.pk, "error_code": run.error_code, "error": run.error,
+                "escalate_to": workflow.escalate_to.agent_id, "at": timezone.now().isoformat(),
+            })
+        else:
+            _end(execution, Execution.Status.FAILED, f"node '{run.node_id}' failed: {run.error_code}")
+    elif action == "abort":
+        _end(execution, Execution.Status.FAILED, f"node '{run.node_id}' failed ({run.error_code}); on_failure is abort")
+    elif action == "skip":
+        skipped = _new_run(execution, node, agent=node.agent, kind="manual", attempt=run.attempt,
+                           status=NodeRun.Status.SKIPPED)
+        _advance(execution, completed=skipped)
+    else:
+        _start_node(execution, plan, action)
+
+
+def _advance(execution: Execution, *, completed: NodeRun | None) -> None:
+    """Decide what runs next (the execution row is locked by the caller)."""
+    if execution.status != Execution.Status.RUNNING:
+        return
+    if _past_wall_time(execution, timezone.now()):
+        _end(execution, Execution.Status.FAILED, _wall_reason(execution))
+        return
+    plan = workflow_plan(execution.workflow)
+    if plan.topology == "state_machine":
+        if completed is None:
+            _start_node(execution, plan, plan.start)
+            return
+        decision = plan.next_state(completed.node_id, evaluate=evaluate_condition, output=completed.output,
+                                   state=execution.state, input=execution.input)
+        NodeRun.objects.filter(pk=completed.pk).update(decision=decision.as_dict())
+        if decision.action == "end":
+            _end(execution, Execution.Status.SUCCESS, "")
+        else:
+            _start_node(execution, plan, decision.node_id)
+        return
+    statuses = {}
+    for node_id, status in execution.node_runs.order_by("sequence", "id").values_list("node_id", "status"):
+        statuses[node_id] = status
+    if plan.finished(statuses):
+        _end(execution, Execution.Status.SUCCESS, "")
+        return
+    for node_id in plan.ready(statuses):
+        _start_node(execution, plan, node_id)
+
+
+def _start_node(execution: Execution, plan: Plan, node_id: str) -> None:
+    """Start a node's first attempt. A state machine may loop, so its steps are bounded by
+    the workflow's max_steps; the other topologies run each node once."""
+    limit = execution.workflow.max_steps
+    if plan.topology == "state_machine" and execution.node_runs.filter(kind="first").count() >= limit:
+        _end(execution, Execution.Status.FAILED, f"max_steps: the run reached its bound of {limit} steps")
+        return
+    node = execution.workflow.nodes.select_related("agent").get(node_id=node_id)
+    _new_run(execution, node, agent=node.agent, kind="first", attempt=1)
+
+
+def _new_run(execution: Execution, node, *, agent, kind: str, attempt: int, delay: float = 0,
+             status: str = NodeRun.Status.PENDING) -> NodeRun:
+    now = timezone.now()
+    last = execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0
+    run = NodeRun.objects.create(
+        execution=execution, node_id=node.node_id, agent=agent, agent_version=agent.versions.first(),
+        kind=kind, attempt=attempt, sequence=last + 1, status=status,
+        available_at=now + timedelta(seconds=delay), heartbeat_at=now,
+        completed_at=now if status == NodeRun.Status.SKIPPED else None,
+    )
+    if status == NodeRun.Status.PENDING:
+        _dispatch(run.pk, delay)
+    return run
+
+
+def _dispatch(node_run_id: int, delay: float = 0) -> None:
+    from executions.tasks import run_node
+
+    def send():
+        NodeRun.objects.filter(pk=node_run_id).update(dispatches=models.F("dispatches") + 1)
+        run_node.apply_async((node_run_id,), countdown=delay or None, queue=settings.CELERY_TASK_DEFAULT_QUEUE)
+
+    transaction.on_commit(send)
+
+
+def _apply_output_mapping(execution: Execution, run: NodeRun) -> None:
+    node = execution.workflow.nodes.get(node_id=run.node_id)
+    if not node.output_mapping:
+        return
+    state = dict(execution.state)
+    for key, path in node.output_mapping.items():
+        try:
+            state[key] = select_path(run.output, path)
+        except RefError:
+            state.pop(key, None)  # the output does not have it: the key is absent, not stale
+    execution.state = state
+    Execution.objects.filter(pk=execution.pk).update(state=state, updated_at=timezone.now())
+
+
+def _end(execution: Execution, status: str, reason: str) -> None:
+    now = timezone.now()
+    change_status(execution, Execution.STATES, status, completed_at=now, ended_reason=reason, escalation=None)
+    if status != Execution.Status.SUCCESS:
+        execution.node_runs.filter(status=NodeRun.Status.PENDING).update(status=NodeRun.Status.CANCELLED,
+                                                                           completed_at=now)
+
+
+def _locked(execution: Execution) -> Execution:
+    return Execution.objects.select_for_update().select_related("workflow").get(pk=execution.pk)
+
+
+def _past_wall_time(execution: Execution, now) -> bool:
+    return bool(execution.started_at) and (now - execution.started_at).total_seconds() > execution.workflow.max_wall_seconds
+
+
+def _wall_reason(execution: Execution) -> str:
+    return f"max_wall_seconds: the run exceeded its {execution.workflow.max_wall_seconds} s"
+
+
+def _ms(start, end) -> int:
+    return int((end - start).total_seconds() * 1000) if start else 0
+
+
+STORED_FIELDS = {"backend", "model", "tokens_in", "tokens_out", "prompt", "resolved_inputs", "context_record",
+                 "resolution_failures", "compression"}
+
+
+def _fields(record: dict) -> dict:
+    return {key: value for key, value in record.items() if key in STORED_FIELDS}
+
+
+# -- what people do ---------------------------------------------------------------------
+
+
+def execution_cancel(*, execution: Execution, actor=None) -> Execution:
+    """Stop a run: its pending node runs are cancelled; a running one's result is dropped."""
+    with transaction.atomic():
+        execution = _locked(execution)
+        who = getattr(actor, "username", "") or "someone"
+        _end(execution, Execution.Status.CANCELLED, f"cancelled by {who}")
+        execution.node_runs.filter(status=NodeRun.Status.RUNNING).update(status=NodeRun.Status.CANCELLED,
+                                                                          completed_at=timezone.now())
+    return execution
+
+
+def execution_resume(*, execution: Execution, output: Any, actor=None) -> Execution:
+    """Go on past the escalated node with an output a person gives."""
+    with transaction.atomic():
+        execution = _escalated(execution)
+        node = execution.workflow.nodes.get(node_id=execution.escalation["node_id"])
+        change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None)
+        now = timezone.now()
+        run = _new_run(execution, node, agent=node.agent, kind="manual", attempt=1, status=NodeRun.Status.SUCCESS)
+        NodeRun.objects.filter(pk=run.pk).update(output=output, backend="manual", completed_at=now, started_at=now,
+                                                 worker=getattr(actor, "username", "") or "manual")
+        run.refresh_from_db()
+        _apply_output_mapping(execution, run)
+        _advance(execution, completed=run)
+    return execution
+
+
+def execution_retry(*, execution: Execution, actor=None) -> Execution:
+    """Run the escalated node again from its first attempt."""
+    with transaction.atomic():
+        execution = _escalated(execution)
+        node = execution.workflow.nodes.select_related("agent").get(node_id=execution.escalation["node_id"])
+        change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None)
+        _new_run(execution, node, agent=node.agent, kind="first", attempt=1)
+    return execution
+
+
+def execution_abort(*, execution: Execution, actor=None) -> Execution:
+    with transaction.atomic():
+        execution = _escalated(execution)
+        who = getattr(actor, "username", "") or "someone"
+        _end(execution, Execution.Status.FAILED, f"aborted by {who} after escalation at '{execution.escalation['node_id']}'")
+    return execution
+
+
+def _escalated(execution: Execution) -> Execution:
+    execution = _locked(execution)
+    if execution.status != Execution.Status.ESCALATED:
+        raise IllegalTransition(f"execution {execution.execution_id} is {execution.status}, not escalated",
+                                code="CONFLICT")
+    return execution
+
+
+# -- crash safety -----------------------------------------------------------------------
+
+
+@contextmanager
+def heartbeat(node_run_id: int, claim: str):
+    """Touch the node run's heartbeat while it runs, from a thread with its own connection."""
+    stop = threading.Event()
+
+    def beat():
+        try:
+            while not stop.wait(settings.NODE_HEARTBEAT_SECONDS):
+                NodeRun.objects.filter(pk=node_run_id, worker=claim, status=NodeRun.Status.RUNNING).update(
+                    heartbeat_at=timezone.now())
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=beat, name=f"heartbeat-{node_run_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def node_runs_sweep(*, now=None) -> dict:
+    """Re-dispatch node runs whose worker went silent (no heartbeat for NODE_STALE_SECONDS)
+    and pending runs whose message may have been lost; end runs past their wall time."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=settings.NODE_STALE_SECONDS)
+    report = {"requeued": [], "redispatched": [], "ended": []}
+    for run in NodeRun.objects.filter(status=NodeRun.Status.RUNNING, heartbeat_at__lt=stale,
+                                      execution__status=Execution.Status.RUNNING):
+        with transaction.atomic():
+            if NodeRun.objects.filter(pk=run.pk, status=NodeRun.Status.RUNNING, worker=run.worker).update(
+                    status=NodeRun.Status.PENDING, worker="", heartbeat_at=now) == 1:
+                report["requeued"].append(run.pk)
+                _dispatch(run.pk)
+    for run in NodeRun.objects.filter(status=NodeRun.Status.PENDING, heartbeat_at__lt=stale,
+                                      available_at__lte=now, execution__status=Execution.Status.RUNNING):
+        with transaction.atomic():
+            if NodeRun.objects.filter(pk=run.pk, status=NodeRun.Status.PENDING, heartbeat_at__lt=stale).update(
+                    heartbeat_at=now) == 1:
+                report["redispatched"].append(run.pk)
+                _dispatch(run.pk)
+    for execution in Execution.objects.filter(status=Execution.Status.RUNNING).select_related("workflow"):
+        if _past_wall_time(execution, now):
+            with transaction.atomic():
+                locked = _locked(execution)
+                if locked.status == Execution.Status.RUNNING:
+                    _end(locked, Execution.Status.FAILED, _wall_reason(locked))
+                    report["ended"].append(locked.execution_id)
+    return report

@@ -2,6 +2,7 @@
 
 The README's configuration table lists each variable; keep the two in step.
 """
+import json
 import os
 from pathlib import Path
 
@@ -24,6 +25,11 @@ def env_bool(name: str, default: bool) -> bool:
 def env_int(name: str, default: int) -> int:
     value = os.environ.get(name)
     return default if value in (None, "") else int(value)
+
+
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return default if value in (None, "") else float(value)
 
 
 def env_list(name: str, default: str) -> list[str]:
@@ -99,7 +105,15 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Workers and the web process share the file: wait for locks instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
+    # Workers write concurrently: take the write lock when a transaction begins (an upgrade
+    # from a read lock would fail at once with "database is locked"), and use WAL so that
+    # readers never wait for a writer.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        timeout=30, transaction_mode="IMMEDIATE", init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+    )
+    # Tests keep their SQLite database in a file (not in memory), so that the Celery worker
+    # processes of the integration tests can open it too.
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-switchyard.sqlite3")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -108,8 +122,12 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "switchyard",
+        # A Redis that stops answering must not hold a node run: the cache is only a cache.
+        "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
     }
 }
+# Compressed upstream outputs (parallel-agent-compression) stay cached this long.
+COMPRESSION_CACHE_SECONDS = env_int("COMPRESSION_CACHE_SECONDS", 7 * 24 * 3600)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -140,6 +158,15 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "switchyard")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Node runs: the first retry waits this long, doubling each time; a running node touches its
+# heartbeat this often; the sweep re-dispatches runs silent for longer than NODE_STALE_SECONDS.
+NODE_RETRY_BACKOFF_SECONDS = env_float("NODE_RETRY_BACKOFF_SECONDS", 1.0)
+NODE_HEARTBEAT_SECONDS = env_float("NODE_HEARTBEAT_SECONDS", 5.0)
+NODE_STALE_SECONDS = env_float("NODE_STALE_SECONDS", 30.0)
+SWEEP_EVERY_SECONDS = env_float("SWEEP_EVERY_SECONDS", 10.0)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-node-runs": {"task": "executions.sweep", "schedule": SWEEP_EVERY_SECONDS},
+}
 
 # HTTPS hardening, switched on by the environment for deployments behind TLS.
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
@@ -169,4 +196,21 @@ if os.environ.get("OPENAI_BASE_URL"):
         "api_key_env": "OPENAI_API_KEY",
         "timeout_seconds": env_int("OPENAI_TIMEOUT_SECONDS", 60),
         "max_retries": env_int("OPENAI_MAX_RETRIES", 3),
+        "model": env_str("OPENAI_MODEL", ""),  # used when an agent names no model
+    }
+# A local command as a backend (e.g. a CLI that talks to a model): the prompt goes on its
+# stdin and its stdout is the reply. COMMAND_BACKEND_ARGV is a JSON list of strings, run
+# without a shell; the command sees only PATH, HOME, LANG, LC_ALL, TMPDIR and the names in COMMAND_BACKEND_ENV.
+if os.environ.get("COMMAND_BACKEND_ARGV"):
+    try:
+        _command_argv = json.loads(os.environ["COMMAND_BACKEND_ARGV"])
+    except json.JSONDecodeError:
+        _command_argv = None
+    if not (isinstance(_command_argv, list) and _command_argv and all(isinstance(a, str) and a for a in _command_argv)):
+        raise ValueError("COMMAND_BACKEND_ARGV must be a JSON list of non-empty strings, e.g. [\"llm\", \"-m\", \"gpt-4o\"]")
+    LLM_BACKENDS["command"] = {
+        "kind": "command",
+        "argv": _command_argv,
+        "timeout_seconds": env_int("COMMAND_BACKEND_TIMEOUT_SECONDS", 120),
+        "env": env_list("COMMAND_BACKEND_ENV", ""),
     }

@@ -1,0 +1,60 @@
+"""What every LLM backend takes and gives.
+
+A backend is defined by an operator in settings (`LLM_BACKENDS`) and named by an agent;
+workflow authors never define one. The execution service builds a `BackendRequest` for
+each node run and stores what the `BackendResponse` says.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class BackendRequest:
+    agent_id: str
+    skills: list[str]  # what the agent running the node can do (capabilities.skills)
+    required_skills: list[str]  # the skills of the node's own agent: a fallback must share one
+    system_prompt: str
+    prompt: str  # everything sent as the user message: instructions and the data sections
+    inputs: dict[str, Any] = field(default_factory=dict)  # input name → the data passed (structured)
+    state: dict[str, Any] = field(default_factory=dict)  # the execution's state (state machines)
+    execution_input: dict[str, Any] = field(default_factory=dict)
+    node_id: str = ""
+    execution_id: str = ""
+    attempt: int = 1
+    model: str = ""
+    max_output_tokens: int = 16_000
+
+
+@dataclass
+class BackendResponse:
+    output: Any  # a JSON value; objects are what output_mapping and conditions read
+    tokens_in: int
+    tokens_out: int
+    backend: str
+    model: str
+    text: str = ""  # the raw reply, when the backend produced text
+
+
+class BackendError(Exception):
+    """A backend could not answer. `retryable` says whether trying again may help;
+    `code` is e.g. CAPABILITY_GAP, TIMEOUT, HTTP_429, BAD_OUTPUT."""
+
+    def __init__(self, message: str, *, code: str = "BACKEND_ERROR", retryable: bool = True):
+        super().__init__(message)
+        self.code = code
+        self.retryable = retryable
+
+
+class Backend:
+    name = "backend"
+    label = ""  # how pages name it; the builtin says it is not a model
+
+    def complete(self, request: BackendRequest) -> BackendResponse:
+        raise NotImplementedError
+
+    def summarize(self, text: str, target_tokens: int, *, model: str = "") -> str:
+        """An abstractive summary (data-transfer-protocol §4.2) or a compression
+        (parallel-agent-compression) of `text` to about `target_tokens`."""
+        raise NotImplementedError

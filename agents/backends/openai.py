@@ -1,0 +1,261 @@
+"""The `openai_compatible` backend: any server that speaks POST /chat/completions.
+
+Options (settings only, never workflow documents):
+
+- `base_url` — e.g. "https://api.openai.com/v1", "http://127.0.0.1:8000" (then /v1 is
+  added) or a provider's own prefix such as ".../openai/v1";
+- `api_key_env` — the name of the environment variable holding the key, read at call time;
+  no key, no Authorization header (local servers);
+- `model` — used when the agent names none;
+- `timeout_seconds` — per HTTP request (connect and each read);
+- `max_retries` — further attempts after a 429, a 5xx or a broken connection, with
+  exponential backoff that honours Retry-After, each wait capped at `max_backoff_seconds`.
+
+A timeout is not retried here (each try would cost the whole timeout again): it is a
+retryable TIMEOUT for the run to retry. Other 4xx are not retryable.
+"""
+from __future__ import annotations
+
+import email.utils
+import http.client
+import json
+import os
+import re
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Callable
+
+from .base import Backend, BackendError, BackendRequest, BackendResponse
+from .builtin import count_tokens
+
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)\n?```", re.S)
+
+
+def parse_reply(content: str) -> Any:
+    """A model's reply as output: the JSON object or array it is (also inside a ```json
+    fence, the first one), else {"text": content}."""
+    candidates = [content.strip()]
+    candidates += [match.group(1).strip() for match in _FENCE.finditer(content)]
+    for candidate in candidates:
+        if candidate[:1] in ("{", "["):
+            try:
+                value = json.loads(candidate)
+            except ValueError:
+                continue
+            if isinstance(value, (dict, list)):
+                return value
+    return {"text": content}
+
+
+def summary_text(reply: str) -> str:
+    """The summary in a reply: its text, or the `summary`/`text` of a JSON object."""
+    value = parse_reply(reply)
+    if isinstance(value, dict):
+        for key in ("summary", "text"):
+            if isinstance(value.get(key), str):
+                return value[key].strip()
+    return reply.strip()
+
+
+def summary_instruction(target_tokens: int) -> str:
+    return (f"Summarise the following text in about {target_tokens} tokens. Keep its facts, figures and "
+            "names; add nothing. Reply with the summary only.")
+
+
+def chat_completions_url(base_url: str) -> str:
+    """`{base_url}/chat/completions`; a bare host gets /v1, a URL already ending in
+    /chat/completions is used as it is."""
+    parts = urllib.parse.urlsplit(base_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise BackendError(f"base_url {base_url!r} is not an http(s) URL", code="BAD_BACKEND_CONFIG", retryable=False)
+    path = parts.path.rstrip("/")
+    if not path:
+        path = "/v1"
+    if not path.endswith("/chat/completions"):
+        path += "/chat/completions"
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def _safe_url(url: str) -> str:
+    """The URL without credentials or query, for labels and messages."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """Retry-After as seconds: delta-seconds or an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if moment is None:
+        return None
+    return max(0.0, moment.timestamp() - time.time())
+
+
+def _server_message(body: bytes) -> str:
+    text = body.decode("utf-8", errors="replace").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:500] or "(empty body)"
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])[:500]
+        for key in ("error", "message", "detail"):
+            if isinstance(data.get(key), str):
+                return data[key][:500]
+    return text[:500]
+
+
+def _is_timeout(error: BaseException) -> bool:
+    if isinstance(error, (TimeoutError, socket.timeout)):
+        return True
+    reason = getattr(error, "reason", None)
+    return isinstance(reason, (TimeoutError, socket.timeout))
+
+
+class OpenAICompatibleBackend(Backend):
+    def __init__(self, name: str = "openai", *, base_url: str, api_key_env: str = "", model: str = "",
+                 timeout_seconds: float = 60, max_retries: int = 3, max_backoff_seconds: float = 30,
+                 backoff_seconds: float = 1.0, sleep: Callable[[float], None] = time.sleep):
+        self.name = name
+        self.url = chat_completions_url(base_url)
+        self.api_key_env = api_key_env
+        self.model = model
+        self.timeout_seconds = float(timeout_seconds)
+        self.max_retries = max(0, int(max_retries))
+        self.max_backoff_seconds = float(max_backoff_seconds)
+        self.backoff_seconds = float(backoff_seconds)
+        self.sleep = sleep
+        self.label = f"{name}: OpenAI-compatible chat completions at {_safe_url(self.url)}" + (
+            f" (default model {model})" if model else "")
+
+    # ------------------------------------------------------------------ the Backend API
+
+    def complete(self, request: BackendRequest) -> BackendResponse:
+        messages = []
+        if request.system_prompt:
+            messages.append({"role": "system", "content": request.system_prompt})
+        messages.append({"role": "user", "content": request.prompt})
+        data, content = self.chat(messages, model=request.model, max_tokens=request.max_output_tokens)
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        tokens_in = usage.get("prompt_tokens")
+        tokens_out = usage.get("completion_tokens")
+        if not isinstance(tokens_in, int) or isinstance(tokens_in, bool):
+            tokens_in = count_tokens(request.system_prompt) + count_tokens(request.prompt)
+        if not isinstance(tokens_out, int) or isinstance(tokens_out, bool):
+            tokens_out = count_tokens(content)
+        return BackendResponse(
+            output=parse_reply(content),
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            backend=self.name,
+            model=str(data.get("model") or request.model or self.model),
+            text=content,
+        )
+
+    def summarize(self, text: str, target_tokens: int, *, model: str = "") -> str:
+        messages = [
+            {"role": "system", "content": "You summarise texts faithfully and concisely."},
+            {"role": "user", "content": f"{summary_instruction(target_tokens)}\n\n{text}"},
+        ]
+        _, content = self.chat(messages, model=model, max_tokens=max(32, int(target_tokens * 1.5)))
+        return summary_text(content)
+
+    # ------------------------------------------------------------------ HTTP
+
+    def chat(self, messages: list[dict], *, model: str = "", max_tokens: int | None = None) -> tuple[dict, str]:
+        """(the response body, the first choice's content) of one chat completion."""
+        chosen = model or self.model
+        if not chosen:
+            raise BackendError(f"backend {self.name!r} has no default model and the agent names none",
+                               code="BAD_BACKEND_CONFIG", retryable=False)
+        body: dict[str, Any] = {"model": chosen, "messages": messages}
+        if max_tokens:
+            body["max_tokens"] = max_tokens
+        data = self._post(body)
+        try:
+            message = data["choices"][0]["message"]
+            content = message.get("content")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise BackendError(f"{self.name}: the response has no choices[0].message: {json.dumps(data)[:300]}",
+                               code="BAD_RESPONSE", retryable=False) from None
+        if isinstance(content, list):  # content parts
+            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        if not isinstance(content, str):
+            raise BackendError(f"{self.name}: the reply has no text content", code="BAD_RESPONSE", retryable=True)
+        return data, content
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "switchyard"}
+        key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def _post(self, body: dict) -> dict:
+        payload = json.dumps(body, ensure_ascii=False).encode()
+        where = _safe_url(self.url)
+        last: BackendError | None = None
+        hint: float | None = None  # the last Retry-After, in seconds
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                self.sleep(self._delay(attempt, hint))
+            request = urllib.request.Request(self.url, data=payload, headers=self._headers(), method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:
+                    raw = response.read()
+            except urllib.error.HTTPError as error:
+                status = error.code
+                try:
+                    raw = error.read()
+                except (OSError, http.client.HTTPException):
+                    raw = b""
+                message = f"{where} answered HTTP {status}: {_server_message(raw)}"
+                if status == 429 or status >= 500:
+                    last = BackendError(message, code=f"HTTP_{status}", retryable=True)
+                    hint = retry_after_seconds(error.headers.get("Retry-After") if error.headers else None)
+                    continue
+                raise BackendError(message, code=f"HTTP_{status}", retryable=False) from None
+            except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
+                if _is_timeout(error):
+                    raise BackendError(f"{where} did not answer within {self.timeout_seconds:g}s",
+                                       code="TIMEOUT", retryable=True) from None
+                reason = getattr(error, "reason", error)
+                last, hint = BackendError(f"cannot reach {where}: {reason}", code="CONNECTION", retryable=True), None
+                continue
+            try:
+                data = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                raise BackendError(f"{where} answered with something that is not JSON: "
+                                   f"{raw[:200].decode('utf-8', errors='replace')!r}",
+                                   code="BAD_RESPONSE", retryable=False) from None
+            if not isinstance(data, dict):
+                raise BackendError(f"{where} answered with JSON that is not an object", code="BAD_RESPONSE",
+                                   retryable=False)
+            return data
+        assert last is not None
+        tries = self.max_retries + 1
+        raise BackendError(f"{last} (gave up after {tries} tr{'y' if tries == 1 else 'ies'})",
+                           code=last.code, retryable=True)
+
+    def _delay(self, attempt: int, hint: float | None) -> float:
+        """Before try `attempt + 1`: Retry-After when the server gave one, else
+        backoff_seconds × 2^(attempt−1); never more than max_backoff_seconds."""
+        delay = hint if hint is not None else self.backoff_seconds * 2 ** (attempt - 1)
+        return min(self.max_backoff_seconds, max(0.0, delay))

@@ -1,0 +1,89 @@
+"""Which nodes run next, per topology (core-data-structures §4.1).
+
+Pure: a `Plan` is built from a workflow's nodes, dependency edges and transitions (plain
+data), and answers from the latest status of each node. The services hold the database
+side; Celery only ever carries ids.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+DONE = {"success", "skipped"}
+ACTIVE = {"pending", "running"}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What follows a state-machine node: `node` to run next, or `end`."""
+
+    action: str  # "node" | "end"
+    node_id: str | None = None
+    transition: int | None = None  # index of the transition taken
+    condition: str | None = None
+    condition_value: bool | None = None
+    evaluated: tuple = ()  # (index, condition, value) of every transition looked at, in order
+
+    def as_dict(self) -> dict:
+        return {"action": self.action, "node_id": self.node_id, "transition": self.transition,
+                "condition": self.condition, "condition_value": self.condition_value,
+                "evaluated": [{"transition": i, "condition": c, "value": v} for i, c, v in self.evaluated]}
+
+
+@dataclass
+class Plan:
+    topology: str
+    nodes: list[str]
+    edges: list[tuple[str, str]] = field(default_factory=list)  # (upstream, downstream)
+    transitions: list[dict] = field(default_factory=list)
+
+    def dependencies(self, node_id: str) -> list[str]:
+        if self.topology == "seq":
+            position = self.nodes.index(node_id)
+            return self.nodes[position - 1: position] if position else []
+        if self.topology == "par":
+            return []
+        return [upstream for upstream, downstream in self.edges if downstream == node_id]
+
+    def ready(self, statuses: dict[str, str]) -> list[str]:
+        """seq, par, dag: every node not started yet whose dependencies are all done —
+        all of them at once, so independent nodes run in parallel."""
+        return [
+            node_id for node_id in self.nodes
+            if node_id not in statuses and all(statuses.get(dep) in DONE for dep in self.dependencies(node_id))
+        ]
+
+    def finished(self, statuses: dict[str, str]) -> bool:
+        return all(statuses.get(node_id) in DONE for node_id in self.nodes)
+
+    @property
+    def start(self) -> str:
+        return self.nodes[0]
+
+    def failure_action(self, node_id: str) -> str:
+        """The `on_failure` of the node's first outgoing transition that sets one; else escalate."""
+        for transition in self.transitions:
+            if transition["from"] == node_id and transition.get("on_failure"):
+                return transition["on_failure"]
+        return "escalate"
+
+    def next_state(self, node_id: str, *, evaluate: Callable[..., bool], output: Any, state: Any,
+                   input: Any) -> Decision:
+        """state_machine: the first outgoing transition of `node_id` whose condition holds
+        (no condition always holds); its `on_success` says continue to `to` (the default),
+        `end`, or go to another node. No transition that holds ends the run."""
+        looked = []
+        for index, transition in enumerate(self.transitions):
+            if transition["from"] != node_id:
+                continue
+            condition = transition.get("condition")
+            value = True if not condition else bool(evaluate(condition, output=output, state=state, input=input))
+            looked.append((index, condition, value))
+            if not value:
+                continue
+            then = transition.get("on_success") or "continue"
+            if then == "end":
+                return Decision("end", None, index, condition, value, tuple(looked))
+            target = transition["to"] if then == "continue" else then
+            return Decision("node", target, index, condition, value, tuple(looked))
+        return Decision("end", evaluated=tuple(looked))

@@ -1,0 +1,237 @@
+"""Performing one node run: its context, its prompt, the backend call, the contract check.
+
+`perform` reads rows and calls the pure engine and the agent's backend; it writes nothing.
+The services in `executions/services.py` claim the run before and store the result after.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from agents.backends import BackendError, BackendRequest, get_backend
+from executions.compression_cache import RedisCompressionCache
+from executions.context import assemble_node_context
+from executions.engine import compression
+from executions.engine.context.batching import aggregate
+from executions.engine.context.errors import RefError
+from executions.engine.context.resolution import NOT_READY, ResolutionAborted, select_path
+from executions.engine.jsonpath import PathError
+from executions.engine.scheduling import Plan
+from executions.engine.tokens import TokenCounter
+from executions.models import NodeRun
+from workflows.models import Contract, Node
+
+PROMPT_LIMIT = 200_000  # characters of the prompt kept on the node run
+INPUT_PREVIEW_LIMIT = 20_000  # characters of each resolved input kept; the full data stays at its source
+COMPRESSION_CACHE = RedisCompressionCache()
+
+
+class NodeFailure(Exception):
+    def __init__(self, message: str, *, code: str, retryable: bool, record: dict | None = None):
+        super().__init__(message)
+        self.code = code
+        self.retryable = retryable
+        self.record = record or {}
+
+
+@dataclass
+class Performed:
+    output: Any
+    record: dict = field(default_factory=dict)  # fields of the node run to store
+
+
+def perform(run: NodeRun, plan: Plan) -> Performed:
+    execution = run.execution
+    node = Node.objects.select_related("agent").get(workflow=execution.workflow, node_id=run.node_id)
+    agent = run.agent
+    backend = get_backend(agent.backend)
+    outputs = latest_outputs(execution)
+    scope = {"input": execution.input, "state": execution.state, "nodes": outputs}
+    record: dict[str, Any] = {"backend": agent.backend, "model": agent.model or ""}
+
+    node_input = dict(node.input_mapping)
+    references = list(node_input.get("data_references", []))
+    items = prompt_items(agent) + named_inputs(node, scope)
+    if node.compress:
+        items, references, record["compression"] = compress_dependencies(node, plan, outputs, references, items, agent)
+    messages = [{"kind": "state", "data": execution.state}] if execution.state else []
+
+    def task_output(task_id: str) -> Any:
+        if task_id in outputs:
+            return outputs[task_id]
+        if execution.node_runs.filter(node_id=task_id, status__in=["pending", "running"]).exists():
+            return NOT_READY
+        raise RefError("REF_NOT_FOUND", f"task '{task_id}' has no successful output in this run")
+
+    try:
+        assembly = assemble_node_context(
+            limits=agent.context_limits, encoding=agent.encoding, task_id=node.node_id,
+            node_input={"data_references": references, "transfer_config": node_input.get("transfer_config")},
+            task_output=task_output, items=items, messages=messages,
+            abstractive=lambda text, target: backend.summarize(text, target, model=agent.model),
+        )
+    except ResolutionAborted as aborted:
+        raise NodeFailure(str(aborted), code=aborted.failure.error_code, retryable=False,
+                          record={"resolution_failures": aborted.failures}) from None
+    record.update(context_record=assembly.record, resolution_failures=assembly.failures,
+                  resolved_inputs=[bounded(report.as_dict()) for report in assembly.inputs])
+
+    system_prompt = (agent.prompt_config or {}).get("system_prompt", "")
+    replies, prompts, tokens_in, tokens_out = [], [], 0, 0
+    for call in range(assembly.batch_count):
+        texts = assembly.texts(call)
+        prompt = render_prompt(texts)
+        prompts.append(prompt)
+        inputs = {name: content for name, content in zip([n for n, _ in texts], batch_contents(assembly, call))}
+        request = BackendRequest(
+            agent_id=agent.agent_id, skills=skills(agent), required_skills=skills(node.agent),
+            system_prompt=system_prompt, prompt=prompt, inputs=inputs, state=dict(execution.state),
+            execution_input=dict(execution.input), node_id=node.node_id, execution_id=execution.execution_id,
+            attempt=run.attempt, model=agent.model, max_output_tokens=agent.max_output_tokens,
+        )
+        try:
+            response = backend.complete(request)
+        except BackendError as error:
+            raise NodeFailure(str(error), code=error.code, retryable=error.retryable, record=record) from None
+        replies.append(response.output)
+        tokens_in += response.tokens_in
+        tokens_out += response.tokens_out
+        record.update(backend=response.backend, model=response.model)
+    output = replies[0] if len(replies) == 1 else aggregate(replies, batch_aggregation(assembly))
+    prompt_text = "\n\n=== next batch ===\n\n".join(prompts)
+    record.update(prompt=prompt_text[:PROMPT_LIMIT], tokens_in=tokens_in, tokens_out=tokens_out)
+    check_contracts(node, plan, output, record)
+    return Performed(output, record)
+
+
+def latest_outputs(execution) -> dict[str, Any]:
+    outputs = {}
+    for node_id, output in execution.node_runs.filter(status="success").order_by("sequence", "id").values_list(
+            "node_id", "output"):
+        outputs[node_id] = output
+    return outputs
+
+
+def skills(agent) -> list[str]:
+    return list((agent.capabilities or {}).get("skills", []))
+
+
+def prompt_items(agent) -> list[dict]:
+    """The agent's system prompt and its instructions, passed whole (priority 1)."""
+    config = agent.prompt_config or {}
+    items = []
+    if config.get("system_prompt"):
+        items.append({"name": "system_prompt", "content": config["system_prompt"], "data_type": "system_prompt"})
+    instructions = "\n".join(config[key] for key in ("role_play", "task_context", "thinking_process",
+                                                      "output_constraint") if config.get(key))
+    if instructions:
+        items.append({"name": "task_instructions", "content": instructions, "data_type": "instructions"})
+    return items
+
+
+def named_inputs(node: Node, scope: dict) -> list[dict]:
+    """input_mapping's other keys: a JSONPath over the run (`$.input…`, `$.state…`,
+    `$.nodes.<id>…`) or a constant, passed as an inline item under its name."""
+    items = []
+    for name, value in node.input_mapping.items():
+        if name in ("data_references", "transfer_config"):
+            continue
+        if isinstance(value, str) and value.startswith("$"):
+            try:
+                value = select_path(scope, value)
+            except (RefError, PathError):
+                value = None  # an input the run does not have yet (e.g. state before the first review)
+        if value is not None:
+            items.append({"name": name, "content": value, "priority": 1})
+    return items
+
+
+def compress_dependencies(node, plan, outputs, references, items, agent):
+    """parallel-agent-compression: the node's dependencies' outputs, compressed, go in one
+    block under the seed's header; the references to them are replaced by it."""
+    dependencies = [dep for dep in plan.dependencies(node.node_id) if dep in outputs]
+    texts = {dep: as_text(outputs[dep]) for dep in dependencies}
+    counter = TokenCounter(agent.encoding)
+    result = compression.compress_dependencies(
+        texts, ratio=node.compress_ratio, model=node.compress_model, cache=COMPRESSION_CACHE,
+        compressor=compressor_for(agent, counter), counter=counter,
+    )
+    remaining = [ref for ref in references if not (ref["ref_type"] == "task_output" and ref["task_id"] in texts)]
+    items = items + [{"name": "compressed_dependencies", "content": result.text, "priority": 1}]
+    return items, remaining, result.record()
+
+
+def as_text(output: Any) -> str:
+    """An output as lines of text, so that compression (which works on lines) sees a long
+    report as the many lines it is rather than one JSON string."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, dict):
+        lines = []
+        for key, value in output.items():
+            if isinstance(value, str) and "\n" in value:
+                lines += [f"{key}:", value]
+            else:
+                lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
+        return "\n".join(lines)
+    if isinstance(output, list):
+        return "\n".join(json.dumps(element, ensure_ascii=False) for element in output)
+    return json.dumps(output, ensure_ascii=False)
+
+
+def compressor_for(agent, counter: TokenCounter):
+    """The builtin compresses extractively; a model backend is asked for a summary of
+    `ratio` of the text's tokens with the node's compress_model."""
+    if agent.backend == "builtin":
+        return compression.extractive_compressor(counter)
+    backend = get_backend(agent.backend)
+
+    def compress(text: str, ratio: float, model: str) -> str:
+        return backend.summarize(compression.compression_prompt(text, ratio),
+                                 max(1, int(counter.count(text) * ratio)), model=model)
+
+    return compress
+
+
+def render_prompt(texts: list[tuple[str, str]]) -> str:
+    return "\n\n".join(f"## {name}\n{text}" for name, text in texts if name != "system_prompt")
+
+
+def batch_contents(assembly, call: int) -> list[Any]:
+    contents = []
+    for item in assembly.items:
+        contents.append(item.batches[min(call, len(item.batches) - 1)] if item.batches else item.content)
+    return contents
+
+
+def batch_aggregation(assembly) -> str:
+    for action in assembly.record["resolution"]["actions"]:
+        if action["action"] == "batch":
+            return action.get("aggregation", "merge")
+    return "merge"
+
+
+def bounded(report: dict) -> dict:
+    text = json.dumps(report.get("content"), ensure_ascii=False, default=str)
+    if len(text) > INPUT_PREVIEW_LIMIT:
+        report = dict(report, content=text[:INPUT_PREVIEW_LIMIT], content_truncated=True)
+    return report
+
+
+def check_contracts(node: Node, plan: Plan, output: Any, record: dict) -> None:
+    """Blueprint contracts (core-data-structures §3.1) from this node's agent to the agent of
+    a node downstream: the output must match the contract's schema."""
+    downstream = {d for u, d in plan.edges if u == node.node_id} | {
+        t["to"] for t in plan.transitions if t["from"] == node.node_id}
+    if not downstream:
+        return
+    agents = set(Node.objects.filter(workflow=node.workflow, node_id__in=downstream).values_list("agent_id", flat=True))
+    for contract in Contract.objects.filter(from_agent=node.agent, to_agent_id__in=agents).select_related("to_agent"):
+        errors = sorted(Draft202012Validator(contract.schema).iter_errors(output), key=lambda e: list(e.absolute_path))
+        if errors:
+            where = "/".join(map(str, errors[0].absolute_path)) or "output"
+            raise NodeFailure(f"output breaks the contract '{contract.key}' at {where}: {errors[0].message}",
+                              code="CONTRACT_VIOLATION", retryable=True, record=record)

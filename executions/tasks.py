@@ -1,0 +1,14 @@
+"""Celery tasks: ids in, one service call each; safe to deliver twice."""
+from celery import shared_task
+
+from executions.services import node_run_execute, node_runs_sweep
+
+
+@shared_task(name="executions.run_node", bind=True, ignore_result=True)
+def run_node(self, node_run_id: int) -> str:
+    return node_run_execute(node_run_id=node_run_id, worker=self.request.hostname or "worker")
+
+
+@shared_task(name="executions.sweep", ignore_result=True)
+def sweep() -> dict:
+    return node_runs_sweep()

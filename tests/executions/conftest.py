@@ -1,0 +1,107 @@
+"""Real Celery worker processes against the test database and the real Redis."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def database_url(connection) -> str:
+    """The URL of the database pytest-django created, for worker processes to open."""
+    config = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{config['NAME']}"
+    auth = config["USER"] + (f":{config['PASSWORD']}" if config.get("PASSWORD") else "")
+    return f"postgres://{auth}@{config['HOST'] or '127.0.0.1'}:{config['PORT'] or 5432}/{config['NAME']}"
+
+
+class Workers:
+    """Start and stop worker processes on a queue of their own."""
+
+    def __init__(self, app, env: dict):
+        self.app = app
+        self.queue = f"switchyard-test-{uuid.uuid4().hex[:10]}"
+        self.env = dict(os.environ, DJANGO_SETTINGS_MODULE="project.settings", CELERY_QUEUE=self.queue, **env)
+        self.processes: list[tuple[subprocess.Popen, Path, str]] = []
+
+    def start(self, count: int = 1, **env) -> list[subprocess.Popen]:
+        started = []
+        for _ in range(count):
+            hostname = f"w{uuid.uuid4().hex[:6]}@switchyard"
+            log = tempfile.NamedTemporaryFile(prefix="switchyard-worker-", suffix=".log", delete=False)
+            process = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "project", "worker", "--pool", "solo", "--queues", self.queue,
+                 "--hostname", hostname, "--loglevel", "info", "--without-gossip", "--without-mingle"],
+                cwd=ROOT, env={**self.env, **env}, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            )
+            log.close()
+            self.processes.append((process, Path(log.name), hostname))
+            started.append((process, hostname))
+        deadline = time.monotonic() + 30
+        for process, hostname in started:
+            while not self.app.control.ping(destination=[hostname], timeout=0.5):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"worker {hostname} did not start:\n{self.logs()}")
+        return [process for process, _ in started]
+
+    def kill(self, process: subprocess.Popen) -> None:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+
+    def logs(self) -> str:
+        return "\n".join(path.read_text(errors="replace")[-4000:] for _, path, _ in self.processes)
+
+    def stop(self) -> None:
+        for process, path, _ in self.processes:
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(timeout=10)
+            path.unlink(missing_ok=True)
+        try:
+            with self.app.connection_for_write() as connection:
+                connection.default_channel.queue_delete(self.queue)
+        except Exception:  # noqa: BLE001 - best-effort cleanup of a shared Redis
+            pass
+
+
+@pytest.fixture
+def workers(transactional_db, settings):
+    """A factory of real workers; node runs dispatched by the test go to their queue."""
+    from django.db import connection
+
+    from project.celery import app
+
+    settings.NODE_RETRY_BACKOFF_SECONDS = 0.1
+    env = {"DATABASE_URL": database_url(connection), "NODE_RETRY_BACKOFF_SECONDS": "0.1",
+           "NODE_HEARTBEAT_SECONDS": "0.5", "NODE_STALE_SECONDS": "3", "WORKSPACE_ROOT": str(settings.WORKSPACE_ROOT)}
+    made = Workers(app, env)
+    settings.CELERY_TASK_DEFAULT_QUEUE = made.queue
+    try:
+        yield made
+    finally:
+        made.stop()
+
+
+def wait_for(execution, statuses=("success", "failed", "cancelled", "escalated"), timeout=60, workers=None):
+    deadline = time.monotonic() + timeout
+    while True:
+        execution.refresh_from_db()
+        if execution.status in statuses:
+            return execution
+        if time.monotonic() > deadline:
+            logs = workers.logs() if workers else ""
+            raise AssertionError(f"{execution.execution_id} still {execution.status} after {timeout}s\n{logs}")
+        time.sleep(0.1)

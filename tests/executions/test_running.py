@@ -1,0 +1,100 @@
+"""Running the demo workflows on real Celery workers against the real Redis."""
+import pytest
+from django.core.management import call_command
+
+from executions.services import execution_resume, execution_start
+from tests.executions.conftest import wait_for
+from workflows.models import Workflow
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def demo(workers, settings, tmp_path):
+    settings.WORKSPACE_ROOT = tmp_path
+    workers.env["WORKSPACE_ROOT"] = str(tmp_path)
+    call_command("load_demo", stdout=open("/dev/null", "w"))
+    return workers
+
+
+def start(workflow_id, **input):
+    return execution_start(workflow=Workflow.objects.get(workflow_id=workflow_id), input=input)
+
+
+def runs(execution, **filters):
+    return list(execution.node_runs.filter(**filters).order_by("sequence"))
+
+
+def test_it_runs_the_thesis_chain_with_complete_records(demo):
+    demo.start(1)
+    execution = wait_for(start("thesis_reading"), workers=demo)
+    assert execution.status == "success", execution.ended_reason
+    done = runs(execution)
+    assert [r.node_id for r in done] == ["task_scholar_001", "task_validator_001", "task_vault_001"]
+    for run in done:
+        assert run.status == "success" and run.backend == "builtin" and run.worker
+        assert run.context_record["resolution"]["within_limit"]
+        assert run.tokens_in > 0 and run.tokens_out > 0 and run.prompt and run.duration_ms is not None
+        assert run.started_at <= run.completed_at and run.agent_version is not None
+    scholar, validator, vault = done
+    assert len(scholar.output["atoms"]) > 5
+    assert validator.output["validation_results"]
+    assert vault.context_record["context_limit"] == 4_050
+    assert vault.resolution_failures[0]["error_code"] == "REF_NOT_FOUND"
+
+
+def test_it_runs_independent_dag_nodes_in_parallel_and_compresses_with_a_shared_cache(demo):
+    demo.start(2)
+    first = wait_for(start("parallel_analysis", repository="switchyard"), workers=demo)
+    assert first.status == "success", first.ended_reason
+    analyzers = runs(first, node_id__in=["task_a", "task_b", "task_c"])
+    intervals = sorted((r.started_at, r.completed_at) for r in analyzers)
+    assert any(later_start < earlier_end for (_, earlier_end), (later_start, _) in zip(intervals, intervals[1:])), \
+        "two analyzers ran at the same time"
+    assert len({r.worker.split("/")[0] for r in analyzers}) == 2
+    (synthesis,) = runs(first, node_id="task_d")
+    compression = synthesis.compression
+    assert [d["node_id"] for d in compression["dependencies"]] == ["task_a", "task_b", "task_c"]
+    assert all(d["lines_after"] < d["lines_before"] for d in compression["dependencies"])
+    assert "[依赖任务压缩输出 | 模型: flash, 压缩比: 30%]" in synthesis.prompt
+
+    second = wait_for(start("parallel_analysis", repository="switchyard"), workers=demo)
+    (again,) = runs(second, node_id="task_d")
+    assert all(d["cache_hit"] for d in again.compression["dependencies"])
+
+
+def test_it_follows_the_state_machine_retries_falls_back_escalates_and_resumes(demo):
+    demo.start(1)
+    execution = wait_for(start("release_review", topic="v2.0"), workers=demo)
+    assert execution.status == "escalated", execution.ended_reason
+    trail = [(r.node_id, r.kind, r.agent.agent_id, r.status) for r in runs(execution)]
+    assert trail[:4] == [("draft", "first", "Drafter", "success"), ("review", "first", "Reviewer", "success"),
+                         ("draft", "first", "Drafter", "success"), ("review", "first", "Reviewer", "success")]
+    assert trail[4:8] == [("publish", "first", "Publisher", "failed"), ("publish", "retry", "Publisher", "failed"),
+                          ("publish", "retry", "Publisher", "failed"),
+                          ("publish", "fallback", "Backup_Publisher", "success")]
+    assert trail[8:] == [("compliance", "first", "Compliance_Checker", "failed"),
+                         ("compliance", "fallback", "Backup_Publisher", "failed")]
+    review = runs(execution, node_id="review")[0]
+    assert review.decision["node_id"] == "draft" and review.decision["condition_value"] is True
+    assert execution.escalation["node_id"] == "compliance" and execution.escalation["escalate_to"] == "Orchestrator"
+    assert execution.state["published_at"]
+
+    execution_resume(execution=execution, output={"compliant": True, "by": "a person"})
+    execution = wait_for(execution, statuses=("success", "failed"), workers=demo)
+    assert execution.status == "success"
+    assert runs(execution)[-1].kind == "manual"
+
+
+def test_it_stops_a_looping_state_machine_at_its_bound(demo):
+    workflow = Workflow.objects.get(workflow_id="release_review")
+    workflow.max_steps = 5
+    workflow.save()
+    loop = workflow.transitions.get(from_node="review", to_node="draft")
+    loop.condition = "true"
+    loop.save()
+    demo.start(1)
+    execution = wait_for(start("release_review", topic="loop"), workers=demo)
+    assert execution.status == "failed"
+    assert execution.ended_reason == "max_steps: the run reached its bound of 5 steps"
+    assert execution.node_runs.filter(kind="first").count() == 5
