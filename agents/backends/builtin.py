@@ -669,6 +669,14 @@ def review_escalation(request: BackendRequest) -> dict:
     }
 
 
+# --------------------------------------------------------------------------- benchmarking
+
+
+def noop(request: BackendRequest) -> dict:
+    """Nothing at all: what `benchmark_execution` runs to time the orchestration around a node."""
+    return {"ok": True}
+
+
 # --------------------------------------------------------------------------- the backend
 
 Skill = Callable[[BackendRequest], dict]
@@ -688,6 +696,7 @@ SKILLS: dict[str, Skill] = {
     "legal_review": legal_review,
     "plan": plan,
     "review_escalation": review_escalation,
+    "noop": noop,
 }
 NOT_YET = ("game24_", "tot_")
 

@@ -249,3 +249,10 @@ def test_it_summarizes_extractively_within_the_target():
     assert 0 < count_tokens(summary) <= 60
     sentences = [s for line in summary.splitlines() if not line.startswith("#") for s in re.split(r"(?<=\.)\s+", line) if s]
     assert sentences and all(sentence in " ".join(text.split()) for sentence in sentences)  # the paper's own words
+
+
+def test_it_does_nothing_for_the_noop_skill_whatever_the_inputs():
+    assert SKILLS["noop"] is not None
+    response = backend.complete(request("noop", {"paper": paper_markdown()}, state={"x": 1}))
+    assert response.output == {"ok": True} and response.text == '{"ok": true}'
+    assert (response.backend, response.model) == ("builtin", "builtin") and response.tokens_out > 0

@@ -1,0 +1,319 @@
+"""Benchmark of the orchestration around a node run against a bare Celery round trip.
+
+Every node of the measured workflows runs the builtin `noop` skill, so what is timed is
+Switchyard's own work per node: claiming the run, reading the workflow, assembling the
+(empty) context, storing the result, deciding what comes next and dispatching it. The
+baseline is a bare no-op Celery task (`core.tasks.ping`) sent and waited for on the same
+queue, worker and Redis, in the same run. Ratios, not absolute times: a busy machine
+slows both sides alike.
+
+Node tasks store no result (ignore_result=True); the baseline's round trip goes through
+the result backend as well, which a node hop does not need, so the baseline is, if
+anything, a little slower than a bare dispatch hop.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import dj_database_url
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+
+from agents.models import Agent
+from core.documents import import_documents
+from executions.models import Execution, NodeRun
+from executions.services import execution_cancel, execution_start
+from workflows.models import Workflow
+
+ROOT = Path(__file__).resolve().parents[3]
+TARGET = 3.0  # per-node time over the bare round trip, on PostgreSQL
+POLL_SECONDS = 0.02
+TERMINAL = {Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED,
+            Execution.Status.ESCALATED}
+WARMUP_NODES = 3
+WARMUP_PINGS = 5
+
+
+class BenchmarkFailed(Exception):
+    """A run that did not finish, or did not succeed: reported, then exit 1."""
+
+
+def worker_database_url() -> str:
+    """The URL of the database this process uses, for the worker to open.
+
+    DATABASE_URL from the environment when it names that database (it may carry options);
+    otherwise one built from the connection's settings (e.g. pytest's test database)."""
+    config = connection.settings_dict
+    given = os.environ.get("DATABASE_URL")
+    if given:
+        parsed = dj_database_url.parse(given)
+        if all(str(parsed.get(key) or "") == str(config.get(key) or "") for key in ("ENGINE", "NAME", "HOST", "PORT")):
+            return given
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{config['NAME']}"
+    if connection.vendor != "postgresql":
+        raise CommandError(f"benchmark_execution knows SQLite and PostgreSQL, not {connection.vendor}")
+    auth = quote(config["USER"] or "", safe="") + (f":{quote(config['PASSWORD'], safe='')}" if config.get("PASSWORD") else "")
+    host = config["HOST"] or "127.0.0.1"
+    return f"postgres://{auth}@{host}:{config['PORT'] or 5432}/{quote(config['NAME'], safe='')}"
+
+
+def database_label() -> str:
+    if connection.vendor == "postgresql":
+        number = connection.pg_version  # e.g. 150020
+        return f"postgresql {number // 10000}.{number % 10000}"
+    if connection.vendor == "sqlite":
+        return f"sqlite {sqlite3.sqlite_version}"
+    return connection.vendor
+
+
+def agent_document(agent_id: str) -> dict:
+    return {
+        "agent_id": agent_id,
+        "name": "Benchmark no-op",
+        "version": "1.0.0",
+        "type": "business",
+        "status": "active",
+        "prompt_config": {"system_prompt": "Do nothing."},
+        "capabilities": {"skills": ["noop"], "tools": [], "knowledge_domains": []},
+        "metadata": {"created_by": "benchmark_execution"},
+        "runtime": {"backend": "builtin", "model": "", "encoding": "cl100k_base", "role": ""},
+    }
+
+
+def workflow_document(workflow_id: str, agent_id: str, *, topology: str, nodes: int, fan_out: bool = False) -> dict:
+    ids = [f"n{i:04d}" for i in range(nodes)]
+    document = {
+        "workflow_id": workflow_id,
+        "name": f"benchmark {topology} of {nodes} no-op nodes",
+        "topology": topology,
+        "nodes": [{"id": node_id, "agent_ref": agent_id} for node_id in ids],
+        "error_handling": {"retry_count": 0},
+        "limits": {"max_wall_seconds": 3600},
+    }
+    if fan_out:
+        document["transitions"] = [{"from": ids[0], "to": node_id} for node_id in ids[1:]]
+    return document
+
+
+class Worker:
+    """One `celery worker --pool solo` subprocess on a private queue."""
+
+    def __init__(self, app, queue: str, env: dict, profile: str | None = None):
+        self.app = app
+        self.queue = queue
+        self.hostname = f"bench-{queue.rsplit('-', 1)[-1]}@switchyard"
+        self.env = env
+        self.profile = profile
+        self.process: subprocess.Popen | None = None
+        log = tempfile.NamedTemporaryFile(prefix="switchyard-bench-worker-", suffix=".log", delete=False)
+        log.close()
+        self.log_path = Path(log.name)
+
+    def start(self, timeout: float = 60) -> None:
+        profiler = ["-m", "cProfile", "-o", self.profile] if self.profile else []
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, *profiler, "-m", "celery", "-A", "project", "worker", "--pool", "solo",
+                 "--queues", self.queue, "--hostname", self.hostname, "--loglevel", "info",
+                 "--without-gossip", "--without-mingle"],
+                cwd=ROOT, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + timeout
+        while not self.app.control.ping(destination=[self.hostname], timeout=0.5):
+            if self.process.poll() is not None:
+                raise BenchmarkFailed(f"the worker exited with code {self.process.returncode}:\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                raise BenchmarkFailed(f"the worker did not answer a ping within {timeout:.0f} s:\n{self.log_tail()}")
+
+    def log_tail(self, chars: int = 4000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        try:
+            with self.app.connection_for_write() as broker:
+                channel = broker.default_channel
+                channel.queue_delete(self.queue)
+                # queue_delete leaves kombu's binding sets behind on Redis; they name only this queue.
+                channel.client.delete(self.queue, f"_kombu.binding.{self.queue}",
+                                      f"_kombu.binding_permanent.{self.queue}")
+        except Exception:  # noqa: BLE001 - best-effort cleanup of a shared Redis
+            pass
+        self.log_path.unlink(missing_ok=True)
+
+
+class Command(BaseCommand):
+    help = ("Measure per-node orchestration time of no-op workflows on one real worker against a bare Celery "
+            "round trip on the same queue and Redis; print ratios.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--chain", type=int, default=200, help="nodes of the seq chain (default 200)")
+        parser.add_argument("--wide", type=int, default=500, help="nodes of the wide dag (default 500)")
+        parser.add_argument("--wide-shape", choices=["independent", "fanout"], default="independent",
+                            help="independent: no edges, all nodes start at once (default); "
+                                 "fanout: one root node, then all the others")
+        parser.add_argument("--timeout", type=float, default=60.0,
+                            help="seconds each run may take before the benchmark gives up (exit 1)")
+        parser.add_argument("--worker-profile", metavar="PATH",
+                            help="run the worker under cProfile and write its stats here (slows it down)")
+        parser.add_argument("--json", dest="as_json", action="store_true", help="print the figures as JSON")
+
+    def handle(self, *args, chain, wide, wide_shape, timeout, worker_profile, as_json, **options):
+        if chain < 1 or wide < 1:
+            raise CommandError("--chain and --wide need at least one node")
+        from core.tasks import ping
+        from project.celery import app
+
+        token = secrets.token_hex(4)
+        queue = f"switchyard-bench-{token}"
+        agent_id = f"bench_noop_{token}"
+        workflows = {"warmup": f"bench_warmup_{token}", "chain": f"bench_chain_{token}", "wide": f"bench_wide_{token}"}
+        env = dict(os.environ, DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "project.settings"),
+                   CELERY_QUEUE=queue, DATABASE_URL=worker_database_url(), REDIS_URL=settings.REDIS_URL,
+                   CELERY_BROKER_URL=settings.CELERY_BROKER_URL, CELERY_RESULT_BACKEND=settings.CELERY_RESULT_BACKEND)
+        worker = Worker(app, queue, env, profile=worker_profile)
+        previous_queue = settings.CELERY_TASK_DEFAULT_QUEUE
+        report = {"database": database_label(), "queue": queue, "baseline": None, "figures": [], "error": None}
+        try:
+            import_documents([
+                agent_document(agent_id),
+                workflow_document(workflows["warmup"], agent_id, topology="seq", nodes=WARMUP_NODES),
+                workflow_document(workflows["chain"], agent_id, topology="seq", nodes=chain),
+                workflow_document(workflows["wide"], agent_id, topology="dag", nodes=wide,
+                                  fan_out=wide_shape == "fanout"),
+            ], actor="benchmark_execution")
+            worker.start()
+            settings.CELERY_TASK_DEFAULT_QUEUE = queue  # what _dispatch sends node runs to
+
+            # Warm up: imports, connections, the result backend's subscription, the worker's caches.
+            self.round_trips(ping, queue, WARMUP_PINGS, timeout)
+            self.run_workflow(workflows["warmup"], WARMUP_NODES, timeout, worker)
+
+            baseline = self.round_trips(ping, queue, chain, timeout)
+            report["baseline"] = {"name": "bare Celery round trip", "task": ping.name, "round_trips": chain,
+                                  "per_task_s": baseline}
+            for label, workflow_id, count, shape in (
+                    ("chain", workflows["chain"], chain, "seq"),
+                    ("wide", workflows["wide"], wide, "dag, " + ("independent nodes (no edges)" if wide_shape
+                                                               == "independent" else "one root fanning out"))):
+                measured = self.run_workflow(workflow_id, count, timeout, worker)
+                per_node = measured["wall_s"] / count
+                report["figures"].append({
+                    "name": label, "nodes": count, "shape": shape, **measured, "per_node_s": per_node,
+                    "baseline_s": baseline, "ratio": per_node / baseline, "target": TARGET,
+                })
+        except BenchmarkFailed as failure:
+            report["error"] = str(failure)
+        finally:
+            settings.CELERY_TASK_DEFAULT_QUEUE = previous_queue
+            worker.stop()
+            self.clean_up(agent_id, list(workflows.values()))
+
+        self.print_report(report, as_json)
+        if report["error"]:
+            raise CommandError(report["error"].splitlines()[0])
+
+    # ---------------------------------------------------------------- measuring
+
+    def round_trips(self, ping, queue: str, count: int, timeout: float) -> float:
+        """Seconds per sequential apply_async(...).get() of the no-op task."""
+        results = []
+        started = time.perf_counter()
+        try:
+            for n in range(count):
+                result = ping.apply_async((n,), queue=queue)
+                results.append(result)
+                result.get(timeout=timeout)
+        except Exception as error:  # noqa: BLE001 - celery raises TimeoutError and friends
+            raise BenchmarkFailed(f"the baseline round trip {len(results)} of {count} failed: {error!r}") from None
+        finally:
+            elapsed = time.perf_counter() - started
+            for result in results:
+                result.forget()
+        return elapsed / count
+
+    def run_workflow(self, workflow_id: str, nodes: int, timeout: float, worker: Worker) -> dict:
+        """Start a run and poll its status until it ends; the wall time from start to success."""
+        workflow = Workflow.objects.get(workflow_id=workflow_id)
+        started = time.perf_counter()
+        execution = execution_start(workflow=workflow, input={})
+        deadline = started + timeout
+        rows = Execution.objects.filter(pk=execution.pk)
+        while True:
+            status = rows.values_list("status", flat=True).get()
+            now = time.perf_counter()
+            if status in TERMINAL:
+                break
+            if now > deadline:
+                done = execution.node_runs.filter(status=NodeRun.Status.SUCCESS).count()
+                execution_cancel(execution=execution)
+                raise BenchmarkFailed(f"{workflow_id} did not finish within {timeout:g} s ({done} of {nodes} "
+                                      f"nodes done)\n{worker.log_tail()}")
+            time.sleep(POLL_SECONDS)
+        wall = now - started
+        execution.refresh_from_db()
+        runs = list(execution.node_runs.values_list("status", flat=True))
+        succeeded = sum(1 for s in runs if s == NodeRun.Status.SUCCESS)
+        if status != Execution.Status.SUCCESS or succeeded != nodes or len(runs) != nodes:
+            raise BenchmarkFailed(f"{workflow_id} ended {status} ({execution.ended_reason or 'no reason'}) with "
+                                  f"{succeeded} of {nodes} nodes succeeded in {len(runs)} node runs\n{worker.log_tail()}")
+        recorded = (execution.completed_at - execution.started_at).total_seconds()
+        return {"execution_id": execution.execution_id, "wall_s": wall, "recorded_s": recorded}
+
+    def clean_up(self, agent_id: str, workflow_ids: list[str]) -> None:
+        """Delete everything the benchmark made (after the worker has stopped)."""
+        try:
+            NodeRun.objects.filter(execution__workflow__workflow_id__in=workflow_ids).delete()
+            Execution.objects.filter(workflow__workflow_id__in=workflow_ids).delete()
+            Workflow.objects.filter(workflow_id__in=workflow_ids).delete()
+            agents = Agent.objects.filter(agent_id=agent_id)
+            agents.update(root=None, parent=None)  # root points at itself
+            agents.delete()
+        except Exception as error:  # noqa: BLE001 - report, and let the figures still print
+            self.stderr.write(f"benchmark_execution: could not delete what it created ({agent_id}, "
+                              f"{', '.join(workflow_ids)}): {error!r}")
+
+    # ---------------------------------------------------------------- reporting
+
+    def print_report(self, report: dict, as_json: bool) -> None:
+        if as_json:
+            self.stdout.write(json.dumps(report, indent=2))
+            return
+        self.stdout.write(f"database: {report['database']}; one solo-pool worker on queue {report['queue']}")
+        baseline = report["baseline"]
+        if baseline:
+            self.stdout.write(
+                f"baseline: {baseline['round_trips']} sequential {baseline['task']} apply_async().get() round trips, "
+                f"{baseline['per_task_s'] * 1000:.2f} ms each (through the Redis result backend, which node tasks "
+                "skip: they have ignore_result=True)")
+        postgres = report["database"].startswith("postgresql")
+        for f in report["figures"]:
+            verdict = ("ok" if f["ratio"] <= f["target"] else "OVER TARGET") if postgres else "informational here"
+            label = f"chain of {f['nodes']} nodes" if f["name"] == "chain" else f"wide dag of {f['nodes']} nodes"
+            self.stdout.write(
+                f"{label} ({f['shape']}): {f['per_node_s'] * 1000:.2f} ms per node vs bare Celery round trip "
+                f"{f['baseline_s'] * 1000:.2f} ms → {f['ratio']:.2f}× (target ≤ {f['target']:g}× on PostgreSQL, "
+                f"{verdict}) — {f['wall_s']:.2f} s wall, {f['recorded_s']:.2f} s recorded on the execution")
+        if report["error"]:
+            self.stderr.write(f"benchmark_execution: {report['error']}")

@@ -1,0 +1,133 @@
+"""Faults: a worker killed mid-node, a task delivered twice, a cancelled run, a Redis restart."""
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from core.documents import import_documents
+from executions.models import Execution, NodeRun
+from executions.services import execution_cancel, execution_start, node_run_execute, node_runs_sweep
+from executions.tasks import run_node
+from tests.executions.conftest import ROOT, database_url, wait_for
+from workflows.models import Workflow
+
+pytestmark = pytest.mark.integration
+
+SLOW_ARGV = [sys.executable, "-c", "import json, sys, time; sys.stdin.read(); time.sleep(2.5); "
+                                   "print(json.dumps({'done': True}))"]
+
+
+@pytest.fixture
+def slow_chain(workers, settings):
+    """A three-node chain of an agent whose command backend takes 2.5 s."""
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "command": {"kind": "command", "argv": SLOW_ARGV}}
+    workers.env["COMMAND_BACKEND_ARGV"] = json.dumps(SLOW_ARGV)
+    import_documents([
+        {"agent_id": "Slow", "name": "Slow", "version": "1.0.0", "type": "business", "status": "active",
+         "prompt_config": {"system_prompt": "Take your time."}, "capabilities": {"skills": ["wait"]},
+         "runtime": {"backend": "command"}},
+        {"workflow_id": "slow_chain", "name": "Slow chain", "topology": "seq",
+         "nodes": [{"id": f"step_{i}", "agent_ref": "Slow"} for i in range(3)],
+         "error_handling": {"retry_count": 0}},
+    ], actor="test")
+    return Workflow.objects.get(workflow_id="slow_chain")
+
+
+def wait_until(predicate, timeout=30, what="condition"):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_it_finishes_a_run_whose_worker_was_killed_mid_node(workers, slow_chain):
+    (first,) = workers.start(1)
+    execution = execution_start(workflow=slow_chain)
+    wait_until(lambda: execution.node_runs.filter(node_id="step_1", status="running").exists(), what="step_1 to run")
+    workers.kill(first)  # SIGKILL in the middle of step_1
+    workers.start(1)
+    deadline = time.monotonic() + 60
+    while execution.status not in ("success", "failed"):
+        assert time.monotonic() < deadline, f"run still {execution.status}\n{workers.logs()}"
+        node_runs_sweep()  # what the periodic sweep does
+        time.sleep(0.5)
+        execution.refresh_from_db()
+    assert execution.status == "success", execution.ended_reason
+    for node_id in ("step_0", "step_1", "step_2"):
+        assert execution.node_runs.filter(node_id=node_id, status="success").count() == 1
+    assert execution.node_runs.get(node_id="step_1").dispatches >= 2, "step_1 was sent again after the kill"
+
+
+def test_it_runs_a_node_once_when_its_task_is_delivered_twice(workers, slow_chain):
+    workers.start(2)
+    execution = execution_start(workflow=slow_chain)
+    wait_until(lambda: execution.node_runs.filter(node_id="step_0").exists(), what="step_0")
+    first = execution.node_runs.get(node_id="step_0")
+    run_node.apply_async((first.pk,))  # a second delivery, as a visibility timeout would cause
+    execution = wait_for(execution, workers=workers)
+    assert execution.status == "success"
+    assert execution.node_runs.filter(status="success").count() == 3
+    assert node_run_execute(node_run_id=first.pk, worker="late") == "duplicate"
+
+
+def test_it_stops_a_cancelled_run(workers, slow_chain):
+    workers.start(1)
+    execution = execution_start(workflow=slow_chain)
+    wait_until(lambda: execution.node_runs.filter(status="running").exists(), what="a running node")
+    execution_cancel(execution=execution)
+    time.sleep(3.5)  # the running node finishes meanwhile; its result must be dropped
+    execution.refresh_from_db()
+    assert execution.status == "cancelled" and execution.ended_reason.startswith("cancelled by")
+    assert not execution.node_runs.filter(status__in=["pending", "running", "success"]).exists()
+    assert execution.node_runs.count() == 1, "nothing was started after the cancel"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.skipif(not shutil.which("redis-server"), reason="needs redis-server to start a private Redis")
+def test_it_completes_or_fails_visibly_when_redis_restarts_mid_run(workers, slow_chain, tmp_path):
+    port = free_port()
+    redis_url = f"redis://127.0.0.1:{port}/0"
+
+    def start_redis():
+        process = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                    "--appendonly", "no", "--dir", str(tmp_path)], stdout=subprocess.DEVNULL)
+        wait_until(lambda: socket.socket().connect_ex(("127.0.0.1", port)) == 0, what="redis to listen")
+        return process
+
+    redis = start_redis()
+    try:
+        env = {"REDIS_URL": redis_url, "SWEEP_EVERY_SECONDS": "1"}
+        workers.start(1, beat=True, **env)
+        from django.db import connection
+
+        command = subprocess.Popen(
+            [sys.executable, "manage.py", "run_workflow", "slow_chain", "--wait", "--timeout", "90"], cwd=ROOT,
+            env={**workers.env, **env, "DATABASE_URL": database_url(connection)},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        wait_until(lambda: NodeRun.objects.filter(node_id="step_1", status="running").exists(), timeout=60,
+                   what="step_1 to run")
+        redis.terminate()
+        redis.wait(timeout=10)
+        time.sleep(1)
+        redis = start_redis()  # empty: every queued message is gone
+        out, err = command.communicate(timeout=120)
+        execution = Execution.objects.get()
+        assert command.returncode in (0, 1), err
+        assert execution.status in ("success", "failed"), f"{execution.status}\n{workers.logs()}"
+        assert json.loads(out)["status"] == execution.status
+        if execution.status == "success":
+            assert execution.node_runs.filter(status="success").count() == 3
+    finally:
+        redis.terminate()
+        redis.wait(timeout=10)
