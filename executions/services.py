@@ -1,6 +1,7 @@
 """Writes for executions and evaluations."""
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from contextlib import contextmanager
@@ -139,6 +140,9 @@ def evaluation_import_document(document: dict[str, Any], *, actor: str = "") -> 
     return evaluation, "updated"
 
 
+logger = logging.getLogger(__name__)
+
+
 # -- running ----------------------------------------------------------------------------
 #
 # A run advances by these services only. Each takes the execution row's lock
@@ -202,6 +206,11 @@ def node_run_execute(*, node_run_id: int, worker: str) -> str:
             performed = runner.perform(run, plan)
         except runner.NodeFailure as failure:
             _node_failed(run, claim, failure)
+            return "failed"
+        except Exception as error:  # a defect must fail the node visibly, not leave it running
+            logger.exception("node run %s failed unexpectedly", run.pk)
+            _node_failed(run, claim, runner.NodeFailure(f"{type(error).__name__}: {error}", code="INTERNAL_ERROR",
+                                                        retryable=False))
             return "failed"
     _node_succeeded(run, claim, performed)
     return "success"
@@ -464,9 +473,16 @@ def node_runs_sweep(*, now=None) -> dict:
     and pending runs whose message may have been lost; end runs past their wall time."""
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.NODE_STALE_SECONDS)
-    report = {"requeued": [], "redispatched": [], "ended": []}
+    report = {"requeued": [], "redispatched": [], "failed": [], "ended": []}
     for run in NodeRun.objects.filter(status=NodeRun.Status.RUNNING, heartbeat_at__lt=stale,
-                                      execution__status=Execution.Status.RUNNING):
+                                      execution__status=Execution.Status.RUNNING).select_related("execution"):
+        if run.dispatches >= settings.NODE_MAX_DISPATCHES:
+            # It took its worker down every time it was sent: fail it rather than loop.
+            failure = runner.NodeFailure(f"the worker running it went silent {run.dispatches} times",
+                                         code="WORKER_LOST", retryable=False)
+            _node_failed(run, run.worker, failure)
+            report["failed"].append(run.pk)
+            continue
         with transaction.atomic():
             if NodeRun.objects.filter(pk=run.pk, status=NodeRun.Status.RUNNING, worker=run.worker).update(
                     status=NodeRun.Status.PENDING, worker="", heartbeat_at=now) == 1:

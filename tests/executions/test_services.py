@@ -1,0 +1,101 @@
+"""The running services, driven in this process: each pending node run is executed here."""
+from datetime import timedelta
+from unittest import mock
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from core.documents import import_documents
+from core.errors import IllegalTransition
+from executions import runner
+from executions.models import Execution, NodeRun
+from executions.services import execution_resume, execution_start, node_run_execute, node_runs_sweep
+from workflows.models import Workflow
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def demo(tmp_path, settings):
+    settings.WORKSPACE_ROOT = tmp_path
+    settings.NODE_RETRY_BACKOFF_SECONDS = 0
+    call_command("load_demo", stdout=open("/dev/null", "w"))
+
+
+def drain(execution, limit=100):
+    """Run every node run that is due, here, until none is left."""
+    for _ in range(limit):
+        due = execution.node_runs.filter(status="pending", available_at__lte=timezone.now()).order_by("sequence").first()
+        if due is None:
+            break
+        node_run_execute(node_run_id=due.pk, worker="test")
+    execution.refresh_from_db()
+    return execution
+
+
+def start(workflow_id, **input):
+    return execution_start(workflow=Workflow.objects.get(workflow_id=workflow_id), input=input)
+
+
+def test_it_runs_a_dag_layer_at_once_then_its_join():
+    execution = start("parallel_analysis", repository="acme")
+    assert sorted(execution.node_runs.values_list("node_id", flat=True)) == ["task_a", "task_b", "task_c"]
+    assert drain(execution).status == "success"
+    assert execution.node_runs.filter(node_id="task_d", status="success").count() == 1
+
+
+def test_it_fails_a_node_visibly_when_something_unexpected_breaks():
+    with mock.patch.object(runner, "perform", side_effect=ValueError("a defect")):
+        execution = drain(start("parallel_analysis", repository="acme"))
+    failed = execution.node_runs.filter(status="failed").first()
+    assert (failed.error_code, failed.error) == ("INTERNAL_ERROR", "ValueError: a defect")
+    assert execution.status == "escalated"  # not retried (not retryable); no fallback; escalate_to is set
+
+
+def test_it_refuses_to_resume_a_run_that_is_not_escalated():
+    execution = start("thesis_reading")
+    with pytest.raises(IllegalTransition, match="not escalated"):
+        execution_resume(execution=execution, output={})
+
+
+def test_it_sends_a_silent_node_run_again_and_fails_one_that_keeps_killing_workers(settings):
+    execution = start("thesis_reading")
+    run = execution.node_runs.get()
+    long_ago = timezone.now() - timedelta(seconds=settings.NODE_STALE_SECONDS + 5)
+    NodeRun.objects.filter(pk=run.pk).update(status="running", worker="dead/1", heartbeat_at=long_ago, dispatches=1)
+    assert node_runs_sweep()["requeued"] == [run.pk]
+    run.refresh_from_db()
+    assert (run.status, run.worker) == ("pending", "")
+
+    NodeRun.objects.filter(pk=run.pk).update(status="running", worker="dead/2", heartbeat_at=long_ago,
+                                             dispatches=settings.NODE_MAX_DISPATCHES)
+    assert node_runs_sweep()["failed"] == [run.pk]
+    run.refresh_from_db()
+    assert (run.status, run.error_code) == ("failed", "WORKER_LOST")
+
+
+def test_it_ends_a_run_past_its_wall_time():
+    execution = start("thesis_reading")
+    Execution.objects.filter(pk=execution.pk).update(started_at=timezone.now() - timedelta(hours=2))
+    assert node_runs_sweep()["ended"] == [execution.execution_id]
+    execution.refresh_from_db()
+    assert execution.status == "failed" and execution.ended_reason.startswith("max_wall_seconds")
+    assert not execution.node_runs.filter(status="pending").exists()
+
+
+def test_it_skips_or_aborts_a_failed_node_as_its_transition_says():
+    import_documents([{
+        "workflow_id": "skipper", "name": "Skipper", "topology": "state_machine",
+        "nodes": [{"id": "publish", "agent_ref": "Publisher"}, {"id": "after", "agent_ref": "Drafter"}],
+        "transitions": [{"from": "publish", "to": "after", "on_failure": "skip"}],
+        "error_handling": {"retry_count": 3},
+    }], actor="test")
+    execution = drain(start("skipper", topic="t"))
+    assert [(r.node_id, r.status) for r in execution.node_runs.order_by("sequence")] == [
+        ("publish", "failed"), ("publish", "skipped"), ("after", "success")]
+    assert execution.status == "success"
+
+    Workflow.objects.get(workflow_id="skipper").transitions.update(on_failure="abort")
+    execution = drain(start("skipper", topic="t"))
+    assert execution.status == "failed" and "on_failure is abort" in execution.ended_reason
