@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.agents.backends.chat_server import chat_server  # noqa: F401 - the loopback chat-completions fixture
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

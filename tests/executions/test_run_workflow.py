@@ -11,7 +11,6 @@ from django.core.management.base import CommandError
 from core.documents import import_documents
 from executions.models import Execution
 from executions.services import execution_abort, execution_retry, execution_start
-from tests.agents.backends.chat_server import chat_server  # noqa: F401 - the fixture
 from tests.executions.conftest import ROOT, database_url, wait_for
 from workflows.models import Workflow
 
