@@ -99,3 +99,20 @@ def test_it_skips_or_aborts_a_failed_node_as_its_transition_says():
     Workflow.objects.get(workflow_id="skipper").transitions.update(on_failure="abort")
     execution = drain(start("skipper", topic="t"))
     assert execution.status == "failed" and "on_failure is abort" in execution.ended_reason
+
+
+def test_it_passes_short_upstream_outputs_through_compression_unchanged():
+    import_documents([{
+        "workflow_id": "short_compress", "name": "Short compress", "topology": "dag",
+        "nodes": [{"id": "draft", "agent_ref": "Drafter", "input_mapping": {"topic": "$.input.topic"}},
+                  {"id": "report", "agent_ref": "Report_Synthesizer", "compress": True, "compress_ratio": 0.5,
+                   "input_mapping": {"data_references": [{"ref_type": "task_output", "task_id": "draft"}]}}],
+        "transitions": [{"from": "draft", "to": "report"}],
+    }], actor="test")
+    execution = drain(start("short_compress", topic="v3"))
+    assert execution.status == "success", execution.ended_reason
+    report = execution.node_runs.get(node_id="report")
+    (dependency,) = report.compression["dependencies"]
+    assert dependency["skipped_short"] and dependency["lines_after"] == dependency["lines_before"] < 50
+    assert "[依赖任务压缩输出 | 模型: flash, 压缩比: 50%]" in report.prompt
+    assert "Release notes for v3" in report.prompt
