@@ -64,7 +64,9 @@ def worker_database_url() -> str:
         return f"sqlite:///{config['NAME']}"
     if connection.vendor != "postgresql":
         raise CommandError(f"benchmark_execution knows SQLite and PostgreSQL, not {connection.vendor}")
-    auth = quote(config["USER"] or "", safe="") + (f":{quote(config['PASSWORD'], safe='')}" if config.get("PASSWORD") else "")
+    auth = quote(config["USER"] or "", safe="")
+    if config.get("PASSWORD"):
+        auth += f":{quote(config['PASSWORD'], safe='')}"
     host = config["HOST"] or "127.0.0.1"
     return f"postgres://{auth}@{host}:{config['PORT'] or 5432}/{quote(config['NAME'], safe='')}"
 
@@ -117,9 +119,9 @@ class Worker:
         self.env = env
         self.profile = profile
         self.process: subprocess.Popen | None = None
-        log = tempfile.NamedTemporaryFile(prefix="switchyard-bench-worker-", suffix=".log", delete=False)
-        log.close()
-        self.log_path = Path(log.name)
+        descriptor, name = tempfile.mkstemp(prefix="switchyard-bench-worker-", suffix=".log")
+        os.close(descriptor)
+        self.log_path = Path(name)
 
     def start(self, timeout: float = 60) -> None:
         profiler = ["-m", "cProfile", "-o", self.profile] if self.profile else []
@@ -210,13 +212,16 @@ class Command(BaseCommand):
             self.round_trips(ping, queue, WARMUP_PINGS, timeout)
             self.run_workflow(workflows["warmup"], WARMUP_NODES, timeout, worker)
 
-            baseline = self.round_trips(ping, queue, chain, timeout)
             report["baseline"] = {"name": "bare Celery round trip", "task": ping.name, "round_trips": chain,
-                                  "per_task_s": baseline}
+                                  "per_task_s": []}
             for label, workflow_id, count, shape in (
                     ("chain", workflows["chain"], chain, "seq"),
                     ("wide", workflows["wide"], wide, "dag, " + ("independent nodes (no edges)" if wide_shape
                                                                == "independent" else "one root fanning out"))):
+                # The baseline right before each run, so that a machine that gets busier or quieter
+                # during the benchmark moves both sides of each ratio alike.
+                baseline = self.round_trips(ping, queue, chain, timeout)
+                report["baseline"]["per_task_s"].append(baseline)
                 measured = self.run_workflow(workflow_id, count, timeout, worker)
                 per_node = measured["wall_s"] / count
                 report["figures"].append({
@@ -265,11 +270,13 @@ class Command(BaseCommand):
             now = time.perf_counter()
             if status in TERMINAL:
                 break
-            if now > deadline:
+            stopped = worker.process.poll() is not None
+            if now > deadline or stopped:
                 done = execution.node_runs.filter(status=NodeRun.Status.SUCCESS).count()
                 execution_cancel(execution=execution)
-                raise BenchmarkFailed(f"{workflow_id} did not finish within {timeout:g} s ({done} of {nodes} "
-                                      f"nodes done)\n{worker.log_tail()}")
+                why = f"the worker exited with code {worker.process.returncode}" if stopped else \
+                    f"it did not finish within {timeout:g} s"
+                raise BenchmarkFailed(f"{workflow_id}: {why} ({done} of {nodes} nodes done)\n{worker.log_tail()}")
             time.sleep(POLL_SECONDS)
         wall = now - started
         execution.refresh_from_db()
@@ -277,7 +284,8 @@ class Command(BaseCommand):
         succeeded = sum(1 for s in runs if s == NodeRun.Status.SUCCESS)
         if status != Execution.Status.SUCCESS or succeeded != nodes or len(runs) != nodes:
             raise BenchmarkFailed(f"{workflow_id} ended {status} ({execution.ended_reason or 'no reason'}) with "
-                                  f"{succeeded} of {nodes} nodes succeeded in {len(runs)} node runs\n{worker.log_tail()}")
+                                  f"{succeeded} of {nodes} nodes succeeded in {len(runs)} node runs\n"
+                                  f"{worker.log_tail()}")
         recorded = (execution.completed_at - execution.started_at).total_seconds()
         return {"execution_id": execution.execution_id, "wall_s": wall, "recorded_s": recorded}
 
@@ -303,10 +311,11 @@ class Command(BaseCommand):
         self.stdout.write(f"database: {report['database']}; one solo-pool worker on queue {report['queue']}")
         baseline = report["baseline"]
         if baseline:
+            each = " and ".join(f"{value * 1000:.2f}" for value in baseline["per_task_s"])
             self.stdout.write(
-                f"baseline: {baseline['round_trips']} sequential {baseline['task']} apply_async().get() round trips, "
-                f"{baseline['per_task_s'] * 1000:.2f} ms each (through the Redis result backend, which node tasks "
-                "skip: they have ignore_result=True)")
+                f"baseline: {baseline['round_trips']} sequential {baseline['task']} apply_async().get() round trips "
+                f"before each run, {each} ms each (through the Redis result backend, which node tasks skip: they "
+                "have ignore_result=True)")
         postgres = report["database"].startswith("postgresql")
         for f in report["figures"]:
             verdict = ("ok" if f["ratio"] <= f["target"] else "OVER TARGET") if postgres else "informational here"

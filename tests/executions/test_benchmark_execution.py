@@ -1,0 +1,57 @@
+"""The execution benchmark, at toy sizes, on a real worker against the test database."""
+import io
+import json
+import re
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from agents.models import Agent
+from executions.models import Execution, NodeRun
+from tests.executions.conftest import database_url
+from workflows.models import Workflow
+
+pytestmark = pytest.mark.integration
+
+NUMBER = r"\d+(?:\.\d+)?"
+
+
+@pytest.fixture
+def bench_env(transactional_db, monkeypatch, settings):
+    # The worker the command starts opens the database this process uses: the test database.
+    monkeypatch.setenv("DATABASE_URL", database_url(connection))
+    return settings
+
+
+def left_behind():
+    return (Workflow.objects.filter(workflow_id__startswith="bench_").count(),
+            Agent.objects.filter(agent_id__startswith="bench_noop").count(), Execution.objects.count(),
+            NodeRun.objects.count())
+
+
+def test_it_prints_per_node_ratios_and_deletes_what_it_made(bench_env):
+    queue = bench_env.CELERY_TASK_DEFAULT_QUEUE
+    out = io.StringIO()
+    call_command("benchmark_execution", "--chain", "3", "--wide", "3", "--timeout", "60", stdout=out)
+    text = out.getvalue()
+    assert re.search(rf"^database: {connection.vendor}", text, re.MULTILINE), text
+    assert re.search(rf"^baseline: 3 sequential core\.tasks\.ping .* {NUMBER} and {NUMBER} ms each", text,
+                     re.MULTILINE), text
+    for label in ("chain of 3 nodes", "wide dag of 3 nodes"):
+        assert re.search(rf"^{label} \(.*\): {NUMBER} ms per node vs bare Celery round trip {NUMBER} ms "
+                         rf"→ {NUMBER}× \(target ≤ 3× on PostgreSQL", text, re.MULTILINE), text
+    assert left_behind() == (0, 0, 0, 0)
+    assert bench_env.CELERY_TASK_DEFAULT_QUEUE == queue
+
+
+def test_it_prints_json(bench_env):
+    out = io.StringIO()
+    call_command("benchmark_execution", "--chain", "2", "--wide", "2", "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["error"] is None and len(report["baseline"]["per_task_s"]) == 2
+    assert [(f["name"], f["nodes"]) for f in report["figures"]] == [("chain", 2), ("wide", 2)]
+    assert [f["baseline_s"] for f in report["figures"]] == report["baseline"]["per_task_s"]
+    assert all(f["ratio"] > 0 and f["ratio"] == pytest.approx(f["per_node_s"] / f["baseline_s"])
+               for f in report["figures"])
+    assert left_behind() == (0, 0, 0, 0)
