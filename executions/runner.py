@@ -6,6 +6,7 @@ The services in `executions/services.py` claim the run before and store the resu
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ from workflows.models import Contract, Node
 
 PROMPT_LIMIT = 200_000  # characters of the prompt kept on the node run
 INPUT_PREVIEW_LIMIT = 20_000  # characters of each resolved input kept; the full data stays at its source
+NODE_PATH = re.compile(r"^\$\.nodes\.([A-Za-z0-9][A-Za-z0-9_:\-]*)(?:[.\[]|$)")
 COMPRESSION_CACHE = RedisCompressionCache()
 
 
@@ -43,12 +45,11 @@ class Performed:
     record: dict = field(default_factory=dict)  # fields of the node run to store
 
 
-def perform(run: NodeRun, plan: Plan) -> Performed:
+def perform(run: NodeRun, plan: Plan, node: Node) -> Performed:
     execution = run.execution
-    node = Node.objects.select_related("agent").get(workflow=execution.workflow, node_id=run.node_id)
     agent = run.agent
     backend = get_backend(agent.backend)
-    outputs = latest_outputs(execution)
+    outputs = latest_outputs(execution, needed_outputs(node, plan))
     scope = {"input": execution.input, "state": execution.state, "nodes": outputs}
     record: dict[str, Any] = {"backend": agent.backend, "model": agent.model or ""}
 
@@ -107,10 +108,27 @@ def perform(run: NodeRun, plan: Plan) -> Performed:
     return Performed(output, record)
 
 
-def latest_outputs(execution) -> dict[str, Any]:
+def needed_outputs(node: Node, plan: Plan) -> set[str] | None:
+    """The nodes whose outputs this node reads (None: it may read any, via `$.nodes`)."""
+    needed = {ref["task_id"] for ref in node.input_mapping.get("data_references", []) if ref["ref_type"] == "task_output"}
+    if node.compress:
+        needed.update(plan.dependencies(node.node_id))
+    for name, value in node.input_mapping.items():
+        if name not in ("data_references", "transfer_config") and isinstance(value, str) and value.startswith("$.nodes"):
+            match = NODE_PATH.match(value)
+            if not match:
+                return None
+            needed.add(match.group(1))
+    return needed
+
+
+def latest_outputs(execution, node_ids: set[str] | None = None) -> dict[str, Any]:
+    """The latest successful output of each node (of those asked for) in this run."""
+    runs = execution.node_runs.filter(status="success")
+    if node_ids is not None:
+        runs = runs.filter(node_id__in=node_ids)
     outputs = {}
-    for node_id, output in execution.node_runs.filter(status="success").order_by("sequence", "id").values_list(
-            "node_id", "output"):
+    for node_id, output in runs.order_by("sequence", "id").values_list("node_id", "output"):
         outputs[node_id] = output
     return outputs
 

@@ -153,15 +153,28 @@ logger = logging.getLogger(__name__)
 # that went silent, never yields two results.
 
 
+_PLANS: dict[tuple, Plan] = {}
+
+
 def workflow_plan(workflow: Workflow) -> Plan:
-    nodes = list(workflow.nodes.order_by("position", "id"))
-    transitions = [
-        {"from": t.from_node, "to": t.to_node, "condition": t.condition, "on_success": t.on_success,
-         "on_failure": t.on_failure}
-        for t in workflow.transitions.order_by("position", "id")
-    ]
-    document = {"nodes": [{"id": n.node_id, "input_mapping": n.input_mapping} for n in nodes], "transitions": transitions}
-    return Plan(workflow.topology, [n.node_id for n in nodes], dependency_edges(document), transitions)
+    """The workflow's graph as the scheduler needs it, built once per version of the
+    workflow in each process (the services bump `updated_at` whenever they change it)."""
+    key = (workflow.pk, workflow.updated_at)
+    plan = _PLANS.get(key)
+    if plan is None:
+        nodes = list(workflow.nodes.order_by("position", "id").values_list("node_id", "input_mapping"))
+        transitions = [
+            {"from": source, "to": target, "condition": condition, "on_success": on_success, "on_failure": on_failure}
+            for source, target, condition, on_success, on_failure in workflow.transitions.order_by("position", "id")
+            .values_list("from_node", "to_node", "condition", "on_success", "on_failure")
+        ]
+        document = {"nodes": [{"id": node_id, "input_mapping": mapping} for node_id, mapping in nodes],
+                    "transitions": transitions}
+        plan = Plan(workflow.topology, [node_id for node_id, _ in nodes], dependency_edges(document), transitions)
+        if len(_PLANS) > 256:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
 
 
 def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None,
@@ -201,9 +214,10 @@ def node_run_execute(*, node_run_id: int, worker: str) -> str:
             _end(_locked(execution), Execution.Status.FAILED, _wall_reason(execution))
         return "ended"
     plan = workflow_plan(execution.workflow)
+    node = execution.workflow.nodes.select_related("agent").get(node_id=run.node_id)
     with heartbeat(run.pk, claim):
         try:
-            performed = runner.perform(run, plan)
+            performed = runner.perform(run, plan, node)
         except runner.NodeFailure as failure:
             _node_failed(run, claim, failure)
             return "failed"
@@ -212,11 +226,11 @@ def node_run_execute(*, node_run_id: int, worker: str) -> str:
             _node_failed(run, claim, runner.NodeFailure(f"{type(error).__name__}: {error}", code="INTERNAL_ERROR",
                                                         retryable=False))
             return "failed"
-    _node_succeeded(run, claim, performed)
+    _node_succeeded(run, claim, performed, node)
     return "success"
 
 
-def _node_succeeded(run: NodeRun, claim: str, performed) -> None:
+def _node_succeeded(run: NodeRun, claim: str, performed, node) -> None:
     ended = timezone.now()
     with transaction.atomic():
         execution = _locked(run.execution)
@@ -225,8 +239,8 @@ def _node_succeeded(run: NodeRun, claim: str, performed) -> None:
             duration_ms=_ms(run.started_at, ended), **_fields(performed.record))
         if stored != 1:
             return  # cancelled, or swept and given to another worker: that one's result counts
-        run.refresh_from_db()
-        _apply_output_mapping(execution, run)
+        run.status, run.output = NodeRun.Status.SUCCESS, performed.output
+        _apply_output_mapping(execution, run, node)
         _advance(execution, completed=run)
 
 
@@ -323,7 +337,7 @@ def _new_run(execution: Execution, node, *, agent, kind: str, attempt: int, dela
     run = NodeRun.objects.create(
         execution=execution, node_id=node.node_id, agent=agent, agent_version=agent.versions.first(),
         kind=kind, attempt=attempt, sequence=last + 1, status=status,
-        available_at=now + timedelta(seconds=delay), heartbeat_at=now,
+        available_at=now + timedelta(seconds=delay), heartbeat_at=now, dispatches=int(status == NodeRun.Status.PENDING),
         completed_at=now if status == NodeRun.Status.SKIPPED else None,
     )
     if status == NodeRun.Status.PENDING:
@@ -332,17 +346,18 @@ def _new_run(execution: Execution, node, *, agent, kind: str, attempt: int, dela
 
 
 def _dispatch(node_run_id: int, delay: float = 0) -> None:
+    """Send the node run to a worker once the transaction commits (counted in `dispatches`
+    by whoever calls this: creation sets 1, the sweep adds one)."""
     from executions.tasks import run_node
 
     def send():
-        NodeRun.objects.filter(pk=node_run_id).update(dispatches=models.F("dispatches") + 1)
         run_node.apply_async((node_run_id,), countdown=delay or None, queue=settings.CELERY_TASK_DEFAULT_QUEUE)
 
     transaction.on_commit(send)
 
 
-def _apply_output_mapping(execution: Execution, run: NodeRun) -> None:
-    node = execution.workflow.nodes.get(node_id=run.node_id)
+def _apply_output_mapping(execution: Execution, run: NodeRun, node=None) -> None:
+    node = node or execution.workflow.nodes.get(node_id=run.node_id)
     if not node.output_mapping:
         return
     state = dict(execution.state)
@@ -411,8 +426,8 @@ def execution_resume(*, execution: Execution, output: Any, actor=None) -> Execut
         run = _new_run(execution, node, agent=node.agent, kind="manual", attempt=1, status=NodeRun.Status.SUCCESS)
         NodeRun.objects.filter(pk=run.pk).update(output=output, backend="manual", completed_at=now, started_at=now,
                                                  worker=getattr(actor, "username", "") or "manual")
-        run.refresh_from_db()
-        _apply_output_mapping(execution, run)
+        run.output = output
+        _apply_output_mapping(execution, run, node)
         _advance(execution, completed=run)
     return execution
 
@@ -485,14 +500,15 @@ def node_runs_sweep(*, now=None) -> dict:
             continue
         with transaction.atomic():
             if NodeRun.objects.filter(pk=run.pk, status=NodeRun.Status.RUNNING, worker=run.worker).update(
-                    status=NodeRun.Status.PENDING, worker="", heartbeat_at=now) == 1:
+                    status=NodeRun.Status.PENDING, worker="", heartbeat_at=now,
+                    dispatches=models.F("dispatches") + 1) == 1:
                 report["requeued"].append(run.pk)
                 _dispatch(run.pk)
     for run in NodeRun.objects.filter(status=NodeRun.Status.PENDING, heartbeat_at__lt=stale,
                                       available_at__lte=now, execution__status=Execution.Status.RUNNING):
         with transaction.atomic():
             if NodeRun.objects.filter(pk=run.pk, status=NodeRun.Status.PENDING, heartbeat_at__lt=stale).update(
-                    heartbeat_at=now) == 1:
+                    heartbeat_at=now, dispatches=models.F("dispatches") + 1) == 1:
                 report["redispatched"].append(run.pk)
                 _dispatch(run.pk)
     for execution in Execution.objects.filter(status=Execution.Status.RUNNING).select_related("workflow"):

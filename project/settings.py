@@ -158,6 +158,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "switchyard")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Workers keep their database connection across tasks (Celery would otherwise open a new
+# one for every task); it is renewed after this many tasks.
+CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 500)
 # Node runs: the first retry waits this long, doubling each time; a running node touches its
 # heartbeat this often; the sweep re-dispatches runs silent for longer than NODE_STALE_SECONDS.
 NODE_RETRY_BACKOFF_SECONDS = env_float("NODE_RETRY_BACKOFF_SECONDS", 1.0)

@@ -1,6 +1,7 @@
 """Running the demo workflows on real Celery workers against the real Redis."""
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from executions.services import execution_resume, execution_start
 from tests.executions.conftest import wait_for
@@ -89,6 +90,7 @@ def test_it_follows_the_state_machine_retries_falls_back_escalates_and_resumes(d
 def test_it_stops_a_looping_state_machine_at_its_bound(demo):
     workflow = Workflow.objects.get(workflow_id="release_review")
     workflow.max_steps = 5
+    workflow.updated_at = timezone.now()  # as the services do on every change
     workflow.save()
     loop = workflow.transitions.get(from_node="review", to_node="draft")
     loop.condition = "true"

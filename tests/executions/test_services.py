@@ -96,7 +96,9 @@ def test_it_skips_or_aborts_a_failed_node_as_its_transition_says():
         ("publish", "failed"), ("publish", "skipped"), ("after", "success")]
     assert execution.status == "success"
 
-    Workflow.objects.get(workflow_id="skipper").transitions.update(on_failure="abort")
+    workflow = Workflow.objects.get(workflow_id="skipper")
+    workflow.transitions.update(on_failure="abort")
+    Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())  # as the services do
     execution = drain(start("skipper", topic="t"))
     assert execution.status == "failed" and "on_failure is abort" in execution.ended_reason
 
