@@ -88,7 +88,7 @@ def perform(run: NodeRun, plan: Plan, node: Node) -> Performed:
         prompts.append(prompt)
         inputs = {name: content for name, content in zip([n for n, _ in texts], batch_contents(assembly, call))}
         request = BackendRequest(
-            agent_id=agent.agent_id, skills=skills(agent), required_skills=skills(node.agent),
+            agent_id=agent.agent_id, skills=skills(agent), required_skills=skills(agent if node.agent_id == agent.pk else node.agent),
             system_prompt=system_prompt, prompt=prompt, inputs=inputs, state=dict(execution.state),
             execution_input=dict(execution.input), node_id=node.node_id, execution_id=execution.execution_id,
             attempt=run.attempt, model=agent.model, max_output_tokens=agent.max_output_tokens,
@@ -242,12 +242,15 @@ def bounded(report: dict) -> dict:
 def check_contracts(node: Node, plan: Plan, output: Any, record: dict) -> None:
     """Blueprint contracts (core-data-structures §3.1) from this node's agent to the agent of
     a node downstream: the output must match the contract's schema."""
+    contracts = list(Contract.objects.filter(from_agent_id=node.agent_id))
     downstream = {d for u, d in plan.edges if u == node.node_id} | {
         t["to"] for t in plan.transitions if t["from"] == node.node_id}
-    if not downstream:
+    if not contracts or not downstream:
         return
-    agents = set(Node.objects.filter(workflow=node.workflow, node_id__in=downstream).values_list("agent_id", flat=True))
-    for contract in Contract.objects.filter(from_agent=node.agent, to_agent_id__in=agents).select_related("to_agent"):
+    agents = {plan.agents.get(node_id) for node_id in downstream}
+    for contract in contracts:
+        if contract.to_agent_id not in agents:
+            continue
         errors = sorted(Draft202012Validator(contract.schema).iter_errors(output), key=lambda e: list(e.absolute_path))
         if errors:
             where = "/".join(map(str, errors[0].absolute_path)) or "output"

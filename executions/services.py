@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import connection, models, transaction
 from django.utils import timezone
 
-from agents.models import Agent
+from agents.models import Agent, AgentVersion
 from agents.services import get_agent
 from core.errors import DocumentError, IllegalTransition
 from core.states import change_status
@@ -153,28 +153,38 @@ logger = logging.getLogger(__name__)
 # that went silent, never yields two results.
 
 
-_PLANS: dict[tuple, Plan] = {}
+_GRAPHS: dict[tuple, tuple[Plan, dict]] = {}
 
 
-def workflow_plan(workflow: Workflow) -> Plan:
-    """The workflow's graph as the scheduler needs it, built once per version of the
-    workflow in each process (the services bump `updated_at` whenever they change it)."""
+def _graph(workflow: Workflow) -> tuple[Plan, dict]:
+    """The workflow's plan and its nodes by id, read once per version of the workflow in
+    each process (the services bump `updated_at` whenever they change a workflow)."""
     key = (workflow.pk, workflow.updated_at)
-    plan = _PLANS.get(key)
-    if plan is None:
-        nodes = list(workflow.nodes.order_by("position", "id").values_list("node_id", "input_mapping"))
+    graph = _GRAPHS.get(key)
+    if graph is None:
+        nodes = list(workflow.nodes.order_by("position", "id"))
         transitions = [
             {"from": source, "to": target, "condition": condition, "on_success": on_success, "on_failure": on_failure}
             for source, target, condition, on_success, on_failure in workflow.transitions.order_by("position", "id")
             .values_list("from_node", "to_node", "condition", "on_success", "on_failure")
         ]
-        document = {"nodes": [{"id": node_id, "input_mapping": mapping} for node_id, mapping in nodes],
+        document = {"nodes": [{"id": n.node_id, "input_mapping": n.input_mapping} for n in nodes],
                     "transitions": transitions}
-        plan = Plan(workflow.topology, [node_id for node_id, _ in nodes], dependency_edges(document), transitions)
-        if len(_PLANS) > 256:
-            _PLANS.clear()
-        _PLANS[key] = plan
-    return plan
+        plan = Plan(workflow.topology, [n.node_id for n in nodes], dependency_edges(document), transitions,
+                    agents={n.node_id: n.agent_id for n in nodes})
+        if len(_GRAPHS) > 256:
+            _GRAPHS.clear()
+        graph = _GRAPHS[key] = (plan, {n.node_id: n for n in nodes})
+    return graph
+
+
+def workflow_plan(workflow: Workflow) -> Plan:
+    return _graph(workflow)[0]
+
+
+def workflow_node(workflow: Workflow, node_id: str):
+    """A node of the workflow (shared within the process: read it, never change it)."""
+    return _graph(workflow)[1][node_id]
 
 
 def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None,
@@ -214,7 +224,7 @@ def node_run_execute(*, node_run_id: int, worker: str) -> str:
             _end(_locked(execution), Execution.Status.FAILED, _wall_reason(execution))
         return "ended"
     plan = workflow_plan(execution.workflow)
-    node = execution.workflow.nodes.select_related("agent").get(node_id=run.node_id)
+    node = workflow_node(execution.workflow, run.node_id)
     with heartbeat(run.pk, claim):
         try:
             performed = runner.perform(run, plan, node)
@@ -265,13 +275,13 @@ def _handle_failure(execution: Execution, run: NodeRun, retryable: bool) -> None
     workflow = execution.workflow
     plan = workflow_plan(workflow)
     action = plan.failure_action(run.node_id)
-    node = workflow.nodes.get(node_id=run.node_id)
+    node = workflow_node(workflow, run.node_id)
     if action == "escalate":
         if retryable and run.kind in ("first", "retry") and run.attempt <= workflow.retry_count:
             delay = settings.NODE_RETRY_BACKOFF_SECONDS * 2 ** (run.attempt - 1)
-            _new_run(execution, node, agent=node.agent, kind="retry", attempt=run.attempt + 1, delay=delay)
+            _new_run(execution, node.node_id, agent_id=node.agent_id, kind="retry", attempt=run.attempt + 1, delay=delay)
         elif run.kind != "fallback" and workflow.fallback_agent_id and workflow.fallback_agent_id != run.agent_id:
-            _new_run(execution, node, agent=workflow.fallback_agent, kind="fallback", attempt=run.attempt + 1)
+            _new_run(execution, node.node_id, agent_id=workflow.fallback_agent_id, kind="fallback", attempt=run.attempt + 1)
         elif workflow.escalate_to_id:
             change_status(execution, Execution.STATES, Execution.Status.ESCALATED, escalation={
                 "node_id": run.node_id, "node_run": run.pk, "error_code": run.error_code, "error": run.error,
@@ -282,7 +292,7 @@ def _handle_failure(execution: Execution, run: NodeRun, retryable: bool) -> None
     elif action == "abort":
         _end(execution, Execution.Status.FAILED, f"node '{run.node_id}' failed ({run.error_code}); on_failure is abort")
     elif action == "skip":
-        skipped = _new_run(execution, node, agent=node.agent, kind="manual", attempt=run.attempt,
+        skipped = _new_run(execution, node.node_id, agent_id=node.agent_id, kind="manual", attempt=run.attempt,
                            status=NodeRun.Status.SKIPPED)
         _advance(execution, completed=skipped)
     else:
@@ -309,34 +319,36 @@ def _advance(execution: Execution, *, completed: NodeRun | None) -> None:
         else:
             _start_node(execution, plan, decision.node_id)
         return
-    statuses = {}
-    for node_id, status in execution.node_runs.order_by("sequence", "id").values_list("node_id", "status"):
-        statuses[node_id] = status
+    statuses, last = {}, 0
+    for node_id, status, sequence in execution.node_runs.order_by("sequence", "id").values_list(
+            "node_id", "status", "sequence"):
+        statuses[node_id], last = status, max(last, sequence)
     if plan.finished(statuses):
         _end(execution, Execution.Status.SUCCESS, "")
         return
-    for node_id in plan.ready(statuses):
-        _start_node(execution, plan, node_id)
+    for offset, node_id in enumerate(plan.ready(statuses), start=1):
+        _start_node(execution, plan, node_id, sequence=last + offset)
 
 
-def _start_node(execution: Execution, plan: Plan, node_id: str) -> None:
+def _start_node(execution: Execution, plan: Plan, node_id: str, *, sequence: int | None = None) -> None:
     """Start a node's first attempt. A state machine may loop, so its steps are bounded by
     the workflow's max_steps; the other topologies run each node once."""
     limit = execution.workflow.max_steps
     if plan.topology == "state_machine" and execution.node_runs.filter(kind="first").count() >= limit:
         _end(execution, Execution.Status.FAILED, f"max_steps: the run reached its bound of {limit} steps")
         return
-    node = execution.workflow.nodes.select_related("agent").get(node_id=node_id)
-    _new_run(execution, node, agent=node.agent, kind="first", attempt=1)
+    _new_run(execution, node_id, agent_id=plan.agents[node_id], kind="first", attempt=1, sequence=sequence)
 
 
-def _new_run(execution: Execution, node, *, agent, kind: str, attempt: int, delay: float = 0,
-             status: str = NodeRun.Status.PENDING) -> NodeRun:
+def _new_run(execution: Execution, node_id: str, *, agent_id: int, kind: str, attempt: int, delay: float = 0,
+             status: str = NodeRun.Status.PENDING, sequence: int | None = None) -> NodeRun:
     now = timezone.now()
-    last = execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0
+    if sequence is None:
+        sequence = (execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0) + 1
+    version = AgentVersion.objects.filter(agent_id=agent_id).values_list("pk", flat=True).first()  # the latest
     run = NodeRun.objects.create(
-        execution=execution, node_id=node.node_id, agent=agent, agent_version=agent.versions.first(),
-        kind=kind, attempt=attempt, sequence=last + 1, status=status,
+        execution=execution, node_id=node_id, agent_id=agent_id, agent_version_id=version,
+        kind=kind, attempt=attempt, sequence=sequence, status=status,
         available_at=now + timedelta(seconds=delay), heartbeat_at=now, dispatches=int(status == NodeRun.Status.PENDING),
         completed_at=now if status == NodeRun.Status.SKIPPED else None,
     )
@@ -357,7 +369,7 @@ def _dispatch(node_run_id: int, delay: float = 0) -> None:
 
 
 def _apply_output_mapping(execution: Execution, run: NodeRun, node=None) -> None:
-    node = node or execution.workflow.nodes.get(node_id=run.node_id)
+    node = node or workflow_node(execution.workflow, run.node_id)
     if not node.output_mapping:
         return
     state = dict(execution.state)
@@ -420,10 +432,11 @@ def execution_resume(*, execution: Execution, output: Any, actor=None) -> Execut
     """Go on past the escalated node with an output a person gives."""
     with transaction.atomic():
         execution = _escalated(execution)
-        node = execution.workflow.nodes.get(node_id=execution.escalation["node_id"])
+        node = workflow_node(execution.workflow, execution.escalation["node_id"])
         change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None)
         now = timezone.now()
-        run = _new_run(execution, node, agent=node.agent, kind="manual", attempt=1, status=NodeRun.Status.SUCCESS)
+        run = _new_run(execution, node.node_id, agent_id=node.agent_id, kind="manual", attempt=1,
+                       status=NodeRun.Status.SUCCESS)
         NodeRun.objects.filter(pk=run.pk).update(output=output, backend="manual", completed_at=now, started_at=now,
                                                  worker=getattr(actor, "username", "") or "manual")
         run.output = output
@@ -436,9 +449,9 @@ def execution_retry(*, execution: Execution, actor=None) -> Execution:
     """Run the escalated node again from its first attempt."""
     with transaction.atomic():
         execution = _escalated(execution)
-        node = execution.workflow.nodes.select_related("agent").get(node_id=execution.escalation["node_id"])
+        node = workflow_node(execution.workflow, execution.escalation["node_id"])
         change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None)
-        _new_run(execution, node, agent=node.agent, kind="first", attempt=1)
+        _new_run(execution, node.node_id, agent_id=node.agent_id, kind="first", attempt=1)
     return execution
 
 

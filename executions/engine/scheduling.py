@@ -36,6 +36,7 @@ class Plan:
     nodes: list[str]
     edges: list[tuple[str, str]] = field(default_factory=list)  # (upstream, downstream)
     transitions: list[dict] = field(default_factory=list)
+    agents: dict = field(default_factory=dict)  # node id → the id of the agent that runs it
 
     def dependencies(self, node_id: str) -> list[str]:
         if self.topology == "seq":
