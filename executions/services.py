@@ -203,10 +203,36 @@ def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None
     return execution
 
 
-def node_run_execute(*, node_run_id: int, worker: str) -> str:
-    """Claim a pending node run, perform it, store what happened and advance the run.
+# Inline continuation: when a node run makes exactly one next node ready (a chain), the
+# worker that ran it goes on to that node itself instead of sending it through Redis —
+# the claim, and everything else, stays the same. A worker that dies before getting to it
+# leaves a pending run without a message, which the sweep sends again.
+_inline = threading.local()
+MAX_INLINE = 100
 
-    Returns what it did ("duplicate" when another delivery already has the run)."""
+
+def node_run_execute(*, node_run_id: int, worker: str) -> str:
+    """Claim a pending node run, perform it, store what happened and advance the run; then
+    run the next node of a chain here too. Returns what happened to the first run
+    ("duplicate" when another delivery already has it)."""
+    first = None
+    for _ in range(MAX_INLINE):
+        _inline.open, _inline.next = True, None
+        try:
+            outcome = _execute(node_run_id, worker)
+        finally:
+            _inline.open = False
+        first = first or outcome
+        if _inline.next is None:
+            break
+        node_run_id = _inline.next
+    else:
+        if _inline.next is not None:
+            _dispatch(_inline.next)
+    return first
+
+
+def _execute(node_run_id: int, worker: str) -> str:
     claim = f"{worker}/{uuid.uuid4().hex[:8]}"
     now = timezone.now()
     claimed = NodeRun.objects.filter(pk=node_run_id, status=NodeRun.Status.PENDING).update(
@@ -319,32 +345,54 @@ def _advance(execution: Execution, *, completed: NodeRun | None) -> None:
         else:
             _start_node(execution, plan, decision.node_id)
         return
-    statuses, last = {}, 0
-    for node_id, status, sequence in execution.node_runs.order_by("sequence", "id").values_list(
-            "node_id", "status", "sequence"):
-        statuses[node_id], last = status, max(last, sequence)
-    if plan.finished(statuses):
-        _end(execution, Execution.Status.SUCCESS, "")
-        return
-    for offset, node_id in enumerate(plan.ready(statuses), start=1):
-        _start_node(execution, plan, node_id, sequence=last + offset)
+    # Only the completed node's successors can have become ready: read the statuses of
+    # those and of their dependencies, not of the whole run.
+    candidates = plan.nodes if completed is None else plan.successors(completed.node_id)
+    relevant = set(candidates) | {dep for node_id in candidates for dep in plan.dependencies(node_id)}
+    statuses = dict(execution.node_runs.filter(node_id__in=relevant).order_by("sequence", "id")
+                    .values_list("node_id", "status"))
+    ready = plan.ready(statuses, candidates)
+    if ready:
+        _start_layer(execution, plan, ready)
+    elif not execution.node_runs.filter(status__in=["pending", "running"]).exists():
+        done = execution.node_runs.filter(status__in=["success", "skipped"]).values("node_id").distinct().count()
+        if done == len(plan.nodes):
+            _end(execution, Execution.Status.SUCCESS, "")
 
 
-def _start_node(execution: Execution, plan: Plan, node_id: str, *, sequence: int | None = None) -> None:
-    """Start a node's first attempt. A state machine may loop, so its steps are bounded by
-    the workflow's max_steps; the other topologies run each node once."""
+def _start_node(execution: Execution, plan: Plan, node_id: str) -> None:
+    """Start a state machine's next node. It may loop, so its steps are bounded by the
+    workflow's max_steps."""
     limit = execution.workflow.max_steps
     if plan.topology == "state_machine" and execution.node_runs.filter(kind="first").count() >= limit:
         _end(execution, Execution.Status.FAILED, f"max_steps: the run reached its bound of {limit} steps")
         return
-    _new_run(execution, node_id, agent_id=plan.agents[node_id], kind="first", attempt=1, sequence=sequence)
+    _new_run(execution, node_id, agent_id=plan.agents[node_id], kind="first", attempt=1)
+
+
+def _start_layer(execution: Execution, plan: Plan, node_ids: list[str]) -> None:
+    """Start the first attempts of nodes that became ready together, in one INSERT."""
+    now = timezone.now()
+    last = execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0
+    agents = {plan.agents[node_id] for node_id in node_ids}
+    versions = {}
+    for agent_id, version_id in AgentVersion.objects.filter(agent_id__in=agents).order_by(
+            "agent_id", "-created_at", "-id").values_list("agent_id", "pk"):
+        versions.setdefault(agent_id, version_id)  # the latest of each agent
+    runs = NodeRun.objects.bulk_create([
+        NodeRun(execution=execution, node_id=node_id, agent_id=plan.agents[node_id],
+                agent_version_id=versions.get(plan.agents[node_id]), kind="first", attempt=1, sequence=last + offset,
+                status=NodeRun.Status.PENDING, available_at=now, heartbeat_at=now, dispatches=1)
+        for offset, node_id in enumerate(node_ids, start=1)
+    ])
+    for run in runs:
+        _dispatch(run.pk)
 
 
 def _new_run(execution: Execution, node_id: str, *, agent_id: int, kind: str, attempt: int, delay: float = 0,
-             status: str = NodeRun.Status.PENDING, sequence: int | None = None) -> NodeRun:
+             status: str = NodeRun.Status.PENDING) -> NodeRun:
     now = timezone.now()
-    if sequence is None:
-        sequence = (execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0) + 1
+    sequence = (execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0) + 1
     version = AgentVersion.objects.filter(agent_id=agent_id).values_list("pk", flat=True).first()  # the latest
     run = NodeRun.objects.create(
         execution=execution, node_id=node_id, agent_id=agent_id, agent_version_id=version,
@@ -363,6 +411,9 @@ def _dispatch(node_run_id: int, delay: float = 0) -> None:
     from executions.tasks import run_node
 
     def send():
+        if not delay and getattr(_inline, "open", False) and _inline.next is None:
+            _inline.next = node_run_id  # this worker runs it next (see node_run_execute)
+            return
         run_node.apply_async((node_run_id,), countdown=delay or None, queue=settings.CELERY_TASK_DEFAULT_QUEUE)
 
     transaction.on_commit(send)

@@ -46,11 +46,20 @@ class Plan:
             return []
         return [upstream for upstream, downstream in self.edges if downstream == node_id]
 
-    def ready(self, statuses: dict[str, str]) -> list[str]:
-        """seq, par, dag: every node not started yet whose dependencies are all done —
-        all of them at once, so independent nodes run in parallel."""
+    def successors(self, node_id: str) -> list[str]:
+        """The nodes that may become ready when `node_id` is done (seq, par, dag)."""
+        if self.topology == "seq":
+            position = self.nodes.index(node_id)
+            return self.nodes[position + 1: position + 2]
+        if self.topology == "par":
+            return []
+        return list(dict.fromkeys(downstream for upstream, downstream in self.edges if upstream == node_id))
+
+    def ready(self, statuses: dict[str, str], candidates: list[str] | None = None) -> list[str]:
+        """seq, par, dag: every node not started yet (of `candidates`, if given) whose
+        dependencies are all done — all of them at once, so independent nodes run in parallel."""
         return [
-            node_id for node_id in self.nodes
+            node_id for node_id in (self.nodes if candidates is None else candidates)
             if node_id not in statuses and all(statuses.get(dep) in DONE for dep in self.dependencies(node_id))
         ]
 
