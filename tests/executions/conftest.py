@@ -50,12 +50,14 @@ class Workers:
             log.close()
             self.processes.append((process, Path(log.name), hostname))
             started.append((process, hostname))
-        if "REDIS_URL" in env:  # a private Redis this process's Celery app does not talk to
-            time.sleep(3)
-            return [process for process, _ in started]
+        app = self.app
+        if "REDIS_URL" in env:  # the workers talk to a private Redis: ping them there
+            from celery import Celery
+
+            app = Celery("ping", broker=env["REDIS_URL"], backend=env["REDIS_URL"])
         deadline = time.monotonic() + 30
         for process, hostname in started:
-            while not self.app.control.ping(destination=[hostname], timeout=0.5):
+            while not app.control.ping(destination=[hostname], timeout=0.5):
                 if process.poll() is not None or time.monotonic() > deadline:
                     pytest.fail(f"worker {hostname} did not start:\n{self.logs()}")
         return [process for process, _ in started]
