@@ -13,6 +13,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from agents.backends import BackendError, BackendRequest, get_backend
+from agents.models import Agent
 from executions.compression_cache import RedisCompressionCache
 from executions.context import assemble_node_context
 from executions.engine import compression
@@ -81,14 +82,17 @@ def perform(run: NodeRun, plan: Plan, node: Node) -> Performed:
                   resolved_inputs=[bounded(report.as_dict()) for report in assembly.inputs])
 
     system_prompt = (agent.prompt_config or {}).get("system_prompt", "")
+    # A fallback agent must share a skill with the node's own agent (`node` is shared
+    # within the process, so its agent is read here rather than through it).
+    required = skills(agent if node.agent_id == agent.pk else Agent.objects.only("capabilities").get(pk=node.agent_id))
     replies, prompts, tokens_in, tokens_out = [], [], 0, 0
     for call in range(assembly.batch_count):
         texts = assembly.texts(call)
         prompt = render_prompt(texts)
         prompts.append(prompt)
-        inputs = {name: content for name, content in zip([n for n, _ in texts], batch_contents(assembly, call))}
+        inputs = dict(zip((name for name, _ in texts), batch_contents(assembly, call)))
         request = BackendRequest(
-            agent_id=agent.agent_id, skills=skills(agent), required_skills=skills(agent if node.agent_id == agent.pk else node.agent),
+            agent_id=agent.agent_id, skills=skills(agent), required_skills=required,
             system_prompt=system_prompt, prompt=prompt, inputs=inputs, state=dict(execution.state),
             execution_input=dict(execution.input), node_id=node.node_id, execution_id=execution.execution_id,
             attempt=run.attempt, model=agent.model, max_output_tokens=agent.max_output_tokens,

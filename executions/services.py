@@ -203,9 +203,9 @@ def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None
     return execution
 
 
-# Inline continuation: when a node run makes exactly one next node ready (a chain), the
-# worker that ran it goes on to that node itself instead of sending it through Redis —
-# the claim, and everything else, stays the same. A worker that dies before getting to it
+# Inline continuation: the first node that a node run makes ready (the next node of a
+# chain) is run by the same worker instead of being sent through Redis; any others are
+# sent as usual. The claim, and everything else, stays the same. A worker that dies before getting to it
 # leaves a pending run without a message, which the sweep sends again.
 _inline = threading.local()
 MAX_INLINE = 100
@@ -247,6 +247,7 @@ def _execute(node_run_id: int, worker: str) -> str:
         return "cancelled"
     if _past_wall_time(execution, now):
         with transaction.atomic():
+            NodeRun.objects.filter(pk=run.pk, worker=claim).update(status=NodeRun.Status.CANCELLED, completed_at=now)
             _end(_locked(execution), Execution.Status.FAILED, _wall_reason(execution))
         return "ended"
     plan = workflow_plan(execution.workflow)
