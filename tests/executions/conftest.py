@@ -54,7 +54,7 @@ class Workers:
         if "REDIS_URL" in env:  # the workers talk to a private Redis: ping them there
             from celery import Celery
 
-            app = Celery("ping", broker=env["REDIS_URL"], backend=env["REDIS_URL"])
+            app = Celery("ping", broker=env["REDIS_URL"], backend=env["REDIS_URL"], set_as_current=False)
         deadline = time.monotonic() + 30
         for process, hostname in started:
             while not app.control.ping(destination=[hostname], timeout=0.5):
