@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.apps import apps
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -126,7 +127,11 @@ def check_stated_children(document: dict[str, Any]) -> None:
 
 
 def _freeze_version(agent: Agent, version: str, *, actor: str) -> AgentVersion:
-    return AgentVersion.objects.create(agent=agent, version=version, content=versioned_content(agent), created_by=actor)
+    frozen = AgentVersion.objects.create(agent=agent, version=version, content=versioned_content(agent), created_by=actor)
+    # Workers keep each workflow's graph, with the versions its nodes run, until the
+    # workflow changes: a new version of one of its agents is such a change.
+    apps.get_model("workflows", "Workflow").objects.filter(nodes__agent=agent).update(updated_at=timezone.now())
+    return frozen
 
 
 @transaction.atomic

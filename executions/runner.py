@@ -46,7 +46,9 @@ class Performed:
     record: dict = field(default_factory=dict)  # fields of the node run to store
 
 
-def perform(run: NodeRun, plan: Plan, node: Node) -> Performed:
+def perform(run: NodeRun, graph, node: Node) -> Performed:
+    """`graph` is the workflow's `executions.services.Graph`: its plan, nodes and contracts."""
+    plan = graph.plan
     execution = run.execution
     agent = run.agent
     backend = get_backend(agent.backend)
@@ -108,7 +110,7 @@ def perform(run: NodeRun, plan: Plan, node: Node) -> Performed:
     output = replies[0] if len(replies) == 1 else aggregate(replies, batch_aggregation(assembly))
     prompt_text = "\n\n=== next batch ===\n\n".join(prompts)
     record.update(prompt=prompt_text[:PROMPT_LIMIT], tokens_in=tokens_in, tokens_out=tokens_out)
-    check_contracts(node, plan, output, record)
+    check_contracts(node, plan, output, record, graph.contracts)
     return Performed(output, record)
 
 
@@ -243,17 +245,14 @@ def bounded(report: dict) -> dict:
     return report
 
 
-def check_contracts(node: Node, plan: Plan, output: Any, record: dict) -> None:
+def check_contracts(node: Node, plan: Plan, output: Any, record: dict, contracts: list[Contract]) -> None:
     """Blueprint contracts (core-data-structures §3.1) from this node's agent to the agent of
     a node downstream: the output must match the contract's schema."""
-    contracts = list(Contract.objects.filter(from_agent_id=node.agent_id))
     downstream = {d for u, d in plan.edges if u == node.node_id} | {
         t["to"] for t in plan.transitions if t["from"] == node.node_id}
-    if not contracts or not downstream:
-        return
     agents = {plan.agents.get(node_id) for node_id in downstream}
     for contract in contracts:
-        if contract.to_agent_id not in agents:
+        if contract.from_agent_id != node.agent_id or contract.to_agent_id not in agents:
             continue
         errors = sorted(Draft202012Validator(contract.schema).iter_errors(output), key=lambda e: list(e.absolute_path))
         if errors:

@@ -5,6 +5,7 @@ import logging
 import threading
 import uuid
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -24,7 +25,7 @@ from executions.engine.context.errors import RefError
 from executions.engine.context.resolution import select_path
 from executions.engine.scheduling import Plan
 from workflows.conditions import evaluate_condition
-from workflows.models import Workflow
+from workflows.models import Contract, Workflow
 from workflows.validation import dependency_edges
 
 
@@ -153,12 +154,22 @@ logger = logging.getLogger(__name__)
 # that went silent, never yields two results.
 
 
-_GRAPHS: dict[tuple, tuple[Plan, dict]] = {}
+@dataclass(frozen=True)
+class Graph:
+    """What running a workflow reads on every node, read once per version of the workflow
+    in each process. The services bump the workflow's `updated_at` whenever any of this
+    changes: its nodes or transitions, a new version of one of its agents, new contracts."""
+
+    plan: Plan
+    nodes: dict  # node id → Node (shared: read it, never change it)
+    versions: dict  # agent pk → the pk of its latest AgentVersion
+    contracts: list  # Contract rows from one of the workflow's agents
 
 
-def _graph(workflow: Workflow) -> tuple[Plan, dict]:
-    """The workflow's plan and its nodes by id, read once per version of the workflow in
-    each process (the services bump `updated_at` whenever they change a workflow)."""
+_GRAPHS: dict[tuple, Graph] = {}
+
+
+def workflow_graph(workflow: Workflow) -> Graph:
     key = (workflow.pk, workflow.updated_at)
     graph = _GRAPHS.get(key)
     if graph is None:
@@ -172,19 +183,25 @@ def _graph(workflow: Workflow) -> tuple[Plan, dict]:
                     "transitions": transitions}
         plan = Plan(workflow.topology, [n.node_id for n in nodes], dependency_edges(document), transitions,
                     agents={n.node_id: n.agent_id for n in nodes})
+        agents = {n.agent_id for n in nodes}
+        versions = {}
+        for agent_id, version_id in AgentVersion.objects.filter(agent_id__in=agents).order_by(
+                "agent_id", "-created_at", "-id").values_list("agent_id", "pk"):
+            versions.setdefault(agent_id, version_id)  # the latest of each agent
+        contracts = list(Contract.objects.filter(from_agent_id__in=agents, to_agent_id__in=agents))
         if len(_GRAPHS) > 256:
             _GRAPHS.clear()
-        graph = _GRAPHS[key] = (plan, {n.node_id: n for n in nodes})
+        graph = _GRAPHS[key] = Graph(plan, {n.node_id: n for n in nodes}, versions, contracts)
     return graph
 
 
 def workflow_plan(workflow: Workflow) -> Plan:
-    return _graph(workflow)[0]
+    return workflow_graph(workflow).plan
 
 
 def workflow_node(workflow: Workflow, node_id: str):
     """A node of the workflow (shared within the process: read it, never change it)."""
-    return _graph(workflow)[1][node_id]
+    return workflow_graph(workflow).nodes[node_id]
 
 
 def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None,
@@ -250,11 +267,11 @@ def _execute(node_run_id: int, worker: str) -> str:
             NodeRun.objects.filter(pk=run.pk, worker=claim).update(status=NodeRun.Status.CANCELLED, completed_at=now)
             _end(_locked(execution), Execution.Status.FAILED, _wall_reason(execution))
         return "ended"
-    plan = workflow_plan(execution.workflow)
-    node = workflow_node(execution.workflow, run.node_id)
+    graph = workflow_graph(execution.workflow)
+    node = graph.nodes[run.node_id]
     with heartbeat(run.pk, claim):
         try:
-            performed = runner.perform(run, plan, node)
+            performed = runner.perform(run, graph, node)
         except runner.NodeFailure as failure:
             _node_failed(run, claim, failure)
             return "failed"
@@ -375,11 +392,7 @@ def _start_layer(execution: Execution, plan: Plan, node_ids: list[str]) -> None:
     """Start the first attempts of nodes that became ready together, in one INSERT."""
     now = timezone.now()
     last = execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0
-    agents = {plan.agents[node_id] for node_id in node_ids}
-    versions = {}
-    for agent_id, version_id in AgentVersion.objects.filter(agent_id__in=agents).order_by(
-            "agent_id", "-created_at", "-id").values_list("agent_id", "pk"):
-        versions.setdefault(agent_id, version_id)  # the latest of each agent
+    versions = workflow_graph(execution.workflow).versions
     runs = NodeRun.objects.bulk_create([
         NodeRun(execution=execution, node_id=node_id, agent_id=plan.agents[node_id],
                 agent_version_id=versions.get(plan.agents[node_id]), kind="first", attempt=1, sequence=last + offset,

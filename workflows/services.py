@@ -190,9 +190,13 @@ def blueprint_import_document(document: dict[str, Any], *, actor: str = ""):
         )
         for position, (key, sides, contract) in enumerate(contracts)
     )
+    if before is not None and blueprint_document(blueprint) == before:
+        return blueprint, "unchanged"
+    now = timezone.now()
+    # Workers keep each workflow's graph, with the contracts between its agents, until the
+    # workflow changes: new contracts are such a change.
+    Workflow.objects.filter(nodes__agent__in=by_id.values()).update(updated_at=now)
     if before is None:
         return blueprint, "created"
-    if blueprint_document(blueprint) == before:
-        return blueprint, "unchanged"
-    Blueprint.objects.filter(pk=blueprint.pk).update(updated_at=timezone.now())
+    Blueprint.objects.filter(pk=blueprint.pk).update(updated_at=now)
     return blueprint, "updated"
