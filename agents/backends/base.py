@@ -6,6 +6,7 @@ each node run and stores what the `BackendResponse` says.
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,14 +48,15 @@ class BackendError(Exception):
         self.retryable = retryable
 
 
-class Backend:
+class Backend(ABC):
     name = "backend"
     label = ""  # how pages name it; the builtin says it is not a model
 
+    @abstractmethod
     def complete(self, request: BackendRequest) -> BackendResponse:
-        raise NotImplementedError
+        """Answer one node run's request."""
 
+    @abstractmethod
     def summarize(self, text: str, target_tokens: int, *, model: str = "") -> str:
         """An abstractive summary (data-transfer-protocol §4.2) or a compression
         (parallel-agent-compression) of `text` to about `target_tokens`."""
-        raise NotImplementedError

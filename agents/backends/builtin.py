@@ -329,33 +329,41 @@ def _content_of(item: dict) -> str:
     return ""
 
 
+def _walk_dicts(value: Any, take: Callable[[dict], bool]) -> None:
+    """Visit the dicts in a value, outermost first; `take` returns True when it used a dict,
+    and then its insides are not visited. Keys starting with `_` are not entered."""
+    if isinstance(value, dict):
+        if take(value):
+            return
+        for key, inner in value.items():
+            if not str(key).startswith("_"):
+                _walk_dicts(inner, take)
+    elif isinstance(value, (list, tuple)):
+        for inner in value:
+            _walk_dicts(inner, take)
+
+
 def find_atoms(value: Any) -> list[dict]:
     """Atom-like dicts anywhere in a value (lists of atoms, §4.2 `*_summary` lists, §4.3
     previews), as {"atom_id", "atom_type", "content", "confidence"}; first of each id wins."""
     found: dict[str, dict] = {}
 
-    def walk(item: Any) -> None:
-        if isinstance(item, dict):
-            if _is_validation(item):
-                return
-            content = _content_of(item)
-            if "atom_id" in item or (content and not any(isinstance(v, (dict, list)) for v in item.values())):
-                atom_id = str(item.get("atom_id") or f"item_{len(found) + 1:03d}")
-                found.setdefault(atom_id, {
-                    "atom_id": atom_id,
-                    "atom_type": item.get("atom_type", ""),
-                    "content": content,
-                    "confidence": _number(item.get("confidence")),
-                })
-                return
-            for key, inner in item.items():
-                if not str(key).startswith("_"):
-                    walk(inner)
-        elif isinstance(item, (list, tuple)):
-            for inner in item:
-                walk(inner)
+    def take(item: dict) -> bool:
+        if _is_validation(item):
+            return True
+        content = _content_of(item)
+        if "atom_id" in item or (content and not any(isinstance(v, (dict, list)) for v in item.values())):
+            atom_id = str(item.get("atom_id") or f"item_{len(found) + 1:03d}")
+            found.setdefault(atom_id, {
+                "atom_id": atom_id,
+                "atom_type": item.get("atom_type", ""),
+                "content": content,
+                "confidence": _number(item.get("confidence")),
+            })
+            return True
+        return False
 
-    walk(value)
+    _walk_dicts(value, take)
     return list(found.values())
 
 
@@ -363,19 +371,13 @@ def find_validations(value: Any) -> dict[str, bool]:
     """atom_id → valid, from validation results anywhere in a value."""
     found: dict[str, bool] = {}
 
-    def walk(item: Any) -> None:
-        if isinstance(item, dict):
-            if _is_validation(item):
-                found.setdefault(str(item["atom_id"]), item["valid"])
-                return
-            for key, inner in item.items():
-                if not str(key).startswith("_"):
-                    walk(inner)
-        elif isinstance(item, (list, tuple)):
-            for inner in item:
-                walk(inner)
+    def take(item: dict) -> bool:
+        if _is_validation(item):
+            found.setdefault(str(item["atom_id"]), item["valid"])
+            return True
+        return False
 
-    walk(value)
+    _walk_dicts(value, take)
     return found
 
 
