@@ -162,6 +162,7 @@ class Graph:
 
     plan: Plan
     nodes: dict  # node id → Node (shared: read it, never change it)
+    agents: dict  # agent pk → Agent (shared: read it, never change it)
     versions: dict  # agent pk → the pk of its latest AgentVersion
     contracts: list  # Contract rows from one of the workflow's agents
 
@@ -191,7 +192,8 @@ def workflow_graph(workflow: Workflow) -> Graph:
         contracts = list(Contract.objects.filter(from_agent_id__in=agents, to_agent_id__in=agents))
         if len(_GRAPHS) > 256:
             _GRAPHS.clear()
-        graph = _GRAPHS[key] = Graph(plan, {n.node_id: n for n in nodes}, versions, contracts)
+        graph = _GRAPHS[key] = Graph(plan, {n.node_id: n for n in nodes}, Agent.objects.in_bulk(agents), versions,
+                                     contracts)
     return graph
 
 
@@ -222,8 +224,9 @@ def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None
 
 # Inline continuation: the first node that a node run makes ready (the next node of a
 # chain) is run by the same worker instead of being sent through Redis; any others are
-# sent as usual. The claim, and everything else, stays the same. A worker that dies before getting to it
-# leaves a pending run without a message, which the sweep sends again.
+# sent as usual. It is created already claimed by that worker, in the transaction that
+# stored the previous result. A worker that dies before running it leaves a running
+# node run without a heartbeat, which the sweep sends again.
 _inline = threading.local()
 MAX_INLINE = 100
 
@@ -232,31 +235,39 @@ def node_run_execute(*, node_run_id: int, worker: str) -> str:
     """Claim a pending node run, perform it, store what happened and advance the run; then
     run the next node of a chain here too. Returns what happened to the first run
     ("duplicate" when another delivery already has it)."""
-    first = None
+    first, claimed = None, None
     for _ in range(MAX_INLINE):
-        _inline.open, _inline.next = True, None
+        _inline.open, _inline.next, _inline.reserved, _inline.worker = True, None, False, worker
         try:
-            outcome = _execute(node_run_id, worker)
+            outcome = _execute(node_run_id, worker, claimed)
         finally:
             _inline.open = False
         first = first or outcome
         if _inline.next is None:
             break
-        node_run_id = _inline.next
+        claimed = _inline.next
+        node_run_id = claimed[0].pk
     else:
-        if _inline.next is not None:
-            _dispatch(_inline.next)
+        if _inline.next is not None:  # give it back to the queue
+            run, claim = _inline.next
+            if NodeRun.objects.filter(pk=run.pk, worker=claim, status=NodeRun.Status.RUNNING).update(
+                    status=NodeRun.Status.PENDING, worker="") == 1:
+                _dispatch(run.pk)
     return first
 
 
-def _execute(node_run_id: int, worker: str) -> str:
-    claim = f"{worker}/{uuid.uuid4().hex[:8]}"
+def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str:
+    """Perform one node run: claimed here, or already claimed (`(run, claim)`) for us."""
     now = timezone.now()
-    claimed = NodeRun.objects.filter(pk=node_run_id, status=NodeRun.Status.PENDING).update(
-        status=NodeRun.Status.RUNNING, worker=claim, started_at=now, heartbeat_at=now)
-    if claimed != 1:
-        return "duplicate"
-    run = NodeRun.objects.select_related("execution__workflow", "agent").get(pk=node_run_id)
+    if claimed is None:
+        claim = f"{worker}/{uuid.uuid4().hex[:8]}"
+        updated = NodeRun.objects.filter(pk=node_run_id, status=NodeRun.Status.PENDING).update(
+            status=NodeRun.Status.RUNNING, worker=claim, started_at=now, heartbeat_at=now)
+        if updated != 1:
+            return "duplicate"
+        run = NodeRun.objects.select_related("execution__workflow", "agent").get(pk=node_run_id)
+    else:
+        run, claim = claimed
     execution = run.execution
     if execution.status != Execution.Status.RUNNING:
         NodeRun.objects.filter(pk=run.pk, worker=claim, status="running").update(
@@ -269,6 +280,8 @@ def _execute(node_run_id: int, worker: str) -> str:
         return "ended"
     graph = workflow_graph(execution.workflow)
     node = graph.nodes[run.node_id]
+    if claimed is not None:
+        run.agent = graph.agents[run.agent_id]
     with heartbeat(run.pk, claim):
         try:
             performed = runner.perform(run, graph, node)
@@ -389,16 +402,29 @@ def _start_node(execution: Execution, plan: Plan, node_id: str) -> None:
 
 
 def _start_layer(execution: Execution, plan: Plan, node_ids: list[str]) -> None:
-    """Start the first attempts of nodes that became ready together, in one INSERT."""
+    """Start the first attempts of nodes that became ready together, in one INSERT; inside
+    a worker, the first is claimed for that worker to run next (see node_run_execute)."""
     now = timezone.now()
     last = execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0
     versions = workflow_graph(execution.workflow).versions
+    inline = getattr(_inline, "open", False) and not getattr(_inline, "reserved", False)
+    claim = f"{getattr(_inline, 'worker', '')}/{uuid.uuid4().hex[:8]}"
     runs = NodeRun.objects.bulk_create([
         NodeRun(execution=execution, node_id=node_id, agent_id=plan.agents[node_id],
                 agent_version_id=versions.get(plan.agents[node_id]), kind="first", attempt=1, sequence=last + offset,
-                status=NodeRun.Status.PENDING, available_at=now, heartbeat_at=now, dispatches=1)
+                available_at=now, heartbeat_at=now, dispatches=1,
+                **({"status": NodeRun.Status.RUNNING, "worker": claim, "started_at": now} if inline and offset == 1
+                   else {"status": NodeRun.Status.PENDING}))
         for offset, node_id in enumerate(node_ids, start=1)
     ])
+    if inline:
+        _inline.reserved = True
+        first = runs.pop(0)
+
+        def keep():
+            _inline.next = (first, claim)
+
+        transaction.on_commit(keep)
     for run in runs:
         _dispatch(run.pk)
 
@@ -425,9 +451,6 @@ def _dispatch(node_run_id: int, delay: float = 0) -> None:
     from executions.tasks import run_node
 
     def send():
-        if not delay and getattr(_inline, "open", False) and _inline.next is None:
-            _inline.next = node_run_id  # this worker runs it next (see node_run_execute)
-            return
         run_node.apply_async((node_run_id,), countdown=delay or None, queue=settings.CELERY_TASK_DEFAULT_QUEUE)
 
     transaction.on_commit(send)

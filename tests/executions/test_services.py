@@ -1,4 +1,8 @@
-"""The running services, driven in this process: each pending node run is executed here."""
+"""The running services, driven in this process: each pending node run is executed here.
+
+Transactions commit for real (so a worker's inline continuation happens as in
+production); messages to workers are only recorded.
+"""
 from datetime import timedelta
 from unittest import mock
 
@@ -13,7 +17,7 @@ from executions.models import Execution, NodeRun
 from executions.services import execution_resume, execution_start, node_run_execute, node_runs_sweep
 from workflows.models import Workflow
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
@@ -21,6 +25,8 @@ def demo(tmp_path, settings):
     settings.WORKSPACE_ROOT = tmp_path
     settings.NODE_RETRY_BACKOFF_SECONDS = 0
     call_command("load_demo", stdout=open("/dev/null", "w"))
+    with mock.patch("executions.tasks.run_node.apply_async") as sent:
+        yield sent
 
 
 def drain(execution, limit=100):
@@ -118,3 +124,17 @@ def test_it_passes_short_upstream_outputs_through_compression_unchanged():
     assert dependency["skipped_short"] and dependency["lines_after"] == dependency["lines_before"] < 50
     assert "[依赖任务压缩输出 | 模型: flash, 压缩比: 50%]" in report.prompt
     assert "Release notes for v3" in report.prompt
+
+
+def test_it_runs_a_chain_on_the_worker_that_ran_its_first_node(demo):
+    import_documents([{"workflow_id": "chain", "name": "Chain", "topology": "seq",
+                       "nodes": [{"id": f"step_{i}", "agent_ref": "Drafter"} for i in range(3)]}], actor="test")
+    execution = start("chain", topic="t")
+    (first,) = execution.node_runs.all()
+    assert demo.call_count == 1, "only the first node went through the queue"
+    assert node_run_execute(node_run_id=first.pk, worker="w1") == "success"
+    execution.refresh_from_db()
+    assert execution.status == "success" and demo.call_count == 1
+    runs = list(execution.node_runs.order_by("sequence"))
+    assert [(r.node_id, r.status) for r in runs] == [("step_0", "success"), ("step_1", "success"), ("step_2", "success")]
+    assert all(r.worker.startswith("w1/") for r in runs) and len({r.worker for r in runs}) == 3
