@@ -118,7 +118,13 @@ class NodeRun(models.Model):
 
     class Meta:
         ordering = ["execution", "sequence", "id"]
-        indexes = [models.Index(fields=["execution", "node_id"]), models.Index(fields=["status", "heartbeat_at"])]
+        indexes = [
+            models.Index(fields=["execution", "node_id"]),
+            # What advancing a run reads: the last sequence number, and whether any run is still active.
+            models.Index(fields=["execution", "sequence"]),
+            models.Index(fields=["execution", "status"]),
+            models.Index(fields=["status", "heartbeat_at"]),  # the sweep
+        ]
 
     def __str__(self) -> str:
         return f"{self.execution.execution_id}/{self.node_id}#{self.attempt}"

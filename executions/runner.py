@@ -130,6 +130,8 @@ def needed_outputs(node: Node, plan: Plan) -> set[str] | None:
 
 def latest_outputs(execution, node_ids: set[str] | None = None) -> dict[str, Any]:
     """The latest successful output of each node (of those asked for) in this run."""
+    if node_ids is not None and not node_ids:
+        return {}
     runs = execution.node_runs.filter(status="success")
     if node_ids is not None:
         runs = runs.filter(node_id__in=node_ids)

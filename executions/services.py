@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -165,6 +167,7 @@ class Graph:
     agents: dict  # agent pk → Agent (shared: read it, never change it)
     versions: dict  # agent pk → the pk of its latest AgentVersion
     contracts: list  # Contract rows from one of the workflow's agents
+    writes_state: bool  # some node has an output_mapping
 
 
 _GRAPHS: dict[tuple, Graph] = {}
@@ -193,7 +196,7 @@ def workflow_graph(workflow: Workflow) -> Graph:
         if len(_GRAPHS) > 256:
             _GRAPHS.clear()
         graph = _GRAPHS[key] = Graph(plan, {n.node_id: n for n in nodes}, Agent.objects.in_bulk(agents), versions,
-                                     contracts)
+                                     contracts, writes_state=any(n.output_mapping for n in nodes))
     return graph
 
 
@@ -261,11 +264,10 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
     now = timezone.now()
     if claimed is None:
         claim = f"{worker}/{uuid.uuid4().hex[:8]}"
-        updated = NodeRun.objects.filter(pk=node_run_id, status=NodeRun.Status.PENDING).update(
-            status=NodeRun.Status.RUNNING, worker=claim, started_at=now, heartbeat_at=now)
-        if updated != 1:
+        run = _claim(node_run_id, claim, now)
+        if run is None:
             return "duplicate"
-        run = NodeRun.objects.select_related("execution__workflow", "agent").get(pk=node_run_id)
+        run.execution = Execution.objects.select_related("workflow").get(pk=run.execution_id)
     else:
         run, claim = claimed
     execution = run.execution
@@ -280,8 +282,8 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
         return "ended"
     graph = workflow_graph(execution.workflow)
     node = graph.nodes[run.node_id]
-    if claimed is not None:
-        run.agent = graph.agents[run.agent_id]
+    # The node's agent as of the workflow's graph; a fallback agent is not in it.
+    run.agent = graph.agents.get(run.agent_id) or Agent.objects.get(pk=run.agent_id)
     with heartbeat(run.pk, claim):
         try:
             performed = runner.perform(run, graph, node)
@@ -297,10 +299,37 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
     return "success"
 
 
+def _claim(node_run_id: int, claim: str, now) -> NodeRun | None:
+    """Claim a pending node run for `claim`: a conditional UPDATE that must touch exactly
+    one row, returning that row (PostgreSQL and SQLite 3.35+ have RETURNING), so that
+    claiming and reading the run are one round trip. None: someone else has it."""
+    quote, adapt = connection.ops.quote_name, connection.ops.adapt_datetimefield_value
+    columns = ", ".join(quote(field.column) for field in NodeRun._meta.concrete_fields)
+    claimed = list(NodeRun.objects.raw(
+        f"UPDATE {quote(NodeRun._meta.db_table)} SET status = %s, worker = %s, started_at = %s, heartbeat_at = %s "
+        f"WHERE id = %s AND status = %s RETURNING {columns}",
+        [NodeRun.Status.RUNNING, claim, adapt(now), adapt(now), node_run_id, NodeRun.Status.PENDING],
+    ))
+    return claimed[0] if claimed else None
+
+
+def _locked_for_result(execution: Execution) -> Execution:
+    """Lock a running execution's row before storing a node's result, by touching it: one
+    UPDATE that also says it is still running, instead of reading the row again. Its
+    state is read again only in workflows whose nodes write it (output_mapping): in the
+    others it stays `{}`. An execution no longer running is read again whole."""
+    running = Execution.objects.filter(pk=execution.pk, status=Execution.Status.RUNNING)
+    if not Execution.workflow.is_cached(execution) or running.update(updated_at=timezone.now()) != 1:
+        return _locked(execution)
+    if workflow_graph(execution.workflow).writes_state:
+        execution.state = running.values_list("state", flat=True).get()
+    return execution
+
+
 def _node_succeeded(run: NodeRun, claim: str, performed, node) -> None:
     ended = timezone.now()
     with transaction.atomic():
-        execution = _locked(run.execution)
+        execution = _locked_for_result(run.execution)
         stored = NodeRun.objects.filter(pk=run.pk, status=NodeRun.Status.RUNNING, worker=claim).update(
             status=NodeRun.Status.SUCCESS, output=performed.output, completed_at=ended,
             duration_ms=_ms(run.started_at, ended), **_fields(performed.record))
@@ -381,11 +410,11 @@ def _advance(execution: Execution, *, completed: NodeRun | None) -> None:
     candidates = plan.nodes if completed is None else plan.successors(completed.node_id)
     relevant = set(candidates) | {dep for node_id in candidates for dep in plan.dependencies(node_id)}
     statuses = dict(execution.node_runs.filter(node_id__in=relevant).order_by("sequence", "id")
-                    .values_list("node_id", "status"))
+                    .values_list("node_id", "status")) if relevant else {}
     ready = plan.ready(statuses, candidates)
     if ready:
         _start_layer(execution, plan, ready)
-    elif not execution.node_runs.filter(status__in=["pending", "running"]).exists():
+    elif not _any_active(execution):
         done = execution.node_runs.filter(status__in=["success", "skipped"]).values("node_id").distinct().count()
         if done == len(plan.nodes):
             _end(execution, Execution.Status.SUCCESS, "")
@@ -478,8 +507,24 @@ def _end(execution: Execution, status: str, reason: str) -> None:
                                                                            completed_at=now)
 
 
+def _any_active(execution: Execution) -> bool:
+    """Whether any node run of the execution is pending or running. Asked after every
+    node run that makes nothing ready, so it is plain SQL: the ORM took longer to build
+    this query than the database took to answer it."""
+    table = connection.ops.quote_name(NodeRun._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM {table} WHERE execution_id = %s AND status IN (%s, %s) LIMIT 1",
+                       [execution.pk, NodeRun.Status.PENDING, NodeRun.Status.RUNNING])
+        return cursor.fetchone() is not None
+
+
 def _locked(execution: Execution) -> Execution:
-    return Execution.objects.select_for_update().select_related("workflow").get(pk=execution.pk)
+    """The execution's row read again under a lock; the workflow already read with it is kept."""
+    if not Execution.workflow.is_cached(execution):
+        return Execution.objects.select_for_update().select_related("workflow").get(pk=execution.pk)
+    locked = Execution.objects.select_for_update().get(pk=execution.pk)
+    locked.workflow = execution.workflow
+    return locked
 
 
 def _past_wall_time(execution: Execution, now) -> bool:
@@ -562,26 +607,56 @@ def _escalated(execution: Execution) -> Execution:
 # -- crash safety -----------------------------------------------------------------------
 
 
+class _Heartbeats:
+    """The node runs this process is performing, and one thread (with its own database
+    connection) that touches their heartbeats every NODE_HEARTBEAT_SECONDS. One thread per
+    process rather than one per node run: starting a thread for every run of a no-op node
+    cost more than the node. Started lazily, so a forked worker child starts its own."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.runs: dict[int, str] = {}  # node run pk → the claim performing it
+        self.pid = None
+
+    def add(self, node_run_id: int, claim: str) -> None:
+        with self.lock:
+            self.runs[node_run_id] = claim
+            if self.pid != os.getpid():  # not started in this process yet
+                self.pid = os.getpid()
+                threading.Thread(target=self.beat, name="node-run-heartbeats", daemon=True).start()
+
+    def remove(self, node_run_id: int) -> None:
+        with self.lock:
+            self.runs.pop(node_run_id, None)
+
+    def beat(self) -> None:
+        while True:
+            time.sleep(settings.NODE_HEARTBEAT_SECONDS)
+            with self.lock:
+                runs = list(self.runs.items())
+            if not runs:
+                continue
+            try:
+                for node_run_id, claim in runs:
+                    NodeRun.objects.filter(pk=node_run_id, worker=claim, status=NodeRun.Status.RUNNING).update(
+                        heartbeat_at=timezone.now())
+            except Exception:  # the database is away: beat again later, the sweep judges staleness
+                logger.warning("could not touch node run heartbeats", exc_info=True)
+            finally:
+                connection.close()  # beats are seconds apart: hold no connection in between
+
+
+_heartbeats = _Heartbeats()
+
+
 @contextmanager
 def heartbeat(node_run_id: int, claim: str):
-    """Touch the node run's heartbeat while it runs, from a thread with its own connection."""
-    stop = threading.Event()
-
-    def beat():
-        try:
-            while not stop.wait(settings.NODE_HEARTBEAT_SECONDS):
-                NodeRun.objects.filter(pk=node_run_id, worker=claim, status=NodeRun.Status.RUNNING).update(
-                    heartbeat_at=timezone.now())
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=beat, name=f"heartbeat-{node_run_id}", daemon=True)
-    thread.start()
+    """Touch the node run's heartbeat while it runs."""
+    _heartbeats.add(node_run_id, claim)
     try:
         yield
     finally:
-        stop.set()
-        thread.join()
+        _heartbeats.remove(node_run_id)
 
 
 def node_runs_sweep(*, now=None) -> dict:

@@ -3,18 +3,22 @@
 Transactions commit for real (so a worker's inline continuation happens as in
 production); messages to workers are only recorded.
 """
+import time
 from datetime import timedelta
 from unittest import mock
 
 import pytest
 from django.core.management import call_command
+from django.db import transaction
 from django.utils import timezone
 
 from core.documents import import_documents
 from core.errors import IllegalTransition
 from executions import runner
 from executions.models import Execution, NodeRun
-from executions.services import execution_resume, execution_start, node_run_execute, node_runs_sweep
+from executions.services import (
+    _claim, _locked_for_result, execution_resume, execution_start, heartbeat, node_run_execute, node_runs_sweep,
+)
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -49,6 +53,43 @@ def test_it_runs_a_dag_layer_at_once_then_its_join():
     assert sorted(execution.node_runs.values_list("node_id", flat=True)) == ["task_a", "task_b", "task_c"]
     assert drain(execution).status == "success"
     assert execution.node_runs.filter(node_id="task_d", status="success").count() == 1
+
+
+def test_it_claims_a_pending_node_run_once_and_returns_it():
+    execution = start("parallel_analysis", repository="acme")
+    run = execution.node_runs.order_by("sequence").first()
+    now = timezone.now()
+    claimed = _claim(run.pk, "w1/abc", now)
+    assert (claimed.pk, claimed.execution_id, claimed.node_id) == (run.pk, execution.pk, run.node_id)
+    assert (claimed.status, claimed.worker, claimed.started_at) == ("running", "w1/abc", now)
+    assert _claim(run.pk, "w2/def", timezone.now()) is None
+    assert node_run_execute(node_run_id=run.pk, worker="w2") == "duplicate"
+    run.refresh_from_db()
+    assert (run.status, run.worker, run.started_at, run.heartbeat_at) == ("running", "w1/abc", now, now)
+
+
+def test_it_touches_the_heartbeat_of_a_node_run_only_while_it_runs(settings):
+    settings.NODE_HEARTBEAT_SECONDS = 0.05
+    execution = start("parallel_analysis", repository="acme")
+    run = _claim(execution.node_runs.order_by("sequence").first().pk, "w1/abc", timezone.now())
+    long_ago = timezone.now() - timedelta(hours=1)
+    NodeRun.objects.filter(pk=run.pk).update(heartbeat_at=long_ago)
+    with heartbeat(run.pk, "w1/abc"):
+        deadline = time.monotonic() + 10  # a beat thread started by an earlier test may still be asleep
+        while NodeRun.objects.get(pk=run.pk).heartbeat_at == long_ago and time.monotonic() < deadline:
+            time.sleep(0.02)
+    assert NodeRun.objects.get(pk=run.pk).heartbeat_at > long_ago
+    NodeRun.objects.filter(pk=run.pk).update(heartbeat_at=long_ago)
+    time.sleep(0.3)
+    assert NodeRun.objects.get(pk=run.pk).heartbeat_at == long_ago  # no longer performed here: not touched
+
+
+def test_it_reads_the_state_again_before_storing_a_result_in_a_workflow_that_writes_state():
+    execution = Execution.objects.select_related("workflow").get(pk=start("release_review", topic="t").pk)
+    Execution.objects.filter(pk=execution.pk).update(state={"draft": "written by a parallel node"})
+    with transaction.atomic():
+        locked = _locked_for_result(execution)
+    assert locked.state == {"draft": "written by a parallel node"}
 
 
 def test_it_fails_a_node_visibly_when_something_unexpected_breaks():

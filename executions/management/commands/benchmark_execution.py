@@ -191,8 +191,10 @@ class Command(BaseCommand):
         queue = f"switchyard-bench-{token}"
         agent_id = f"bench_noop_{token}"
         workflows = {"warmup": f"bench_warmup_{token}", "chain": f"bench_chain_{token}", "wide": f"bench_wide_{token}"}
+        # The worker runs as deployed workers do, with DEBUG off: with it on, Django keeps and
+        # logs every query, which a deployment does not pay for.
         env = dict(os.environ, DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "project.settings"),
-                   CELERY_QUEUE=queue, DATABASE_URL=worker_database_url(), REDIS_URL=settings.REDIS_URL,
+                   DEBUG="0", CELERY_QUEUE=queue, DATABASE_URL=worker_database_url(), REDIS_URL=settings.REDIS_URL,
                    CELERY_BROKER_URL=settings.CELERY_BROKER_URL, CELERY_RESULT_BACKEND=settings.CELERY_RESULT_BACKEND)
         worker = Worker(app, queue, env, profile=worker_profile)
         previous_queue = settings.CELERY_TASK_DEFAULT_QUEUE
