@@ -97,3 +97,54 @@ def celery_worker_process():
         except Exception:  # noqa: BLE001 - best-effort cleanup
             pass
         log_path.unlink(missing_ok=True)
+
+
+class ApiClient:
+    """A Django test client that sends one user's API token with every request."""
+
+    def __init__(self, user, token: str | None):
+        from django.test import Client
+
+        self.user = user
+        self.client = Client(HTTP_AUTHORIZATION=f"Bearer {token}") if token else Client()
+
+    def _send(self, method: str, path: str, body=None, **extra):
+        import json
+
+        kwargs = {"content_type": "application/json", "data": json.dumps(body)} if body is not None else {}
+        return getattr(self.client, method)(path, **kwargs, **extra)
+
+    def get(self, path, **params):
+        return self.client.get(path, params)
+
+    def post(self, path, body=None):
+        return self._send("post", path, {} if body is None else body)
+
+    def put(self, path, body=None):
+        return self._send("put", path, {} if body is None else body)
+
+    def patch(self, path, body=None):
+        return self._send("patch", path, {} if body is None else body)
+
+    def delete(self, path):
+        return self._send("delete", path)
+
+
+@pytest.fixture
+def api(db):
+    """API clients by role: `api.viewer`, `api.author`, `api.approver`, `api.admin` (each a
+    user holding that one role, with a token) and `api.anonymous` (no credentials)."""
+    from django.contrib.auth.models import Group, User
+
+    from core.models import ApiToken
+
+    class Clients:
+        anonymous = ApiClient(None, None)
+
+    for role in ("viewer", "author", "approver", "admin"):
+        user = User.objects.create_user(username=f"{role}-user", password="a long password")
+        if role != "viewer":
+            user.groups.add(Group.objects.get(name=role))
+        _, token = ApiToken.issue(user, "tests")
+        setattr(Clients, role, ApiClient(user, token))
+    return Clients

@@ -1,0 +1,91 @@
+"""The signed-in user, their API tokens, users and roles (admins), backends (admins)."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import IntegrityError, transaction
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from ninja import Router, Status
+from ninja.pagination import paginate
+
+from core.api_support import Page, responses
+from core.errors import DocumentError, SwitchyardError
+from core.models import ApiToken
+from core.roles import ADMIN, GROUPS, require_role, roles_of
+from core.schemas import BackendOut, MeOut, RolesIn, TokenCreatedOut, TokenIn, TokenOut, UserIn, UserOut
+
+router = Router(tags=["account"])
+
+
+@router.get("/me", response=responses(200, MeOut), summary="Who am I, and what may I do")
+def me(request):
+    return {"username": request.user.get_username(), "roles": roles_of(request.user)}
+
+
+@router.get("/tokens", response=responses(200, list[TokenOut]), summary="My API tokens")
+@paginate(Page)
+def tokens_list(request):
+    return ApiToken.objects.filter(user=request.user)
+
+
+@router.post("/tokens", response=responses(201, TokenCreatedOut), summary="Create an API token (shown once)")
+def tokens_create(request, payload: TokenIn):
+    token, secret = ApiToken.issue(request.user, payload.name)
+    return Status(201, {**TokenOut.from_orm(token).dict(), "token": secret})
+
+
+@router.delete("/tokens/{token_id}", response=responses(200, TokenOut), summary="Revoke one of my API tokens")
+def tokens_revoke(request, token_id: int):
+    token = get_object_or_404(ApiToken, pk=token_id, user=request.user)
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token
+
+
+def _user_out(user) -> dict:
+    return {"id": user.pk, "username": user.username, "is_active": user.is_active, "roles": roles_of(user)}
+
+
+def _set_roles(user, roles: list[str]) -> None:
+    unknown = sorted(set(roles) - set(GROUPS) - {"viewer"})
+    if unknown:
+        raise DocumentError(f"unknown roles {unknown}; roles are viewer, {', '.join(GROUPS)}", where="roles")
+    user.groups.set(Group.objects.filter(name__in=roles))
+
+
+@router.get("/users", response=responses(200, list[UserOut]), summary="Users and their roles (admins)")
+@paginate(Page)
+def users_list(request):
+    require_role(request.user, ADMIN, to="list users")
+    return [_user_out(user) for user in get_user_model().objects.order_by("username").prefetch_related("groups")]
+
+
+@router.post("/users", response=responses(201, UserOut), summary="Create a user (admins)")
+def users_create(request, payload: UserIn):
+    require_role(request.user, ADMIN, to="create users")
+    try:
+        with transaction.atomic():
+            user = get_user_model().objects.create_user(username=payload.username, password=payload.password)
+            _set_roles(user, payload.roles)
+    except IntegrityError:
+        raise SwitchyardError(f"a user named '{payload.username}' exists already", code="CONFLICT") from None
+    return Status(201, _user_out(user))
+
+
+@router.put("/users/{user_id}/roles", response=responses(200, UserOut), summary="Set a user's roles (admins)")
+def users_set_roles(request, user_id: int, payload: RolesIn):
+    require_role(request.user, ADMIN, to="change roles")
+    user = get_object_or_404(get_user_model(), pk=user_id)
+    _set_roles(user, payload.roles)
+    return _user_out(user)
+
+
+@router.get("/backends", response=responses(200, list[BackendOut]), summary="The LLM backends operators configured (admins)")
+def backends_list(request):
+    require_role(request.user, ADMIN, to="see backends")
+    return [{"name": name, "kind": config["kind"], "model": config.get("model", ""),
+             "base_url": config.get("base_url", ""), "timeout_seconds": config.get("timeout_seconds")}
+            for name, config in settings.LLM_BACKENDS.items()]

@@ -1,0 +1,71 @@
+"""What every API router shares: authentication, the error shape, pagination.
+
+Routers declare `responses(200, SomeOut)` so that every status an operation can answer
+with is in the OpenAPI schema; errors are always `{"code", "message", "details"}`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ninja import Field, Schema
+from ninja.pagination import PaginationBase
+from ninja.security import APIKeyCookie, HttpBearer
+
+from core.models import ApiToken
+
+
+class TokenAuth(HttpBearer):
+    """`Authorization: Bearer sy_…` — for programs."""
+
+    def authenticate(self, request, token: str):
+        user = ApiToken.authenticate(token)
+        if user is not None:
+            request.user = user
+        return user
+
+
+class SessionAuth(APIKeyCookie):
+    """Django's session cookie — for the browser; unsafe methods need the CSRF token."""
+
+    param_name = "sessionid"
+
+    def authenticate(self, request, key):
+        return request.user if request.user.is_authenticated and request.user.is_active else None
+
+
+AUTH = [TokenAuth(), SessionAuth(csrf=True)]
+
+
+class ErrorOut(Schema):
+    code: str = Field(..., description="stable error code, e.g. NOT_FOUND, FORBIDDEN, INVALID_DOCUMENT")
+    message: str
+    details: Any = None
+
+
+ERROR_STATUSES = (400, 401, 403, 404, 409, 422)
+
+
+def responses(status: int, schema: Any) -> dict[int, Any]:
+    """An operation's response declaration: its success and every error status."""
+    return {status: schema, **{code: ErrorOut for code in ERROR_STATUSES}}
+
+
+class Page(PaginationBase):
+    """`?limit=&offset=` on every list; answers `{"items", "count", "limit", "offset"}`."""
+
+    class Input(Schema):
+        limit: int = Field(50, ge=1, le=500)
+        offset: int = Field(0, ge=0)
+
+    class Output(Schema):
+        items: list[Any]
+        count: int
+        limit: int
+        offset: int
+
+    items_attribute = "items"
+
+    def paginate_queryset(self, queryset, pagination: Input, **params):
+        window = queryset[pagination.offset:pagination.offset + pagination.limit]
+        count = queryset.count() if hasattr(queryset, "count") and not isinstance(queryset, list) else len(queryset)
+        return {"items": list(window), "count": count, "limit": pagination.limit, "offset": pagination.offset}

@@ -1,0 +1,57 @@
+"""API tokens: how programs authenticate. A person creates and revokes their own."""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+PREFIX_LENGTH = 8
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class ApiToken(models.Model):
+    """Only the SHA-256 digest of a token is stored; the token itself is shown once, when
+    it is created. A token reads `sy_<prefix>_<secret>`; the prefix finds the row."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=PREFIX_LENGTH, unique=True)
+    digest = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.user} / {self.name} ({self.prefix})"
+
+    @classmethod
+    def issue(cls, user, name: str) -> tuple["ApiToken", str]:
+        """A new token for `user`: the row, and the token to hand over (never stored)."""
+        prefix = secrets.token_hex(PREFIX_LENGTH // 2)
+        secret = secrets.token_urlsafe(32)
+        token = cls.objects.create(user=user, name=name, prefix=prefix, digest=_digest(secret))
+        return token, f"sy_{prefix}_{secret}"
+
+    @classmethod
+    def authenticate(cls, presented: str):
+        """The active user a presented token belongs to, or None."""
+        parts = presented.split("_", 2)
+        if len(parts) != 3 or parts[0] != "sy" or len(parts[1]) != PREFIX_LENGTH:
+            return None
+        token = cls.objects.select_related("user").filter(prefix=parts[1], revoked_at__isnull=True).first()
+        if token is None or not hmac.compare_digest(token.digest, _digest(parts[2])) or not token.user.is_active:
+            return None
+        now = timezone.now()
+        if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+            cls.objects.filter(pk=token.pk).update(last_used_at=now)  # at most once a minute
+        return token.user

@@ -1,0 +1,83 @@
+"""The API's account operations, its authentication and its error shape."""
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from core.models import ApiToken
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_refuses_requests_without_credentials_with_a_json_error(api):
+    response = api.anonymous.get("/api/me")
+    assert response.status_code == 401
+    assert response.json()["code"] == "UNAUTHENTICATED"
+
+
+def test_it_tells_a_user_their_roles(api):
+    assert api.viewer.get("/api/me").json() == {"username": "viewer-user", "roles": ["viewer"]}
+    assert api.approver.get("/api/me").json()["roles"] == ["viewer", "approver"]
+    assert api.admin.get("/api/me").json()["roles"] == ["viewer", "author", "approver", "admin"]
+
+
+def test_it_creates_a_token_shown_once_that_authenticates_until_revoked(api):
+    created = api.viewer.post("/api/tokens", {"name": "nightly import"})
+    assert created.status_code == 201
+    body = created.json()
+    assert body["token"].startswith(f"sy_{body['prefix']}_")
+    stored = ApiToken.objects.get(pk=body["id"])
+    assert body["token"] not in (stored.digest, stored.prefix)  # only the digest is kept
+    program = Client(HTTP_AUTHORIZATION=f"Bearer {body['token']}")
+    assert program.get("/api/me").json()["username"] == "viewer-user"
+    assert "token" not in api.viewer.get("/api/tokens").json()["items"][0]
+    assert api.viewer.delete(f"/api/tokens/{body['id']}").json()["revoked_at"] is not None
+    assert program.get("/api/me").status_code == 401
+
+
+def test_it_refuses_a_forged_or_malformed_token(api):
+    _, token = ApiToken.issue(api.viewer.user, "real")
+    prefix = token.split("_")[1]
+    for forged in (f"sy_{prefix}_not-the-secret", "sy_short_x", "garbage", ""):
+        assert Client(HTTP_AUTHORIZATION=f"Bearer {forged}").get("/api/me").status_code == 401
+
+
+def test_it_lets_no_one_revoke_someone_elses_token(api):
+    token, _ = ApiToken.issue(api.author.user, "mine")
+    response = api.viewer.delete(f"/api/tokens/{token.pk}")
+    assert response.status_code == 404
+    token.refresh_from_db()
+    assert token.revoked_at is None
+
+
+def test_it_lets_only_admins_manage_users_and_see_backends(api):
+    for client in (api.viewer, api.author, api.approver):
+        assert client.get("/api/users").status_code == 403
+        assert client.post("/api/users", {"username": "x", "password": "long enough"}).json()["code"] == "FORBIDDEN"
+        assert client.get("/api/backends").status_code == 403
+    created = api.admin.post("/api/users", {"username": "carol", "password": "long enough", "roles": ["author"]})
+    assert created.status_code == 201 and created.json()["roles"] == ["viewer", "author"]
+    carol = User.objects.get(username="carol")
+    changed = api.admin.put(f"/api/users/{carol.pk}/roles", {"roles": ["approver"]})
+    assert changed.json()["roles"] == ["viewer", "approver"]
+    assert [b["name"] for b in api.admin.get("/api/backends").json()] == ["builtin"]
+    assert api.admin.get("/api/users", limit=2).json()["count"] == 5
+
+
+def test_it_names_what_is_wrong_with_bad_input(api):
+    response = api.admin.post("/api/users", {"username": "dave", "password": "short", "roles": ["wizard"]})
+    assert response.status_code == 422
+    body = response.json()
+    assert body["code"] == "VALIDATION_ERROR" and "password" in body["message"]
+    response = api.admin.post("/api/users", {"username": "dave", "password": "long enough", "roles": ["wizard"]})
+    assert response.status_code == 422
+    assert "wizard" in response.json()["message"] and not User.objects.filter(username="dave").exists()
+    assert api.admin.post("/api/users", {"username": "viewer-user", "password": "long enough"}).status_code == 409
+
+
+def test_it_needs_the_csrf_token_for_writes_from_a_browser_session(api):
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(api.viewer.user)
+    assert browser.get("/api/me").status_code == 200
+    response = browser.post("/api/tokens", {"name": "x"}, content_type="application/json")
+    assert response.status_code == 403
+    assert not ApiToken.objects.filter(name="x").exists()
