@@ -5,8 +5,10 @@ with is in the OpenAPI schema; errors are always `{"code", "message", "details"}
 """
 from __future__ import annotations
 
+from functools import wraps
 from typing import Any
 
+from django.contrib.auth.views import redirect_to_login
 from ninja import Field, Schema
 from ninja.pagination import PaginationBase
 from ninja.security import APIKeyCookie, HttpBearer
@@ -34,6 +36,22 @@ class SessionAuth(APIKeyCookie):
 
 
 AUTH = [TokenAuth(), SessionAuth(csrf=True)]
+
+
+def signed_in(view):
+    """For the schema and the docs page: a signed-in session or a valid token, else the login page."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not (request.user.is_authenticated and request.user.is_active):
+            header = request.headers.get("Authorization", "")
+            user = ApiToken.authenticate(header[7:]) if header.startswith("Bearer ") else None
+            if user is None:
+                return redirect_to_login(request.get_full_path())
+            request.user = user
+        return view(request, *args, **kwargs)
+
+    return wrapper
 
 
 class ErrorOut(Schema):

@@ -8,10 +8,10 @@ from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, ValidationError
 
-from core.api_support import AUTH
+from core.api_support import AUTH, signed_in
 from core.errors import SwitchyardError
 
-api = NinjaAPI(title="Switchyard API", version="1", urls_namespace="api", auth=AUTH,
+api = NinjaAPI(title="Switchyard API", version="1", urls_namespace="api", auth=AUTH, docs_decorator=signed_in,
                description="Agents, blueprints, workflows, executions, derive requests and evaluations.")
 
 STATUS_BY_CODE = {

@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "ninja",  # serves the API docs page's Swagger UI from its own static files (no CDN)
     "core",
     "agents",
     "workflows",

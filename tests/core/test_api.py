@@ -81,3 +81,15 @@ def test_it_needs_the_csrf_token_for_writes_from_a_browser_session(api):
     response = browser.post("/api/tokens", {"name": "x"}, content_type="application/json")
     assert response.status_code == 403
     assert not ApiToken.objects.filter(name="x").exists()
+
+
+def test_it_serves_the_schema_and_docs_only_to_signed_in_users(api):
+    assert api.anonymous.get("/api/openapi.json").status_code == 302
+    assert api.anonymous.get("/api/docs").status_code == 302
+    schema = api.viewer.get("/api/openapi.json").json()
+    assert "/api/me" in schema["paths"]
+    browser = Client()
+    browser.force_login(api.viewer.user)
+    docs = browser.get("/api/docs")
+    assert docs.status_code == 200 and b"swagger" in docs.content.lower()
+    assert b"cdn." not in docs.content  # the Swagger UI is served from this server
