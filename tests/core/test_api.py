@@ -93,3 +93,12 @@ def test_it_serves_the_schema_and_docs_only_to_signed_in_users(api):
     docs = browser.get("/api/docs")
     assert docs.status_code == 200 and b"swagger" in docs.content.lower()
     assert b"cdn." not in docs.content  # the Swagger UI is served from this server
+
+
+def test_it_lets_an_admin_revoke_tokens_in_the_admin_site(api):
+    token, secret = ApiToken.issue(api.author.user, "laptop")
+    site = Client()
+    site.force_login(User.objects.create_superuser("root", password="a long password"))
+    response = site.post("/admin/core/apitoken/", {"action": "revoke", "_selected_action": [token.pk]})
+    assert response.status_code == 302
+    assert Client(HTTP_AUTHORIZATION=f"Bearer {secret}").get("/api/me").status_code == 401
