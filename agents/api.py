@@ -1,3 +1,134 @@
-from ninja import Router
+"""Agents (core-data-structures §2.1) with their versions and lineage, and derive requests (§6).
+
+Everyone signed in reads; authors create, edit and deprecate agents and raise derive
+requests; approvers approve or reject them.
+"""
+from typing import Any
+
+from ninja import Body, Query, Router, Status
+from ninja.pagination import paginate
+
+from agents import selectors, services
+from agents.documents import AGENT_SHAPE
+from agents.schemas import (
+    AgentDetailOut,
+    AgentFilters,
+    AgentOut,
+    AgentVersionContentOut,
+    DecisionIn,
+    DeriveRequestFilters,
+    DeriveRequestIn,
+    DeriveRequestOut,
+)
+from core.api_support import Page, responses
+from core.roles import APPROVER, AUTHOR, require_role
 
 router = Router(tags=["agents"])
+# Agent answers use exclude_unset so each document passes through exactly as agent_document
+# made it (an optional key such as context_limits.data_area appears only when it is set).
+
+AGENT_DOCUMENT = Body(..., description="an agent document (core-data-structures §2.1); `metadata`, `versions` "
+                                       "and `lineage.ancestors` are set by the server and ignored")
+
+
+def _document_body(**overrides: Any) -> dict[str, Any]:
+    """Describe a `dict` body by the agent shape, so the OpenAPI schema says what a document is.
+
+    The detail's read-only additions are allowed too: a GET's answer may be PUT back.
+    """
+    ignored = {"description": "read-only, ignored"}
+    lineage = AGENT_SHAPE["properties"]["lineage"]
+    lineage = lineage | {"properties": lineage["properties"] | {"ancestors": ignored}}
+    shape = AGENT_SHAPE | {"properties": AGENT_SHAPE["properties"] | {"lineage": lineage, "versions": ignored}} | overrides
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": shape}}}}
+
+
+@router.get("/agents", response=responses(200, list[AgentOut]), exclude_unset=True, summary="Agents, filtered")
+@paginate(Page)
+def agents_list(request, filters: AgentFilters = Query(...)):
+    return selectors.agent_list(**filters.dict())
+
+
+@router.get("/agents/{agent_id}", response=responses(200, AgentDetailOut), exclude_unset=True,
+            summary="An agent, its versions and its lineage")
+def agents_detail(request, agent_id: str):
+    return selectors.agent_detail(agent_id)
+
+
+@router.get("/agents/{agent_id}/versions/{version}", response=responses(200, AgentVersionContentOut),
+            summary="What one version of an agent froze")
+def agents_version(request, agent_id: str, version: str):
+    return selectors.agent_version_get(agent_id, version)
+
+
+@router.post("/agents", response=responses(201, AgentDetailOut), exclude_unset=True, summary="Create an agent (authors)",
+             openapi_extra=_document_body())
+def agents_create(request, payload: dict[str, Any] = AGENT_DOCUMENT):
+    require_role(request.user, AUTHOR, to="create agents")
+    agent = services.agent_create(document=payload, user=request.user)
+    return Status(201, selectors.agent_detail(agent.agent_id))
+
+
+@router.put("/agents/{agent_id}", response=responses(200, AgentDetailOut), exclude_unset=True,
+            summary="Edit an agent with a whole document (authors); a changed agent gets a new version",
+            description="Left out, `status` and `lineage.parent_id` keep their values; every other field "
+                        "takes the value the document gives, or its default.",
+            openapi_extra=_document_body(required=["name"]))
+def agents_update(request, agent_id: str, payload: dict[str, Any] = AGENT_DOCUMENT):
+    require_role(request.user, AUTHOR, to="edit agents")
+    agent = services.agent_update(agent=selectors.agent_get(agent_id), document=payload, user=request.user)
+    return selectors.agent_detail(agent.agent_id)
+
+
+@router.post("/agents/{agent_id}/deprecate", response=responses(200, AgentDetailOut), exclude_unset=True,
+             summary="Deprecate an agent (authors)")
+def agents_deprecate(request, agent_id: str):
+    require_role(request.user, AUTHOR, to="deprecate agents")
+    agent = services.agent_deprecate(agent=selectors.agent_get(agent_id))
+    return selectors.agent_detail(agent.agent_id)
+
+
+@router.get("/derive-requests", response=responses(200, list[DeriveRequestOut]), summary="Derive requests, newest first")
+@paginate(Page)
+def derive_requests_list(request, filters: DeriveRequestFilters = Query(...)):
+    return selectors.derive_request_list(**filters.dict())
+
+
+@router.get("/derive-requests/{derive_request_id}", response=responses(200, DeriveRequestOut),
+            summary="A derive request")
+def derive_requests_detail(request, derive_request_id: str):
+    return selectors.derive_request_full_document(selectors.derive_request_get(derive_request_id))
+
+
+@router.post("/derive-requests", response=responses(201, DeriveRequestOut),
+             summary="Raise a derive request by hand (authors); it starts pending")
+def derive_requests_create(request, payload: DeriveRequestIn):
+    require_role(request.user, AUTHOR, to="raise derive requests")
+    spec = payload.specialization
+    created = services.derive_request_create(
+        derive_request_id=payload.derive_request_id, parent_agent_id=payload.parent_agent_id,
+        trigger=payload.trigger, trigger_context=payload.trigger_context, new_name=spec.new_name,
+        domain_focus=spec.domain_focus, additional_skills=spec.additional_skills,
+        additional_constraints=spec.additional_constraints, user=request.user,
+    )
+    return Status(201, selectors.derive_request_full_document(created))
+
+
+@router.post("/derive-requests/{derive_request_id}/approve", response=responses(200, DeriveRequestOut),
+             summary="Approve a pending derive request (approvers)")
+def derive_requests_approve(request, derive_request_id: str, payload: DecisionIn):
+    require_role(request.user, APPROVER, to="approve derive requests")
+    decided = services.derive_request_approve(
+        request=selectors.derive_request_get(derive_request_id), user=request.user, comment=payload.comment
+    )
+    return selectors.derive_request_full_document(decided)
+
+
+@router.post("/derive-requests/{derive_request_id}/reject", response=responses(200, DeriveRequestOut),
+             summary="Reject a pending derive request (approvers)")
+def derive_requests_reject(request, derive_request_id: str, payload: DecisionIn):
+    require_role(request.user, APPROVER, to="reject derive requests")
+    decided = services.derive_request_reject(
+        request=selectors.derive_request_get(derive_request_id), user=request.user, comment=payload.comment
+    )
+    return selectors.derive_request_full_document(decided)

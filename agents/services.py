@@ -8,12 +8,14 @@ Two invariants live here and nowhere else:
 """
 from __future__ import annotations
 
+import math
 import re
+import uuid
 from typing import Any
 
 from django.apps import apps
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agents.documents import (
@@ -24,8 +26,10 @@ from agents.documents import (
     versioned_content,
 )
 from agents.models import Agent, AgentVersion, DeriveRequest
-from core.errors import DocumentError
+from core.errors import DocumentError, IllegalTransition, SwitchyardError
 from core.jsonutil import check_shape, parse_datetime
+from core.roles import APPROVER, require_role
+from core.states import change_status
 from executions.engine.tokens import OFFLINE_ENCODINGS
 
 DEFAULT_VERSION = "1.0.0"
@@ -246,3 +250,195 @@ def derive_request_import_document(document: dict[str, Any], *, actor: str = "")
         setattr(request, name, value)
     request.save()
     return request, "updated"
+
+
+# --- the API's writes ---------------------------------------------------------------
+# Agents and derive requests as people create and change them one at a time (POST, PUT,
+# approve, reject); the import functions above remain the one way documents come in.
+
+INT_MAX = 2**31 - 1  # the largest value a PositiveIntegerField holds on PostgreSQL
+READ_ONLY_KEYS = ("versions",)  # what the detail adds to the §2.1 document; a PUT may echo it back
+
+
+def check_storable(value: Any, where: str = "") -> None:
+    """Refuse what neither database can store, naming where it is: NUL characters, lone
+    surrogates (JSON's "\\ud800"), NaN and Infinity. JSON Schema lets all of them through."""
+    stack = [(value, where)]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, str):
+            _check_text(item, at)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise DocumentError(f"{item} is not a finite number", where=at)
+        elif isinstance(item, dict):
+            for key, child in reversed(item.items()):
+                _check_text(str(key), at)
+                stack.append((child, f"{at}.{key}" if at else str(key)))
+        elif isinstance(item, list):
+            stack.extend((child, f"{at}[{index}]") for index, child in reversed(list(enumerate(item))))
+
+
+def _check_text(text: str, where: str) -> None:
+    if "\x00" in text:
+        raise DocumentError("contains a NUL character (\\u0000)", where=where)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise DocumentError("is not valid Unicode (it contains a lone surrogate)", where=where) from None
+
+
+def _conflict(message: str, **details: Any) -> SwitchyardError:
+    return SwitchyardError(message, code="CONFLICT", details=details)
+
+
+def _agent_edit_document(document: Any, *, current: Agent | None) -> dict[str, Any]:
+    """A §2.1 document as the API takes it, checked and ready for `agent_import_document`.
+
+    The server owns `metadata` (who created the agent, when it changed) and the detail's
+    read-only `versions` and `lineage.ancestors`: they may be sent back and are ignored.
+    On an edit, `status` and `lineage.parent_id` keep their values when left out (status
+    moves by its own operations; `"parent_id": null` makes the agent a root).
+    """
+    if not isinstance(document, dict):
+        raise DocumentError(f"expected a JSON object (an agent document), got {type(document).__name__}")
+    document = {key: value for key, value in document.items() if key not in READ_ONLY_KEYS}
+    if isinstance(document.get("lineage"), dict):
+        document["lineage"] = {key: value for key, value in document["lineage"].items() if key != "ancestors"}
+    check_shape(document, AGENT_SHAPE, "agent")
+    check_storable(document)
+    limits, runtime = document.get("context_limits", {}), document.get("runtime", {})
+    for key, value in limits.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > INT_MAX:
+            raise DocumentError(f"must be at most {INT_MAX}, not {value}", where=f"context_limits.{key}")
+    for key in ("model", "role"):
+        longest = Agent._meta.get_field(key).max_length
+        if len(runtime.get(key, "")) > longest:
+            raise DocumentError(f"is longer than {longest} characters", where=f"runtime.{key}")
+
+    document.pop("metadata", None)
+    if current is not None:
+        document.setdefault("status", current.status)
+        lineage = dict(document.get("lineage", {}))
+        lineage.setdefault("parent_id", current.parent.agent_id if current.parent_id else None)
+        document["lineage"] = lineage
+    return document
+
+
+@transaction.atomic
+def agent_create(*, document: Any, user) -> Agent:
+    """Create the agent a §2.1 document describes; an agent_id already taken is a conflict, never an update."""
+    document = _agent_edit_document(document, current=None)
+    agent_id = document["agent_id"]
+    taken = _conflict(f"agent '{agent_id}' exists already; change it with PUT /api/agents/{agent_id}", agent_id=agent_id)
+    if Agent.objects.filter(agent_id=agent_id).exists():
+        raise taken
+    try:
+        with transaction.atomic():
+            agent, _ = agent_import_document(document, actor=user.get_username())
+            check_stated_children(document)
+    except IntegrityError:  # created by someone else since the check above
+        raise taken from None
+    return agent
+
+
+@transaction.atomic
+def agent_update(*, agent: Agent, document: Any, user) -> Agent:
+    """Edit an agent with a whole §2.1 document; a change to what it is freezes a new version."""
+    if isinstance(document, dict) and document.get("agent_id", agent.agent_id) != agent.agent_id:
+        raise DocumentError(
+            f"is {document['agent_id']!r} but the path names '{agent.agent_id}'; an agent's id cannot change",
+            where="agent_id",
+        )
+    if isinstance(document, dict):
+        document = {**document, "agent_id": agent.agent_id}
+    document = _agent_edit_document(document, current=agent)
+    updated, _ = agent_import_document(document, actor=user.get_username())
+    check_stated_children(document)
+    return updated
+
+
+@transaction.atomic
+def agent_deprecate(*, agent: Agent) -> Agent:
+    if agent.status == Agent.Status.DEPRECATED:
+        raise IllegalTransition(f"agent '{agent.agent_id}' is deprecated already", details={"status": agent.status})
+    change_status(agent, Agent.STATES, Agent.Status.DEPRECATED)
+    return agent
+
+
+@transaction.atomic
+def derive_request_create(
+    *,
+    parent_agent_id: str,
+    trigger: str,
+    new_name: str,
+    user,
+    trigger_context: dict[str, Any] | None = None,
+    domain_focus: str = "",
+    additional_skills: list[str] | None = None,
+    additional_constraints: list[str] | None = None,
+    derive_request_id: str | None = None,
+) -> DeriveRequest:
+    """Raise a derive request by hand (§6); it always starts pending."""
+    document = {
+        "derive_request_id": derive_request_id or f"dr_{uuid.uuid4().hex[:12]}",
+        "parent_agent_id": parent_agent_id,
+        "trigger": trigger,
+        "trigger_context": trigger_context or {},
+        "specialization": {
+            "new_name": new_name,
+            "domain_focus": domain_focus,
+            "additional_skills": list(additional_skills or []),
+            "additional_constraints": list(additional_constraints or []),
+        },
+    }
+    check_shape(document, DERIVE_REQUEST_SHAPE, "derive_request")
+    check_storable(document)
+    longest = DeriveRequest._meta.get_field("domain_focus").max_length
+    if len(domain_focus) > longest:
+        raise DocumentError(f"is longer than {longest} characters", where="specialization.domain_focus")
+    request_id = document["derive_request_id"]
+    taken = _conflict(f"derive request '{request_id}' exists already", derive_request_id=request_id)
+    if DeriveRequest.objects.filter(derive_request_id=request_id).exists():
+        raise taken
+    spec = document["specialization"]
+    try:
+        with transaction.atomic():
+            return DeriveRequest.objects.create(
+                derive_request_id=request_id,
+                parent_agent=get_agent(parent_agent_id, where="parent_agent_id"),
+                trigger=trigger,
+                trigger_context=document["trigger_context"],
+                status=DeriveRequest.Status.PENDING,
+                created_by=user.get_username(),
+                **spec,
+            )
+    except IntegrityError:  # created by someone else since the check above
+        raise taken from None
+
+
+def _derive_request_decide(request: DeriveRequest, status: str, *, user, comment: str) -> None:
+    """pending → approved | rejected, by an approver, once (§6)."""
+    verb = "approve" if status == DeriveRequest.Status.APPROVED else "reject"
+    require_role(user, APPROVER, to=f"{verb} derive requests")
+    check_storable(comment, "comment")
+    if request.status != DeriveRequest.Status.PENDING:
+        by = f" by {request.decided_by.get_username()}" if request.decided_by_id else ""
+        raise IllegalTransition(
+            f"derive request '{request.derive_request_id}' was {request.status}{by} already; "
+            f"only a pending request can be approved or rejected",
+            details={"derive_request_id": request.derive_request_id, "status": request.status},
+        )
+    change_status(request, DeriveRequest.STATES, status, decided_by=user, decided_at=timezone.now(), comment=comment)
+
+
+@transaction.atomic
+def derive_request_approve(*, request: DeriveRequest, user, comment: str = "") -> DeriveRequest:
+    _derive_request_decide(request, DeriveRequest.Status.APPROVED, user=user, comment=comment)
+    # The one place to start the child agent's creation: transaction.on_commit(lambda: <task>.delay(request.pk)).
+    return request
+
+
+@transaction.atomic
+def derive_request_reject(*, request: DeriveRequest, user, comment: str = "") -> DeriveRequest:
+    _derive_request_decide(request, DeriveRequest.Status.REJECTED, user=user, comment=comment)
+    return request

@@ -73,7 +73,7 @@ class Page(PaginationBase):
 
     class Input(Schema):
         limit: int = Field(50, ge=1, le=500)
-        offset: int = Field(0, ge=0)
+        offset: int = Field(0, ge=0, le=2**31 - 1)
 
     class Output(Schema):
         items: list[Any]

@@ -131,10 +131,12 @@ class ApiClient:
 
 
 @pytest.fixture
-def api(db):
+def api(db, settings):
     """API clients by role: `api.viewer`, `api.author`, `api.approver`, `api.admin` (each a
     user holding that one role, with a token) and `api.anonymous` (no credentials)."""
     from django.contrib.auth.models import Group, User
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast; tests only
 
     from core.models import ApiToken
 
