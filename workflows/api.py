@@ -1,3 +1,127 @@
-from ninja import Router
+"""Blueprints (§3.1) and workflows (§4.1) in their seed shapes; validation without saving;
+and a node's context plan before it runs.
+
+Everyone signed in reads, validates and plans (none of them changes anything); authors
+create, replace and delete.
+"""
+
+from typing import Any
+
+from ninja import Body, Field, Query, Router, Schema, Status
+from ninja.pagination import paginate
+
+from core.api_support import Page, responses
+from core.roles import AUTHOR, require_role
+from executions.preview import node_context_plan
+from workflows import selectors, services
+from workflows.documents import blueprint_document, workflow_document
+from workflows.schemas import (
+    BlueprintOut,
+    BlueprintSummaryOut,
+    PlanIn,
+    PlanOut,
+    Topology,
+    ValidationOut,
+    WorkflowOut,
+    WorkflowSummaryOut,
+)
 
 router = Router(tags=["workflows"])
+
+# Documents are answered as stored: a key the document leaves out stays out (a node with
+# no output_schema has none, rather than null), and `from` keeps its name.
+DOCUMENT = {"by_alias": True, "exclude_unset": True}
+BLUEPRINT_BODY = Body(..., description="a blueprint document (core-data-structures §3.1)")
+WORKFLOW_BODY = Body(..., description="a workflow document (core-data-structures §4.1)")
+
+
+class WorkflowFilters(Schema):
+    topology: Topology | None = None
+    q: str | None = Field(None, max_length=200, pattern=r"^[^\x00]*$",
+                          description="part of the workflow's id or name, any case")
+
+
+# -- blueprints ------------------------------------------------------------------------
+
+
+@router.get("/blueprints", response=responses(200, list[BlueprintSummaryOut]), summary="Blueprints")
+@paginate(Page)
+def blueprints_list(request):
+    return selectors.blueprint_list()
+
+
+@router.get("/blueprints/{blueprint_id}", response=responses(200, BlueprintOut), **DOCUMENT,
+            summary="A blueprint: its agents and their contracts")
+def blueprints_get(request, blueprint_id: str):
+    return blueprint_document(selectors.blueprint_get(blueprint_id))
+
+
+@router.post("/blueprints", response=responses(201, BlueprintOut), **DOCUMENT, summary="Create a blueprint (authors)")
+def blueprints_create(request, payload: dict[str, Any] = BLUEPRINT_BODY):
+    require_role(request.user, AUTHOR, to="create blueprints")
+    blueprint = services.blueprint_create(document=payload, actor=request.user.get_username())
+    return Status(201, blueprint_document(blueprint))
+
+
+@router.put("/blueprints/{blueprint_id}", response=responses(200, BlueprintOut), **DOCUMENT,
+            summary="Replace a blueprint (authors)")
+def blueprints_replace(request, blueprint_id: str, payload: dict[str, Any] = BLUEPRINT_BODY):
+    require_role(request.user, AUTHOR, to="change blueprints")
+    blueprint = services.blueprint_replace(blueprint=selectors.blueprint_get(blueprint_id), document=payload,
+                                           actor=request.user.get_username())
+    return blueprint_document(blueprint)
+
+
+# -- workflows -------------------------------------------------------------------------
+
+
+@router.get("/workflows", response=responses(200, list[WorkflowSummaryOut]), summary="Workflows")
+@paginate(Page)
+def workflows_list(request, filters: Query[WorkflowFilters]):
+    return selectors.workflow_list(topology=filters.topology, q=filters.q)
+
+
+@router.get("/workflows/{workflow_id}", response=responses(200, WorkflowOut), **DOCUMENT, summary="A workflow")
+def workflows_get(request, workflow_id: str):
+    return workflow_document(selectors.workflow_get(workflow_id))
+
+
+@router.post("/workflows", response=responses(201, WorkflowOut), **DOCUMENT,
+             summary="Create a workflow (authors); an invalid one is refused with every problem")
+def workflows_create(request, payload: dict[str, Any] = WORKFLOW_BODY):
+    require_role(request.user, AUTHOR, to="create workflows")
+    workflow = services.workflow_create(document=payload, actor=request.user.get_username())
+    return Status(201, workflow_document(workflow))
+
+
+@router.put("/workflows/{workflow_id}", response=responses(200, WorkflowOut), **DOCUMENT,
+            summary="Replace a workflow's definition (authors)")
+def workflows_replace(request, workflow_id: str, payload: dict[str, Any] = WORKFLOW_BODY):
+    require_role(request.user, AUTHOR, to="change workflows")
+    workflow = services.workflow_replace(workflow=selectors.workflow_get(workflow_id), document=payload,
+                                         actor=request.user.get_username())
+    return workflow_document(workflow)
+
+
+@router.delete("/workflows/{workflow_id}", response=responses(204, None),
+               summary="Delete a workflow that was never run (authors)")
+def workflows_delete(request, workflow_id: str):
+    require_role(request.user, AUTHOR, to="delete workflows")
+    services.workflow_delete(workflow=selectors.workflow_get(workflow_id))
+    return Status(204, None)
+
+
+@router.post("/workflows/{workflow_id}/validate", response=responses(200, ValidationOut),
+             summary="Validate a workflow document, or the stored workflow, without saving")
+def workflows_validate(request, workflow_id: str, payload: dict[str, Any] | None = Body(
+        None, description="a workflow document; none (or {}) validates the stored workflow")):
+    problems = selectors.workflow_check(workflow_id=workflow_id, document=payload)
+    return {"valid": not problems, "problems": problems}
+
+
+@router.post("/workflows/{workflow_id}/nodes/{node_id}/plan", response=responses(200, PlanOut),
+             summary="A node's context as a run would assemble it, without running it or calling a model")
+def workflows_node_plan(request, workflow_id: str, node_id: str, payload: PlanIn | None = Body(None)):
+    payload = payload or PlanIn()
+    return node_context_plan(workflow=selectors.workflow_get(workflow_id), node_id=node_id,
+                             outputs=payload.outputs, input=payload.input, state=payload.state)

@@ -4,14 +4,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import ProtectedError
 from django.utils import timezone
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from agents.models import Agent
-from agents.services import get_agent
-from core.errors import DocumentError, WorkflowInvalid
+from agents.services import check_storable, get_agent
+from core.errors import DocumentError, NotFound, SwitchyardError, WorkflowInvalid
 from core.jsonutil import check_shape
 from workflows.documents import (
     BLUEPRINT_SHAPE,
@@ -200,3 +201,130 @@ def blueprint_import_document(document: dict[str, Any], *, actor: str = ""):
         return blueprint, "created"
     Blueprint.objects.filter(pk=blueprint.pk).update(updated_at=now)
     return blueprint, "updated"
+
+
+# -- the API's writes ------------------------------------------------------------------
+# Blueprints and workflows as people create, replace and delete them one at a time; the
+# import functions above stay the one way a document is written.
+
+
+def _conflict(message: str, **details: Any) -> SwitchyardError:
+    return SwitchyardError(message, code="CONFLICT", details=details)
+
+
+def _check_lengths(values: list[tuple[str, Any, Any]]) -> None:
+    """(where, value, model field) triples: a text longer than its column is refused here,
+    by name, rather than by PostgreSQL (SQLite would store it whole)."""
+    for where, value, field in values:
+        if isinstance(value, str) and len(value) > field.max_length:
+            raise DocumentError(f"is longer than {field.max_length} characters", where=where)
+
+
+def _with_id(document: Any, key: str, expected: str) -> dict[str, Any]:
+    """A PUT's document: its id must be the path's, or absent (then it is the path's)."""
+    if not isinstance(document, dict):
+        raise DocumentError(f"expected a JSON object, got {type(document).__name__}")
+    if key in document and document[key] != expected:
+        raise DocumentError(f"is {document[key]!r} but the path names '{expected}'; an id cannot change", where=key)
+    return {**document, key: expected}
+
+
+def _checked_blueprint(document: Any) -> dict[str, Any]:
+    check_shape(document, BLUEPRINT_SHAPE, "blueprint")
+    check_storable(document)
+    field = Blueprint._meta.get_field
+    lengths = [("version", document.get("version"), field("version")), ("domain", document.get("domain"), field("domain"))]
+    lengths += [(f"agents[{index}].role_in_workflow", entry.get("role_in_workflow"),
+                 BlueprintAgent._meta.get_field("role_in_workflow"))
+                for index, entry in enumerate(document.get("agents", []))]
+    for key, contract in document.get("contracts", {}).items():
+        lengths += [(f"contracts['{key}']", key, Contract._meta.get_field("key")),
+                    (f"contracts['{key}'].data_type", contract["data_type"], Contract._meta.get_field("data_type"))]
+    _check_lengths(lengths)
+    return document
+
+
+def _checked_workflow(document: Any) -> dict[str, Any]:
+    check_shape(document, WORKFLOW_SHAPE, "workflow")
+    check_storable(document)
+    _check_lengths([
+        (f"nodes[{node['id']}].{key}", node.get(key), Node._meta.get_field(key))
+        for node in document["nodes"] for key in ("output_schema", "compress_model")
+    ])
+    return document
+
+
+@transaction.atomic
+def blueprint_create(*, document: Any, actor: str = "") -> Blueprint:
+    """Create the blueprint a §3.1 document describes; an id already taken is a conflict, never an update."""
+    document = _checked_blueprint(document)
+    blueprint_id = document["blueprint_id"]
+    taken = _conflict(f"blueprint '{blueprint_id}' exists already; replace it with PUT /api/blueprints/{blueprint_id}",
+                      blueprint_id=blueprint_id)
+    if Blueprint.objects.filter(blueprint_id=blueprint_id).exists():
+        raise taken
+    try:
+        with transaction.atomic():
+            blueprint, _ = blueprint_import_document(document, actor=actor)
+    except IntegrityError:  # created by someone else since the check above
+        raise taken from None
+    return blueprint
+
+
+@transaction.atomic
+def blueprint_replace(*, blueprint: Blueprint, document: Any, actor: str = "") -> Blueprint:
+    """Replace a blueprint's definition (name, agents, contracts) with a whole §3.1 document."""
+    document = _checked_blueprint(_with_id(document, "blueprint_id", blueprint.blueprint_id))
+    replaced, _ = blueprint_import_document(document, actor=actor)
+    return replaced
+
+
+@transaction.atomic
+def workflow_create(*, document: Any, actor: str = "") -> Workflow:
+    """Create the workflow a §4.1 document describes, validated whole first (WORKFLOW_INVALID
+    lists every problem with its node); an id already taken is a conflict, never an update."""
+    document = _checked_workflow(document)
+    workflow_id = document["workflow_id"]
+    taken = _conflict(f"workflow '{workflow_id}' exists already; replace it with PUT /api/workflows/{workflow_id}",
+                      workflow_id=workflow_id)
+    if Workflow.objects.filter(workflow_id=workflow_id).exists():
+        raise taken
+    try:
+        with transaction.atomic():
+            workflow, _ = workflow_import_document(document, actor=actor)
+    except IntegrityError:  # created by someone else since the check above
+        raise taken from None
+    return workflow
+
+
+@transaction.atomic
+def workflow_replace(*, workflow: Workflow, document: Any, actor: str = "") -> Workflow:
+    """Replace a workflow's definition with a whole §4.1 document; an invalid one changes nothing."""
+    document = _checked_workflow(_with_id(document, "workflow_id", workflow.workflow_id))
+    replaced, _ = workflow_import_document(document, actor=actor)
+    return replaced
+
+
+@transaction.atomic
+def workflow_delete(*, workflow: Workflow) -> None:
+    """Delete a workflow that was never run. Executions are records and point at their
+    workflow, and evaluations may name it: either keeps it (a conflict)."""
+    from executions.models import Evaluation, Execution  # here: the executions app is built on this one
+
+    locked = Workflow.objects.select_for_update().filter(pk=workflow.pk).first()
+    if locked is None:
+        raise NotFound(f"no workflow '{workflow.workflow_id}'", details={"workflow_id": workflow.workflow_id})
+    executions = Execution.objects.filter(workflow=locked).count()
+    evaluations = Evaluation.objects.filter(target_type="workflow", target_id=locked.workflow_id).count()
+    if executions or evaluations:
+        kept = " and ".join(filter(None, [executions and f"{executions} execution(s)",
+                                          evaluations and f"{evaluations} evaluation(s)"]))
+        raise _conflict(f"workflow '{locked.workflow_id}' has {kept}, which are records and must stay; "
+                        "it cannot be deleted", workflow_id=locked.workflow_id, executions=executions,
+                        evaluations=evaluations)
+    try:
+        with transaction.atomic():
+            locked.delete()
+    except ProtectedError:  # a run started since the count above
+        raise _conflict(f"workflow '{locked.workflow_id}' has executions; it cannot be deleted",
+                        workflow_id=locked.workflow_id) from None

@@ -1,0 +1,258 @@
+"""The workflows router: blueprints, workflows, validation without saving, and a node's context plan."""
+import io
+
+import pytest
+from django.core.management import call_command
+
+from executions.models import Execution, NodeRun
+from executions.services import evaluation_import_document, execution_import_document
+from workflows.documents import blueprint_document, workflow_document
+from workflows.models import Blueprint, Workflow
+
+pytestmark = pytest.mark.django_db
+
+REVIEW = {
+    "workflow_id": "paper_review",
+    "name": "Paper review",
+    "topology": "seq",
+    "nodes": [
+        {"id": "read", "agent_ref": "Scholar",
+         "input_mapping": {"data_references": [{"ref_type": "file", "path": "papers/transformer.md"}]}},
+        {"id": "check", "agent_ref": "Validator",
+         "input_mapping": {"data_references": [{"ref_type": "task_output", "task_id": "read", "path": "$.atoms"}]}},
+    ],
+    "transitions": [{"from": "read", "to": "check"}],
+}
+BLUEPRINT = {
+    "blueprint_id": "review_system",
+    "name": "Review system",
+    "agents": [{"agent_ref": "Scholar", "source": "reuse"}, {"agent_ref": "Validator", "source": "new"}],
+    "contracts": {"Scholar → Validator": {"data_type": "atoms", "schema": {"type": "object", "required": ["atoms"]}}},
+}
+
+
+@pytest.fixture
+def demo(tmp_path, settings):
+    settings.WORKSPACE_ROOT = tmp_path
+    call_command("load_demo", stdout=io.StringIO())
+
+
+def stored(workflow_id):
+    return workflow_document(Workflow.objects.get(workflow_id=workflow_id))
+
+
+# -- blueprints ------------------------------------------------------------------------
+
+
+def test_it_shows_blueprints_with_their_agents_and_contracts_to_everyone_signed_in(api, demo):
+    listed = api.viewer.get("/api/blueprints").json()
+    assert listed["count"] == 1
+    (summary,) = listed["items"]
+    assert (summary["blueprint_id"], summary["agent_count"], summary["contract_count"]) == ("thesis_reading_system", 3, 2)
+    detail = api.viewer.get("/api/blueprints/thesis_reading_system").json()
+    assert detail == blueprint_document(Blueprint.objects.get())
+    assert detail["contracts"]["Scholar → Validator"]["schema"]["required"] == ["atoms"]
+    assert api.viewer.get("/api/blueprints/nope").json()["code"] == "NOT_FOUND"
+    assert api.anonymous.get("/api/blueprints").status_code == 401
+
+
+def test_it_lets_authors_create_and_replace_blueprints(api, demo):
+    assert api.viewer.post("/api/blueprints", BLUEPRINT).status_code == 403
+    assert not Blueprint.objects.filter(blueprint_id="review_system").exists()
+    created = api.author.post("/api/blueprints", BLUEPRINT)
+    assert created.status_code == 201
+    assert created.json()["agents"][1] == {"agent_ref": "Validator", "source": "new", "role_in_workflow": ""}
+    again = api.author.post("/api/blueprints", BLUEPRINT)
+    assert again.status_code == 409 and "PUT /api/blueprints/review_system" in again.json()["message"]
+
+    changed = {key: value for key, value in BLUEPRINT.items() if key != "blueprint_id"} | {"name": "Renamed", "contracts": {}}
+    assert api.viewer.put("/api/blueprints/review_system", changed).status_code == 403
+    replaced = api.author.put("/api/blueprints/review_system", changed)
+    assert replaced.status_code == 200 and (replaced.json()["name"], replaced.json()["contracts"]) == ("Renamed", {})
+    assert api.author.put("/api/blueprints/nope", changed).status_code == 404
+
+
+def test_it_refuses_a_bad_blueprint_by_field_and_keeps_the_stored_one(api, demo):
+    before = api.viewer.get("/api/blueprints/thesis_reading_system").json()
+    path = "/api/blueprints/thesis_reading_system"
+    cases = [
+        ({**before, "agents": [{"agent_ref": "Nobody", "source": "reuse"}]}, "agents[0].agent_ref"),
+        ({**before, "blueprint_id": "other"}, "blueprint_id"),
+        ({**before, "version": "1" * 51}, "version"),
+        ({**before, "name": "a\x00b"}, "name"),
+        ({**before, "contracts": {"Scholar → Validator": {"data_type": "x", "schema": {"type": "nonsense"}}}},
+         "contracts['Scholar → Validator'].schema"),
+        ({**before, "contracts": {"Scholar → Stranger": {"data_type": "x", "schema": {}}}}, "contracts['Scholar → Stranger']"),
+    ]
+    for document, where in cases:
+        response = api.author.put(path, document)
+        assert response.status_code == 422, where
+        assert response.json()["message"].startswith(f"{where}: "), response.json()["message"]
+    assert api.viewer.get(path).json() == before
+
+
+# -- workflows -------------------------------------------------------------------------
+
+
+def test_it_lists_workflows_by_topology_and_name(api, demo):
+    everything = api.viewer.get("/api/workflows").json()
+    assert [w["workflow_id"] for w in everything["items"]] == ["parallel_analysis", "release_review", "thesis_reading"]
+    assert everything["items"][0]["node_count"] == 4
+    dags = api.viewer.get("/api/workflows", topology="dag").json()
+    assert [w["workflow_id"] for w in dags["items"]] == ["parallel_analysis"]
+    assert [w["workflow_id"] for w in api.viewer.get("/api/workflows", q="THESIS").json()["items"]] == ["thesis_reading"]
+    assert [w["workflow_id"] for w in api.viewer.get("/api/workflows", q="state machine").json()["items"]] == [
+        "release_review"]
+    page = api.viewer.get("/api/workflows", limit=1, offset=1).json()
+    assert (page["count"], [w["workflow_id"] for w in page["items"]]) == (3, ["release_review"])
+    response = api.viewer.get("/api/workflows", topology="ring")
+    assert response.status_code == 422 and "topology" in response.json()["message"]
+
+
+def test_it_creates_reads_replaces_and_validates_a_workflow(api, demo):
+    created = api.author.post("/api/workflows", REVIEW)
+    assert created.status_code == 201
+    assert created.json() == stored("paper_review")
+    assert api.author.post("/api/workflows", REVIEW).status_code == 409
+
+    # What GET answers can be sent back as it is: the document round-trips.
+    document = api.viewer.get("/api/workflows/paper_review").json()
+    assert "output_schema" not in document["nodes"][0] and document["transitions"] == [{"from": "read", "to": "check"}]
+    document["nodes"][1]["compress"] = True
+    document["name"] = "Paper review, compressed"
+    replaced = api.author.put("/api/workflows/paper_review", document)
+    assert replaced.status_code == 200 and replaced.json() == document == stored("paper_review")
+    without_id = {key: value for key, value in document.items() if key != "workflow_id"}
+    assert api.author.put("/api/workflows/paper_review", without_id).status_code == 200
+
+    assert api.viewer.post("/api/workflows/paper_review/validate").json() == {"valid": True, "problems": []}
+    no_body = api.viewer.client.generic("POST", "/api/workflows/paper_review/validate", b"")
+    assert no_body.json() == {"valid": True, "problems": []}
+    broken = {**document, "nodes": [document["nodes"][0], {**document["nodes"][1], "agent_ref": "Nobody"}],
+              "transitions": [{"from": "read", "to": "publish"}]}
+    checked = api.author.post("/api/workflows/paper_review/validate", broken)
+    assert checked.status_code == 200
+    body = checked.json()
+    assert body["valid"] is False
+    problems = {(p["where"], p["node"], p["code"]) for p in body["problems"]}
+    assert problems == {("nodes[check].agent_ref", "check", "UNKNOWN_AGENT"),
+                        ("transitions[0].to", None, "DANGLING_TRANSITION")}
+    assert stored("paper_review") == document, "validating saves nothing"
+
+
+def test_it_validates_a_document_against_the_path_and_the_shape(api, demo):
+    other = api.viewer.post("/api/workflows/thesis_reading/validate", {**REVIEW, "topology": "mesh"}).json()
+    assert [p["where"] for p in other["problems"]] == ["workflow_id", "topology"]
+    assert other["problems"][0]["code"] == "ID_MISMATCH"
+    assert api.viewer.post("/api/workflows/nope/validate").status_code == 404
+    new = {key: value for key, value in REVIEW.items() if key != "workflow_id"}
+    assert api.viewer.post("/api/workflows/not_saved_yet/validate", new).json()["valid"] is True
+    assert not Workflow.objects.filter(workflow_id="not_saved_yet").exists()
+
+
+def test_it_refuses_an_invalid_workflow_with_every_problem_on_its_node(api, demo):
+    cyclic = {**REVIEW, "topology": "dag", "transitions": [{"from": "read", "to": "check"}, {"from": "check", "to": "read"}],
+              "nodes": [{**REVIEW["nodes"][0], "output_mapping": {"x": "$[["}}, REVIEW["nodes"][1]]}
+    response = api.author.post("/api/workflows", cyclic)
+    assert response.status_code == 422
+    body = response.json()
+    assert body["code"] == "WORKFLOW_INVALID"
+    assert {(p["node"], p["code"]) for p in body["details"]} == {("read", "REF_PATH_INVALID"), ("read", "CYCLE")}
+    assert not Workflow.objects.filter(workflow_id="paper_review").exists()
+
+    before = stored("thesis_reading")
+    for document, where in [
+        ({**before, "workflow_id": "renamed"}, "workflow_id"),
+        ({**before, "nodes": []}, "nodes"),
+        ({**before, "nodes": [{**before["nodes"][0], "compress_model": "m" * 101}]}, "nodes[task_scholar_001].compress_model"),
+        ({**before, "name": "\ud800"}, "name"),
+    ]:
+        response = api.author.put("/api/workflows/thesis_reading", document)
+        assert response.status_code == 422 and response.json()["message"].startswith(f"{where}: "), where
+    response = api.author.put("/api/workflows/thesis_reading", {**before, "nodes": before["nodes"][1:]})
+    assert response.json()["code"] == "WORKFLOW_INVALID"
+    assert response.json()["details"][0]["node"] == "task_validator_001"
+    assert stored("thesis_reading") == before
+
+
+def test_it_lets_only_authors_change_workflows(api, demo):
+    before = stored("thesis_reading")
+    assert api.viewer.post("/api/workflows", REVIEW).json()["code"] == "FORBIDDEN"
+    assert api.approver.put("/api/workflows/thesis_reading", {**before, "name": "x"}).status_code == 403
+    assert api.viewer.delete("/api/workflows/thesis_reading").status_code == 403
+    assert api.anonymous.post("/api/workflows", REVIEW).status_code == 401
+    assert api.anonymous.delete("/api/workflows/thesis_reading").status_code == 401
+    assert not Workflow.objects.filter(workflow_id="paper_review").exists() and stored("thesis_reading") == before
+    assert api.admin.post("/api/workflows", REVIEW).status_code == 201
+
+
+def test_it_deletes_only_a_workflow_that_was_never_run(api, demo):
+    api.author.post("/api/workflows", REVIEW)
+    assert api.author.delete("/api/workflows/paper_review").status_code == 204
+    assert not Workflow.objects.filter(workflow_id="paper_review").exists()
+    assert api.author.delete("/api/workflows/paper_review").status_code == 404
+
+    execution_import_document({"execution_id": "exec_1", "workflow_ref": "thesis_reading", "status": "success"})
+    refused = api.author.delete("/api/workflows/thesis_reading")
+    assert refused.status_code == 409
+    assert refused.json()["details"]["executions"] == 1 and "records" in refused.json()["message"]
+    assert Workflow.objects.filter(workflow_id="thesis_reading").exists() and Execution.objects.count() == 1
+
+    evaluation_import_document({"evaluation_id": "eval_1", "target_type": "workflow", "target_id": "release_review",
+                                "scores": {"accuracy": 1, "completeness": 1, "efficiency": 1}, "overall_score": 1,
+                                "pass": True, "action": "approve"})
+    assert api.author.delete("/api/workflows/release_review").json()["details"]["evaluations"] == 1
+    assert Workflow.objects.filter(workflow_id="release_review").exists()
+
+
+def test_it_answers_ids_that_cannot_exist_with_not_found(api, demo):
+    for path in ("/api/workflows/a%00b", "/api/workflows/%F0%9F%98%80", "/api/blueprints/" + "x" * 300):
+        response = api.viewer.get(path)
+        assert response.status_code == 404 and response.json()["code"] == "NOT_FOUND"
+    response = api.viewer.get("/api/workflows", q="a\x00b")
+    assert response.status_code == 422 and "q" in response.json()["message"]
+
+
+# -- a node's context plan -------------------------------------------------------------
+
+
+def test_it_plans_the_vault_node_of_the_demo_with_its_failure_and_budget(api, demo):
+    execution_import_document({
+        "execution_id": "exec_1", "workflow_ref": "thesis_reading", "status": "success",
+        "results": [{"node_id": "task_scholar_001", "agent_ref": "Scholar", "status": "success",
+                     "output": {"atoms": [{"atom_id": "a1", "atom_type": "claim", "content": "Attention suffices.",
+                                           "confidence": 0.9}]}},
+                    {"node_id": "task_validator_001", "agent_ref": "Validator", "status": "success",
+                     "output": {"validation_results": [{"atom_id": "a1", "valid": True}]}}],
+    })
+    runs = NodeRun.objects.count()
+    response = api.viewer.post("/api/workflows/thesis_reading/nodes/task_vault_001/plan")
+    assert response.status_code == 200
+    plan = response.json()
+    assert (plan["outcome"], plan["outputs_from"], plan["agent_ref"]) == ("ready", "exec_1", "Knowledge_Vault")
+    assert plan["limits"]["data_limit"] == plan["context_management"]["context_limit"] == 4_050
+    assert plan["context_management"]["resolution"]["within_limit"]
+    (batch,) = [a for a in plan["context_management"]["resolution"]["actions"] if a["action"] == "batch"]
+    assert batch["data"] == "knowledge_atoms_query" and plan["batch_count"] == batch["batches"] > 1
+    (failure,) = plan["resolution_failures"]
+    assert (failure["ref_type"], failure["input"], failure["error_code"], failure["fallback_strategy"]) == (
+        "file", "supplementary.md", "REF_NOT_FOUND", "use_default")
+    names = [entry["name"] for entry in plan["resolved_inputs"]]
+    assert {"task_scholar_001_output", "task_validator_001_output", "supplementary.md"} <= set(names)
+    assert NodeRun.objects.count() == runs, "a plan runs nothing"
+
+    # Outputs given in the body replace the run's.
+    given = api.viewer.post("/api/workflows/thesis_reading/nodes/task_vault_001/plan", {"outputs": {}}).json()
+    assert given["outputs_from"] is None
+    assert {f.get("task_id") for f in given["resolution_failures"]} == {"task_scholar_001", "task_validator_001", None}
+
+
+def test_it_names_what_is_wrong_with_a_plan_request(api, demo):
+    path = "/api/workflows/thesis_reading/nodes/{}/plan"
+    assert api.viewer.post(path.format("task_zzz")).status_code == 404
+    assert api.viewer.post("/api/workflows/nope/nodes/task_vault_001/plan").status_code == 404
+    response = api.viewer.post(path.format("task_vault_001"), {"outputs": {"task_typo": {}}})
+    assert response.status_code == 422 and response.json()["message"].startswith("outputs.task_typo: ")
+    response = api.viewer.post(path.format("task_vault_001"), {"input": "not an object"})
+    assert response.status_code == 422 and "input" in response.json()["message"]
+    assert api.anonymous.post(path.format("task_vault_001")).status_code == 401

@@ -1,0 +1,60 @@
+"""Reads for blueprints and workflows: lists, one by id, and validation without saving."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
+
+from core.errors import NotFound
+from workflows.documents import workflow_document
+from workflows.models import Blueprint, Workflow
+from workflows.services import workflow_problems
+
+# The identifier validator's pattern (agents.models.identifier): an id that does not match
+# cannot be stored, so it is "not found" without asking the database (which may refuse
+# some characters, such as NUL, outright).
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,99}$")
+
+
+def blueprint_list() -> QuerySet[Blueprint]:
+    return Blueprint.objects.annotate(
+        agent_count=Count("agents", distinct=True), contract_count=Count("contracts", distinct=True),
+    ).order_by("blueprint_id")
+
+
+def blueprint_get(blueprint_id: str) -> Blueprint:
+    blueprint = Blueprint.objects.filter(blueprint_id=blueprint_id).first() if ID_PATTERN.match(blueprint_id) else None
+    if blueprint is None:
+        raise NotFound(f"no blueprint '{blueprint_id}'", details={"blueprint_id": blueprint_id})
+    return blueprint
+
+
+def workflow_list(*, topology: str | None = None, q: str | None = None) -> QuerySet[Workflow]:
+    workflows = Workflow.objects.annotate(node_count=Count("nodes")).order_by("workflow_id")
+    if topology:
+        workflows = workflows.filter(topology=topology)
+    if q:
+        workflows = workflows.filter(Q(workflow_id__icontains=q) | Q(name__icontains=q))
+    return workflows
+
+
+def workflow_get(workflow_id: str) -> Workflow:
+    workflow = Workflow.objects.filter(workflow_id=workflow_id).first() if ID_PATTERN.match(workflow_id) else None
+    if workflow is None:
+        raise NotFound(f"no workflow '{workflow_id}'", details={"workflow_id": workflow_id})
+    return workflow
+
+
+def workflow_check(*, workflow_id: str, document: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The problems of `document` as the definition of workflow `workflow_id` (or, without a
+    document, of the stored workflow), each naming its node or transition. Saves nothing."""
+    if not document:
+        return workflow_problems(workflow_document(workflow_get(workflow_id)))
+    if "workflow_id" not in document:
+        document = {"workflow_id": workflow_id, **document}
+    problems = workflow_problems(document)
+    if document["workflow_id"] != workflow_id:
+        problems.insert(0, {"where": "workflow_id", "node": None, "transition": None, "code": "ID_MISMATCH",
+                            "message": f"is {document['workflow_id']!r}, but this is workflow '{workflow_id}'"})
+    return problems
