@@ -30,14 +30,37 @@ FALLBACK_CONFIG = {
         "on_final_failure": {"enum": ["skip", "abort"]},
     },
 }
+# data-transfer-protocol §4.2 (a summary transfer) and §6.2 (batching): the fields the
+# context builder reads are typed, so a run never meets a value it cannot use.
+SUMMARY_CONFIG = {
+    "type": "object",
+    "properties": {
+        "strategy": {"enum": ["extractive", "abstractive", "key_points", "truncate"]},
+        "max_length": {"type": "integer", "minimum": 1, "maximum": 10_000_000},
+        "summary_ratio": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "preserve_fields": STRINGS,
+        "summarize_fields": STRINGS,
+    },
+}
+BATCH_CONFIG = {
+    "type": "object",
+    "properties": {
+        "enabled": {"type": "boolean"},
+        "batch_size_tokens": {"type": "integer", "minimum": 1, "maximum": 10_000_000},
+        "overlap_tokens": {"type": "integer", "minimum": 0, "maximum": 10_000_000},
+        "max_batches": {"type": "integer", "minimum": 1, "maximum": 1000},
+        "aggregation_strategy": {"enum": ["merge", "vote", "latest", "weighted"]},
+        "batch_priority": {"enum": ["chronological", "importance", "random"]},
+    },
+}
 # Per-reference settings that override the automatic choices of the context builder.
 REFERENCE_OPTIONS = {
     "name": {"type": "string", "minLength": 1},
     "priority": {"type": "integer", "minimum": 1, "maximum": 4},
     "data_type": {"type": "string"},
     "transfer_mode": {"enum": ["full", "summary", "reference", "auto"]},
-    "summary_config": {"type": "object"},
-    "batch_config": {"type": "object"},
+    "summary_config": SUMMARY_CONFIG,
+    "batch_config": BATCH_CONFIG,
     "fallback_config": FALLBACK_CONFIG,
 }
 DATA_REFERENCE_SHAPE: dict[str, Any] = {

@@ -190,3 +190,19 @@ def test_it_refuses_an_evaluation_of_a_missing_target():
 def test_it_exports_unknown_ids_as_not_found():
     with pytest.raises(CommandError, match="agent 'ghost' does not exist"):
         call_command("export_document", "agent", "ghost")
+
+
+@pytest.mark.parametrize("option, value", [
+    ("batch_config", {"enabled": True, "batch_size_tokens": "many"}),
+    ("batch_config", {"aggregation_strategy": "average"}),
+    ("summary_config", {"strategy": "poetic"}),
+    ("summary_config", {"summary_ratio": 2}),
+])
+def test_it_refuses_reference_settings_a_run_could_not_use(option, value):
+    import_documents({"agent_id": "reader", "name": "Reader"})
+    workflow = {"workflow_id": "odd", "name": "Odd", "topology": "seq", "nodes": [
+        {"id": "read", "agent_ref": "reader", "input_mapping": {"data_references": [
+            {"ref_type": "file", "path": "papers/a.md", option: value}]}}]}
+    with pytest.raises(DocumentError) as caught:
+        import_documents(workflow)
+    assert option in caught.value.where

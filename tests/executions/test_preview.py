@@ -184,7 +184,7 @@ def test_it_names_the_node_whose_reference_settings_a_run_could_not_use(demo):
         "workflow_id": "odd", "name": "Odd", "topology": "seq",
         "nodes": [{"id": "read", "agent_ref": "Scholar", "input_mapping": {"data_references": [
             {"ref_type": "file", "path": "papers/transformer.md",
-             "batch_config": {"enabled": True, "batch_size_tokens": "many"}}]}}],
+             "batch_config": {"enabled": True, "batch_size_tokens": 100, "overlap_tokens": 500}}]}}],
     })
     with pytest.raises(DocumentError) as error:
         node_context_plan(workflow=workflow, node_id="read")
