@@ -72,10 +72,12 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "core.middleware.LoginRequired",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -93,6 +95,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "core.context_processors.roles",
             ],
         },
     },
@@ -144,8 +147,19 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(DATA_DIR / "static")))
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # collectstatic's target; WhiteNoise looks there too
+# The pages' own files, and the JavaScript libraries bin/setup installs from the npm
+# registry; WhiteNoise serves them all, DEBUG or not (no CDN).
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    ("vendor/cytoscape", BASE_DIR / "node_modules" / "cytoscape" / "dist"),
+    ("vendor/cytoscape-dagre", BASE_DIR / "node_modules" / "cytoscape-dagre" / "dist"),
+]
+WHITENOISE_USE_FINDERS = True  # serve straight from those folders: no collectstatic step to forget
 
-LOGIN_URL = "admin:login"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "overview"
+LOGOUT_REDIRECT_URL = "login"
 
 # Celery: Redis is the broker and the result backend. Messages carry ids only;
 # the database is the source of truth for the state of every run.

@@ -1,11 +1,23 @@
 from django.contrib import admin
-from django.urls import path
-from django.views.generic import RedirectView
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
 
+from agents.urls import agent_patterns, derive_request_patterns
+from core import views as core_views
+from executions.urls import evaluation_patterns, execution_patterns
 from project.api import api
+from workflows.urls import blueprint_patterns, workflow_patterns
 
 urlpatterns = [
+    path("", core_views.overview, name="overview"),
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("agents/", include((agent_patterns, "agents"))),
+    path("derive-requests/", include((derive_request_patterns, "derive_requests"))),
+    path("blueprints/", include((blueprint_patterns, "blueprints"))),
+    path("workflows/", include((workflow_patterns, "workflows"))),
+    path("executions/", include((execution_patterns, "executions"))),
+    path("evaluations/", include((evaluation_patterns, "evaluations"))),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
-    path("", RedirectView.as_view(pattern_name="admin:index", permanent=False)),
 ]

@@ -1,0 +1,11 @@
+from django.urls import path
+
+from executions import views
+
+execution_patterns = [
+    path("", views.execution_list, name="list"),
+    path("<str:execution_id>/", views.execution_detail, name="detail"),
+]
+evaluation_patterns = [
+    path("", views.evaluation_list, name="list"),
+]

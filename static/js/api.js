@@ -1,0 +1,64 @@
+// The pages talk to the same API as programs, with the browser's session and CSRF token.
+(function () {
+  "use strict";
+
+  function csrfToken() {
+    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return match ? decodeURIComponent(match[1]) : "";
+  }
+
+  class ApiError extends Error {
+    constructor(status, body) {
+      super((body && body.message) || `HTTP ${status}`);
+      this.status = status;
+      this.code = body && body.code;
+      this.details = body && body.details;
+    }
+  }
+
+  async function request(method, path, body) {
+    const options = { method, headers: { Accept: "application/json" }, credentials: "same-origin" };
+    if (body !== undefined) {
+      options.headers["Content-Type"] = "application/json";
+      options.body = JSON.stringify(body);
+    }
+    if (method !== "GET") options.headers["X-CSRFToken"] = csrfToken();
+    const response = await fetch(`/api${path}`, options);
+    const text = await response.text();
+    const data = text ? JSON.parse(text) : null;
+    if (!response.ok) throw new ApiError(response.status, data);
+    return data;
+  }
+
+  // Build an element: el("td", {class: "x"}, "text", child). Text is always set as text,
+  // never as HTML, so model output is shown, never run.
+  function el(tag, attributes, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attributes || {})) {
+      if (value === false || value === null || value === undefined) continue;
+      if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+      else node.setAttribute(name, value === true ? "" : value);
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  function jsonData(id) {
+    const element = document.getElementById(id);
+    return element ? JSON.parse(element.textContent) : null;
+  }
+
+  window.switchyard = {
+    api: {
+      get: (path) => request("GET", path),
+      post: (path, body) => request("POST", path, body === undefined ? {} : body),
+      put: (path, body) => request("PUT", path, body),
+      delete: (path) => request("DELETE", path),
+    },
+    ApiError, el, jsonData,
+    roles: (document.body.dataset.roles || "").split(" ").filter(Boolean),
+  };
+})();
