@@ -1,0 +1,60 @@
+"""Page tests in a real browser: Debian's chromium, headless, driven by Playwright against
+pytest-django's live server (and, where a run must happen, real Celery workers)."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.executions.conftest import workers  # noqa: F401 - real worker processes on the test database
+
+# Playwright's sync API keeps an event loop in the test's thread; Django's ORM refuses to
+# run where a loop is running unless told that this is safe (it is: the loop is idle).
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail("Debian's chromium is not installed: run bin/chromium-ensure (bin/test does)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page_for(browser, live_server, settings):
+    """`page_for(user)`: a new browser page signed in as `user` (through a real session)."""
+    from django.test import Client
+
+    contexts = []
+
+    def open_page(user):
+        client = Client()
+        client.force_login(user)
+        context = browser.new_context(base_url=live_server.url, viewport={"width": 1440, "height": 900})
+        context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "url": live_server.url,
+                              "value": client.cookies[settings.SESSION_COOKIE_NAME].value}])
+        context.set_default_timeout(15_000)
+        contexts.append(context)
+        return context.new_page()
+
+    yield open_page
+    for context in contexts:
+        context.close()
+
+
+def screenshot(page, name: str) -> None:
+    """Save the page as docs/screenshots/<name>.png (the README shows them)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
