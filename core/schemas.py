@@ -9,7 +9,8 @@ class MeOut(Schema):
 
 
 class TokenIn(Schema):
-    name: str = Field(..., min_length=1, max_length=100, description="what the token is for, e.g. 'nightly import'")
+    name: str = Field(..., min_length=1, max_length=100, pattern=r"^[^\x00]*$",
+                      description="what the token is for, e.g. 'nightly import'")
 
 
 class TokenOut(Schema):

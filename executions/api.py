@@ -1,3 +1,118 @@
-from ninja import Router
+"""Runs (core-data-structures §5): start, read, steer; their node runs; evaluations (§7).
+
+Viewers read; authors start runs, steer them (cancel; resume, retry or abort an escalated
+run) and record evaluations. Starting or steering a run sends its node runs to the
+workers once the transaction commits.
+"""
+
+from ninja import Path, Query, Router, Status
+from ninja.pagination import paginate
+
+from core.api_support import Page, responses
+from core.roles import AUTHOR, require_role
+from executions import selectors, services
+from executions.schemas import (
+    ID_PATTERN, MAX_ROW_ID, EvaluationFilters, EvaluationIn, EvaluationOut, ExecutionFilters, ExecutionIn,
+    ExecutionOut, ExecutionSummaryOut, NodeRunOut, ResumeIn,
+)
 
 router = Router(tags=["executions"])
+
+
+def execution_id_param():
+    """A fresh parameter each time: the id is checked against the id pattern, so that no
+    text the database cannot hold (a NUL character) reaches a query."""
+    return Path(..., pattern=ID_PATTERN, description="the run's execution_id")
+
+
+@router.post("/executions", response=responses(201, ExecutionOut), summary="Start a run of a workflow")
+def executions_start(request, payload: ExecutionIn):
+    require_role(request.user, AUTHOR, to="start runs")
+    execution = services.execution_start_by_id(workflow_id=payload.workflow_id, input=payload.input, actor=request.user)
+    return Status(201, selectors.execution_detail(execution))
+
+
+@router.get("/executions", response=responses(200, list[ExecutionSummaryOut]),
+            summary="Runs, newest first, with their node runs counted by status")
+@paginate(Page)
+def executions_list(request, filters: Query[ExecutionFilters]):
+    return selectors.executions_list(**filters.dict())
+
+
+@router.get("/executions/{execution_id}", response=responses(200, ExecutionOut),
+            summary="One run: its §5 record, state, escalation and every node run in full")
+def executions_detail(request, execution_id: str = execution_id_param()):
+    return selectors.execution_detail(selectors.execution_get(execution_id))
+
+
+@router.get("/executions/{execution_id}/node-runs", response=responses(200, list[NodeRunOut]),
+            summary="A run's node runs (every attempt), in the order they were made")
+@paginate(Page)
+def node_runs_list(request, execution_id: str = execution_id_param()):
+    return selectors.node_runs_list(selectors.execution_get(execution_id))
+
+
+@router.get("/executions/{execution_id}/node-runs/{node_run_id}", response=responses(200, NodeRunOut),
+            summary="One node run: context record, resolution failures, compression, decision, output")
+def node_runs_detail(request, execution_id: str = execution_id_param(),
+                     node_run_id: int = Path(..., ge=1, le=MAX_ROW_ID)):
+    return selectors.node_run_get(selectors.execution_get(execution_id), node_run_id)
+
+
+@router.post("/executions/{execution_id}/cancel", response=responses(200, ExecutionOut),
+             summary="Cancel a run that has not ended")
+def executions_cancel(request, execution_id: str = execution_id_param()):
+    require_role(request.user, AUTHOR, to="cancel runs")
+    execution = services.execution_cancel(execution=selectors.execution_get(execution_id), actor=request.user)
+    return selectors.execution_detail(execution)
+
+
+@router.post("/executions/{execution_id}/resume", response=responses(200, ExecutionOut),
+             summary="Go on past the escalated node with an output a person gives")
+def executions_resume(request, payload: ResumeIn, execution_id: str = execution_id_param()):
+    require_role(request.user, AUTHOR, to="resume runs")
+    services.check_storable_json(payload.output, where="output")
+    execution = services.execution_resume(execution=selectors.execution_get(execution_id), output=payload.output,
+                                          actor=request.user)
+    return selectors.execution_detail(execution)
+
+
+@router.post("/executions/{execution_id}/retry", response=responses(200, ExecutionOut),
+             summary="Run the escalated node again from its first attempt")
+def executions_retry(request, execution_id: str = execution_id_param()):
+    require_role(request.user, AUTHOR, to="retry runs")
+    execution = services.execution_retry(execution=selectors.execution_get(execution_id), actor=request.user)
+    return selectors.execution_detail(execution)
+
+
+@router.post("/executions/{execution_id}/abort", response=responses(200, ExecutionOut),
+             summary="Fail an escalated run")
+def executions_abort(request, execution_id: str = execution_id_param()):
+    require_role(request.user, AUTHOR, to="abort runs")
+    execution = services.execution_abort(execution=selectors.execution_get(execution_id), actor=request.user)
+    return selectors.execution_detail(execution)
+
+
+# -- evaluations --------------------------------------------------------------------------
+
+
+@router.get("/evaluations", response=responses(200, list[EvaluationOut]), by_alias=True,
+            summary="Evaluations of runs, agents and workflows, newest first", tags=["evaluations"])
+@paginate(Page)
+def evaluations_list(request, filters: Query[EvaluationFilters]):
+    return selectors.evaluations_list(**filters.dict())
+
+
+@router.get("/evaluations/{evaluation_id}", response=responses(200, EvaluationOut), by_alias=True,
+            summary="One evaluation (§7)", tags=["evaluations"])
+def evaluations_detail(request, evaluation_id: str = Path(..., pattern=ID_PATTERN)):
+    return selectors.evaluation_get(evaluation_id)
+
+
+@router.post("/evaluations", response=responses(201, EvaluationOut), by_alias=True,
+             summary="Record an evaluation (§7) by hand", tags=["evaluations"])
+def evaluations_create(request, payload: EvaluationIn):
+    require_role(request.user, AUTHOR, to="record evaluations")
+    document = payload.dict(by_alias=True, exclude_none=True)
+    evaluation = services.evaluation_create(document=document, actor=request.user.get_username())
+    return Status(201, selectors.evaluation_out(evaluation))

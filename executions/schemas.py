@@ -1,0 +1,188 @@
+"""Bodies of the executions router: runs (core-data-structures §5), their node runs, and
+evaluations (§7).
+
+Outputs type the seed's fields and let any further key of the stored record through
+(`extra="allow"`), so that a record grown by a later change is not cut short here.
+Datetimes are the seeds' strings (UTC, a trailing Z).
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Field, Schema
+from pydantic import ConfigDict
+
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,99}$"
+MAX_ROW_ID = 2**63 - 1  # the largest primary key either database holds
+
+ExecutionStatus = Literal["pending", "running", "escalated", "success", "failed", "cancelled"]
+NodeRunStatus = Literal["pending", "running", "success", "failed", "skipped", "cancelled"]
+TargetType = Literal["execution", "agent", "workflow"]
+Action = Literal["approve", "reject", "revise"]
+
+
+def when():
+    return Field(None, description="ISO 8601 datetime, e.g. 2026-02-03T10:30:00Z (UTC when no offset is given)")
+
+
+def unit():
+    """A score in [0, 1]: a JSON number, not a string or a boolean."""
+    return Field(..., ge=0, le=1, strict=True)
+
+
+class Record(Schema):
+    model_config = ConfigDict(extra="allow")
+
+
+# -- executions ---------------------------------------------------------------------------
+
+
+class ExecutionIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    workflow_id: str = Field(..., pattern=ID_PATTERN, description="the workflow to run")
+    input: dict[str, Any] = Field(default_factory=dict, description="the run's input: `$.input` in the node mappings")
+
+
+class ResumeIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    output: Any = Field(..., description="any JSON: stands for the output of the escalated node")
+
+
+class ExecutionFilters(Schema):
+    workflow: str | None = Field(None, pattern=ID_PATTERN, description="runs of this workflow (its workflow_id)")
+    status: ExecutionStatus | None = None
+    started_after: datetime | None = when()
+    started_before: datetime | None = when()
+
+
+class NodeRunCounts(Schema):
+    pending: int = 0
+    running: int = 0
+    success: int = 0
+    failed: int = 0
+    skipped: int = 0
+    cancelled: int = 0
+
+
+class ExecutionSummaryOut(Schema):
+    execution_id: str
+    workflow_ref: str
+    status: ExecutionStatus
+    started_at: str | None
+    completed_at: str | None
+    ended_reason: str = Field(..., description="which limit or error ended the run; empty while it runs or on success")
+    created_at: str
+    created_by: str | None
+    node_runs: NodeRunCounts = Field(..., description="the run's node runs (every attempt) by status")
+
+
+class ResultOut(Record):
+    """A `results[]` entry of §5."""
+
+    node_id: str
+    agent_ref: str
+    status: NodeRunStatus
+    output: Any = None
+    duration_ms: int | None = None
+
+
+class NodeRunOut(Record):
+    """One attempt of one node, with what inspection shows: the §7.2 context record
+    (`context_management`), resolution failures, compression and the transition taken."""
+
+    node_run_id: int
+    node_id: str
+    agent_ref: str
+    agent_version: str | None
+    kind: Literal["first", "retry", "fallback", "manual"]
+    attempt: int
+    status: NodeRunStatus
+    error_code: str
+    error: str
+    worker: str
+    backend: str
+    model: str
+    started_at: str | None
+    completed_at: str | None
+    duration_ms: int | None
+    tokens_in: int | None
+    tokens_out: int | None
+    dispatches: int
+    context_management: dict[str, Any] | None
+    resolution_failures: list[Any]
+    resolved_inputs: list[Any]
+    compression: dict[str, Any] | None
+    decision: dict[str, Any] | None
+    prompt: str
+    output: Any = None
+
+
+class ExecutionOut(Record):
+    """The §5 document, the run's state, why it ended, its escalation, every node run."""
+
+    execution_id: str
+    workflow_ref: str
+    status: ExecutionStatus
+    started_at: str | None
+    completed_at: str | None
+    input: dict[str, Any] = Field(default_factory=dict)
+    results: list[ResultOut]
+    state: dict[str, Any]
+    ended_reason: str
+    escalation: dict[str, Any] | None = Field(..., description="while escalated: the node, its error, who should act")
+    node_runs: list[NodeRunOut]
+
+
+# -- evaluations --------------------------------------------------------------------------
+
+class ScoresIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    accuracy: float = unit()
+    completeness: float = unit()
+    efficiency: float = unit()
+
+
+class EvaluationIn(Schema):
+    """§7, as a person gives it; `evaluation_id` is made up when absent."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    evaluation_id: str | None = Field(None, pattern=ID_PATTERN)
+    target_type: TargetType
+    target_id: str = Field(..., pattern=ID_PATTERN, description="an execution_id, agent_id or workflow_id that exists")
+    scores: ScoresIn
+    overall_score: float = unit()
+    passed: bool = Field(..., alias="pass", strict=True)
+    feedback: list[str] = Field(default_factory=list)
+    action: Action
+
+
+class ScoresOut(Schema):
+    accuracy: float
+    completeness: float
+    efficiency: float
+
+
+class EvaluationOut(Record):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    evaluation_id: str
+    target_type: TargetType
+    target_id: str
+    scores: ScoresOut
+    overall_score: float
+    passed: bool = Field(..., alias="pass")
+    feedback: list[str]
+    action: Action
+    created_at: str
+    created_by: str
+
+
+class EvaluationFilters(Schema):
+    target_type: TargetType | None = None
+    target_id: str | None = Field(None, pattern=ID_PATTERN)
+    passed: bool | None = Field(None, description="only evaluations that passed (true) or did not (false)")

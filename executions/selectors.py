@@ -1,0 +1,170 @@
+"""Reads for executions, node runs and evaluations, in the seeds' shapes.
+
+Every read is a bounded number of queries, whatever the number of executions on a page or
+of node runs in an execution: lists render a page at a time (`Rendered`), and a run's
+record reads its node runs once.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import datetime, timezone as dt_timezone
+from typing import Any
+
+from django.db.models import Count, QuerySet
+
+from core.errors import DocumentError, NotFound
+from core.jsonutil import iso
+from executions.documents import evaluation_document, node_run_record
+from executions.models import Evaluation, Execution, NodeRun
+
+RESULT_KEYS = ("node_id", "agent_ref", "status", "output", "duration_ms")  # a §5 `results[]` entry
+
+
+class Rendered:
+    """A queryset whose rows are rendered a page at a time: what `core.api_support.Page`
+    slices and counts. `render` takes the page's rows and gives their JSON forms, so it
+    can read what the page needs in one more query rather than one per row."""
+
+    def __init__(self, queryset: QuerySet, render: Callable[[list], list]):
+        self.queryset = queryset
+        self.render = render
+
+    def count(self) -> int:
+        return self.queryset.count()
+
+    def __getitem__(self, window: slice) -> list:
+        return self.render(list(self.queryset[window]))
+
+
+# -- executions ---------------------------------------------------------------------------
+
+
+def _utc(value: datetime | None, where: str) -> datetime | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt_timezone.utc)
+    try:
+        return value.astimezone(dt_timezone.utc)
+    except OverflowError:
+        raise DocumentError(f"{value.isoformat()} is out of range in UTC", where=where) from None
+
+
+def executions_list(*, workflow: str | None = None, status: str | None = None,
+                    started_after: datetime | None = None, started_before: datetime | None = None) -> Rendered:
+    """Execution summaries, newest first: the §5 head, why the run ended, and its node runs
+    counted by status (one grouped query per page, not one per execution)."""
+    after, before = _utc(started_after, "started_after"), _utc(started_before, "started_before")
+    executions = Execution.objects.all()
+    if workflow:
+        executions = executions.filter(workflow__workflow_id=workflow)
+    if status:
+        executions = executions.filter(status=status)
+    if after:
+        executions = executions.filter(started_at__gte=after)
+    if before:
+        executions = executions.filter(started_at__lt=before)
+    rows = executions.values("pk", "execution_id", "workflow__workflow_id", "status", "started_at", "completed_at",
+                             "ended_reason", "created_at", "created_by__username")
+    return Rendered(rows, _summaries)
+
+
+def _summaries(rows: list[dict]) -> list[dict[str, Any]]:
+    counts: dict[int, dict[str, int]] = defaultdict(lambda: {status: 0 for status in NodeRun.Status.values})
+    if rows:
+        grouped = (NodeRun.objects.filter(execution_id__in=[row["pk"] for row in rows]).order_by()
+                   .values_list("execution_id", "status").annotate(n=Count("id")))
+        for execution_pk, status, n in grouped:
+            counts[execution_pk][status] = n
+    return [
+        {
+            "execution_id": row["execution_id"],
+            "workflow_ref": row["workflow__workflow_id"],
+            "status": row["status"],
+            "started_at": iso(row["started_at"]),
+            "completed_at": iso(row["completed_at"]),
+            "ended_reason": row["ended_reason"],
+            "created_at": iso(row["created_at"]),
+            "created_by": row["created_by__username"],
+            "node_runs": counts[row["pk"]],
+        }
+        for row in rows
+    ]
+
+
+def execution_get(execution_id: str) -> Execution:
+    execution = Execution.objects.select_related("workflow").filter(execution_id=execution_id).first()
+    if execution is None:
+        raise NotFound(f"execution '{execution_id}' does not exist", details={"where": "execution_id"})
+    return execution
+
+
+def node_run_out(run: NodeRun) -> dict[str, Any]:
+    """`node_run_record` with the node run's id (which `GET …/node-runs/{id}` takes)."""
+    return {"node_run_id": run.pk, **node_run_record(run)}
+
+
+def execution_detail(execution: Execution) -> dict[str, Any]:
+    """`executions.documents.execution_record`, with each node run's id, from one read of
+    the node runs: so `results` and `node_runs` agree while the run goes on, and the
+    record costs the same two queries for three node runs or three thousand."""
+    runs = [node_run_out(run) for run in execution.node_runs.select_related("agent", "agent_version")]
+    document: dict[str, Any] = {
+        "execution_id": execution.execution_id,
+        "workflow_ref": execution.workflow.workflow_id,
+        "status": execution.status,
+        "started_at": iso(execution.started_at),
+        "completed_at": iso(execution.completed_at),
+    }
+    if execution.input:
+        document["input"] = execution.input
+    return {
+        **document,
+        "results": [{key: run[key] for key in RESULT_KEYS} for run in runs],
+        "state": execution.state,
+        "ended_reason": execution.ended_reason,
+        "escalation": execution.escalation,
+        "node_runs": runs,
+    }
+
+
+def node_runs_list(execution: Execution) -> Rendered:
+    runs = execution.node_runs.select_related("agent", "agent_version")
+    return Rendered(runs, lambda page: [node_run_out(run) for run in page])
+
+
+def node_run_get(execution: Execution, node_run_id: int) -> dict[str, Any]:
+    run = execution.node_runs.select_related("agent", "agent_version").filter(pk=node_run_id).first()
+    if run is None:
+        raise NotFound(f"execution '{execution.execution_id}' has no node run {node_run_id}",
+                       details={"where": "node_run_id"})
+    return node_run_out(run)
+
+
+# -- evaluations --------------------------------------------------------------------------
+
+
+def evaluation_out(evaluation: Evaluation) -> dict[str, Any]:
+    """§7, plus when and by whom it was recorded."""
+    return {**evaluation_document(evaluation), "created_at": iso(evaluation.created_at),
+            "created_by": evaluation.created_by}
+
+
+def evaluations_list(*, target_type: str | None = None, target_id: str | None = None,
+                     passed: bool | None = None) -> Rendered:
+    evaluations = Evaluation.objects.all()
+    if target_type:
+        evaluations = evaluations.filter(target_type=target_type)
+    if target_id:
+        evaluations = evaluations.filter(target_id=target_id)
+    if passed is not None:
+        evaluations = evaluations.filter(passed=passed)
+    return Rendered(evaluations, lambda page: [evaluation_out(evaluation) for evaluation in page])
+
+
+def evaluation_get(evaluation_id: str) -> dict[str, Any]:
+    evaluation = Evaluation.objects.filter(evaluation_id=evaluation_id).first()
+    if evaluation is None:
+        raise NotFound(f"evaluation '{evaluation_id}' does not exist", details={"where": "evaluation_id"})
+    return evaluation_out(evaluation)

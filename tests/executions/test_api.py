@@ -1,0 +1,414 @@
+"""The executions router: runs, node runs and evaluations over the API.
+
+No worker runs here: the test's transaction never commits, so the messages a start or a
+retry sends to workers stay in `django_capture_on_commit_callbacks`, where they can be
+counted. The round trip with a real worker is in test_api_round_trip.py.
+"""
+import json
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from core.demo import AGENTS, PARALLEL_ANALYSIS, RELEASE_REVIEW
+from core.documents import import_documents
+from executions.documents import execution_record
+from executions.models import Evaluation, Execution, NodeRun
+from executions.services import execution_start
+from workflows.models import Workflow
+
+pytestmark = pytest.mark.django_db
+
+ENDED = ("success", "failed", "cancelled")
+
+
+@pytest.fixture(autouse=True)
+def demo(tmp_path, settings):
+    """The demo's agents and two of its workflows (enough here, and faster than load_demo)."""
+    settings.WORKSPACE_ROOT = tmp_path
+    import_documents([*AGENTS, PARALLEL_ANALYSIS, RELEASE_REVIEW])
+
+
+def start(workflow_id="parallel_analysis", **input):
+    return execution_start(workflow=Workflow.objects.get(workflow_id=workflow_id), input=input or {"repository": "acme"})
+
+
+def escalate(execution, node_id="compliance"):
+    """Put a run where a failing node leaves it after its retries and fallback."""
+    execution.node_runs.update(status="failed", error_code="PUBLISH_FAILED")
+    Execution.objects.filter(pk=execution.pk).update(status="escalated", escalation={
+        "node_id": node_id, "node_run": None, "error_code": "LEGAL_REVIEW", "error": "no one can", "escalate_to": "Orchestrator"})
+    execution.refresh_from_db()
+    return execution
+
+
+def snapshot(execution):
+    execution.refresh_from_db()
+    return (execution.status, execution.ended_reason, execution.escalation,
+            sorted(execution.node_runs.values_list("pk", "status")))
+
+
+# -- starting a run -----------------------------------------------------------------------
+
+
+def test_it_starts_a_run_for_an_author_and_sends_its_first_nodes_to_workers_on_commit(api, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks() as sent:
+        response = api.author.post("/api/executions", {"workflow_id": "parallel_analysis", "input": {"repository": "acme"}})
+    assert response.status_code == 201, response.json()
+    record = response.json()
+    assert (record["workflow_ref"], record["status"], record["input"]) == ("parallel_analysis", "running", {"repository": "acme"})
+    assert sorted(run["node_id"] for run in record["node_runs"]) == ["task_a", "task_b", "task_c"]
+    assert {run["status"] for run in record["node_runs"]} == {"pending"}
+    assert [r["node_id"] for r in record["results"]] == [r["node_id"] for r in record["node_runs"]]
+    assert len(sent) == 3  # one message per ready node, sent after commit
+    execution = Execution.objects.get(execution_id=record["execution_id"])
+    assert execution.created_by == api.author.user
+    assert sorted(execution.node_runs.values_list("pk", flat=True)) == sorted(r["node_run_id"] for r in record["node_runs"])
+
+
+def test_it_lets_no_viewer_or_anonymous_caller_start_a_run(api):
+    body = {"workflow_id": "parallel_analysis", "input": {}}
+    assert api.anonymous.post("/api/executions", body).status_code == 401
+    response = api.viewer.post("/api/executions", body)
+    assert response.status_code == 403 and response.json()["code"] == "FORBIDDEN"
+    assert not Execution.objects.exists()
+
+
+@pytest.mark.parametrize("body, where", [
+    ({"workflow_id": "no_such_workflow"}, "workflow_id"),
+    ({"workflow_id": "parallel_analysis", "input": ["not", "an", "object"]}, "input"),
+    ({"workflow_id": "parallel_analysis", "input": "text"}, "input"),
+    ({"workflow_id": "parallel_analysis", "input": {"note": "nul \x00 inside"}}, "input.note"),
+    ({"workflow_id": "parallel_analysis", "input": {"deep": [{"x": float("inf")}]}}, "input.deep[0].x"),
+    ({"workflow_id": "parallel_analysis", "inputs": {}}, "inputs"),
+    ({"workflow_id": "../etc", "input": {}}, "workflow_id"),
+    ({"input": {}}, "workflow_id"),
+])
+def test_it_names_what_is_wrong_with_a_start_and_starts_nothing(api, body, where):
+    response = api.author.post("/api/executions", body)
+    assert response.status_code == 422, response.json()
+    assert where in response.json()["message"]
+    assert not Execution.objects.exists()
+
+
+def test_it_says_which_workflow_does_not_exist(api):
+    body = api.author.post("/api/executions", {"workflow_id": "no_such_workflow"}).json()
+    assert body == {"code": "INVALID_DOCUMENT", "message": "workflow_id: workflow 'no_such_workflow' does not exist",
+                    "details": None}
+
+
+# -- listing runs ---------------------------------------------------------------------------
+
+
+def test_it_lists_runs_newest_first_with_their_node_runs_counted_by_status(api):
+    first, second = start(), start()
+    review = start("release_review", topic="v2")
+    second.node_runs.filter(node_id="task_a").update(status="success")
+    second.node_runs.filter(node_id="task_b").update(status="failed")
+    Execution.objects.filter(pk=second.pk).update(status="failed", ended_reason="node 'task_b' failed: X")
+
+    page = api.viewer.get("/api/executions").json()
+    assert page["count"] == 3 and page["limit"] == 50 and page["offset"] == 0
+    assert [item["execution_id"] for item in page["items"]] == [review.execution_id, second.execution_id, first.execution_id]
+    summary = page["items"][1]
+    assert summary == {
+        "execution_id": second.execution_id, "workflow_ref": "parallel_analysis", "status": "failed",
+        "started_at": summary["started_at"], "completed_at": None, "ended_reason": "node 'task_b' failed: X",
+        "created_at": summary["created_at"], "created_by": None,
+        "node_runs": {"pending": 1, "running": 0, "success": 1, "failed": 1, "skipped": 0, "cancelled": 0},
+    }
+    assert summary["started_at"].endswith("Z") and "results" not in summary
+    assert page["items"][0]["node_runs"]["pending"] == 1 and page["items"][2]["node_runs"]["pending"] == 3
+
+    assert api.viewer.get("/api/executions", limit=1, offset=1).json()["items"][0]["execution_id"] == second.execution_id
+    ids = lambda **params: [i["execution_id"] for i in api.viewer.get("/api/executions", **params).json()["items"]]  # noqa: E731
+    assert ids(workflow="release_review") == [review.execution_id]
+    assert ids(status="failed") == [second.execution_id]
+    assert ids(workflow="parallel_analysis", status="running") == [first.execution_id]
+    assert ids(workflow="no_such_workflow") == []
+
+
+def test_it_filters_runs_by_when_they_started(api):
+    old, new = start(), start()
+    Execution.objects.filter(pk=old.pk).update(started_at=timezone.now() - timedelta(days=3))
+    yesterday = (timezone.now() - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ids = lambda **params: [i["execution_id"] for i in api.viewer.get("/api/executions", **params).json()["items"]]  # noqa: E731
+    assert ids(started_after=yesterday) == [new.execution_id]
+    assert ids(started_before=yesterday) == [old.execution_id]
+    assert ids(started_after=yesterday.replace("Z", "+00:00"), started_before="2999-01-01T00:00:00") == [new.execution_id]
+
+
+@pytest.mark.parametrize("params, where", [
+    ({"started_after": "yesterday"}, "started_after"),
+    ({"started_before": "2026-13-45T99:00:00Z"}, "started_before"),
+    ({"started_after": "9999-12-31T23:59:59-23:00"}, "started_after"),  # past year 9999 in UTC
+    ({"status": "exploded"}, "status"),
+    ({"workflow": "bad id!"}, "workflow"),
+    ({"limit": 0}, "limit"),
+])
+def test_it_names_a_bad_filter(api, params, where):
+    response = api.viewer.get("/api/executions", **params)
+    assert response.status_code == 422, response.json()
+    assert where in response.json()["message"]
+
+
+def test_it_lists_a_page_of_runs_in_the_same_number_of_queries_however_many_runs_it_holds(api):
+    def queries_for_a_page():
+        with CaptureQueriesContext(connection) as captured:
+            page = api.viewer.get("/api/executions").json()
+        return len(captured), page
+
+    start()
+    api.viewer.get("/api/me")  # the token's first use of the minute is written down: not part of the list
+    few, page = queries_for_a_page()
+    assert page["count"] == 1
+    for _ in range(25):
+        start()
+    many, page = queries_for_a_page()
+    assert page["count"] == 26 and all(item["node_runs"]["pending"] == 3 for item in page["items"])
+    assert many == few <= 5  # authentication, the count, the page, the node run counts
+
+
+def test_it_asks_for_credentials_to_read_runs(api):
+    execution = start()
+    for path in ("/api/executions", f"/api/executions/{execution.execution_id}",
+                 f"/api/executions/{execution.execution_id}/node-runs", "/api/evaluations"):
+        assert api.anonymous.get(path).status_code == 401
+
+
+# -- one run --------------------------------------------------------------------------------
+
+
+def many_node_runs(execution, count):
+    """`count` finished node runs with full records, as a long state machine leaves them."""
+    agent_id = execution.node_runs.first().agent_id
+    now = timezone.now()
+    NodeRun.objects.bulk_create([
+        NodeRun(execution=execution, node_id="task_a", agent_id=agent_id, status="success", sequence=100 + i,
+                attempt=1, output={"i": i}, duration_ms=i, started_at=now, completed_at=now,
+                context_record={"context_limit": 4050, "resolution": {"within_limit": True}},
+                resolution_failures=[{"error_code": "REF_NOT_FOUND", "reference": f"r{i}"}],
+                compression={"dependencies": []}, decision={"action": "next", "node_id": "task_d"})
+        for i in range(count)
+    ])
+
+
+def test_it_shows_a_run_in_full_in_a_bounded_number_of_queries_however_many_node_runs(api, django_assert_max_num_queries):
+    execution = start()
+    many_node_runs(execution, 300)
+    with django_assert_max_num_queries(5):  # authentication (≤ 2), the run with its workflow, its node runs
+        response = api.viewer.get(f"/api/executions/{execution.execution_id}")
+    assert response.status_code == 200
+    record = response.json()
+    assert len(record["node_runs"]) == len(record["results"]) == 303
+    last = record["node_runs"][-1]
+    assert last["context_management"]["context_limit"] == 4050
+    assert last["resolution_failures"][0]["error_code"] == "REF_NOT_FOUND"
+    assert last["decision"]["node_id"] == "task_d" and last["output"] == {"i": 299}
+    assert (record["state"], record["ended_reason"], record["escalation"]) == ({}, "", None)
+
+
+def test_it_shows_the_same_record_as_execution_record_with_node_run_ids(api):
+    execution = escalate(start("release_review", topic="v2"), "draft")
+    record = api.viewer.get(f"/api/executions/{execution.execution_id}").json()
+    ids = [run.pop("node_run_id") for run in record["node_runs"]]
+    assert ids == list(execution.node_runs.values_list("pk", flat=True))
+    assert record == json.loads(json.dumps(execution_record(execution)))
+    assert record["escalation"]["node_id"] == "draft"
+
+
+def test_it_says_which_run_does_not_exist(api):
+    response = api.viewer.get("/api/executions/exec_missing")
+    assert response.status_code == 404
+    assert response.json()["message"] == "execution 'exec_missing' does not exist"
+    assert api.viewer.get("/api/executions/bad%20id").status_code == 422
+
+
+def test_it_lists_a_runs_node_runs_and_shows_one(api):
+    execution = start()
+    many_node_runs(execution, 4)
+    page = api.viewer.get(f"/api/executions/{execution.execution_id}/node-runs", limit=2, offset=2).json()
+    assert page["count"] == 7 and len(page["items"]) == 2
+    stored = list(execution.node_runs.values_list("pk", flat=True))
+    assert [run["node_run_id"] for run in page["items"]] == stored[2:4]
+    one = api.viewer.get(f"/api/executions/{execution.execution_id}/node-runs/{stored[-1]}").json()
+    assert (one["node_run_id"], one["agent_ref"], one["status"], one["output"]) == (stored[-1], "Code_Analyzer", "success", {"i": 3})
+    assert one["context_management"] == {"context_limit": 4050, "resolution": {"within_limit": True}}
+
+
+def test_it_shows_no_node_run_through_another_run(api):
+    mine, other = start(), start()
+    theirs = other.node_runs.first().pk
+    response = api.viewer.get(f"/api/executions/{mine.execution_id}/node-runs/{theirs}")
+    assert response.status_code == 404 and str(theirs) in response.json()["message"]
+    assert api.viewer.get(f"/api/executions/exec_missing/node-runs/{theirs}").status_code == 404
+    assert api.viewer.get("/api/executions/exec_missing/node-runs").status_code == 404
+    for bad in ("0", "-1", "abc", str(2**64)):
+        assert api.viewer.get(f"/api/executions/{mine.execution_id}/node-runs/{bad}").status_code == 422
+
+
+# -- steering a run -------------------------------------------------------------------------
+
+
+def test_it_cancels_a_run_once(api):
+    execution = start()
+    response = api.author.post(f"/api/executions/{execution.execution_id}/cancel")
+    assert response.status_code == 200
+    record = response.json()
+    assert (record["status"], record["ended_reason"]) == ("cancelled", "cancelled by author-user")
+    assert {run["status"] for run in record["node_runs"]} == {"cancelled"}
+    before = snapshot(execution)
+    again = api.author.post(f"/api/executions/{execution.execution_id}/cancel")
+    assert again.status_code == 409 and again.json()["code"] == "ILLEGAL_TRANSITION"
+    assert "cancelled" in again.json()["message"]
+    assert snapshot(execution) == before
+
+
+def test_it_lets_no_viewer_steer_a_run(api):
+    running, escalated = start(), escalate(start("release_review", topic="v2"))
+    before = snapshot(running), snapshot(escalated)
+    assert api.viewer.post(f"/api/executions/{running.execution_id}/cancel").status_code == 403
+    assert api.anonymous.post(f"/api/executions/{running.execution_id}/cancel").status_code == 401
+    for action, body in (("resume", {"output": {}}), ("retry", {}), ("abort", {})):
+        response = api.viewer.post(f"/api/executions/{escalated.execution_id}/{action}", body)
+        assert response.status_code == 403 and response.json()["code"] == "FORBIDDEN"
+    assert (snapshot(running), snapshot(escalated)) == before
+
+
+@pytest.mark.parametrize("action, body", [("resume", {"output": {"ok": True}}), ("retry", {}), ("abort", {})])
+def test_it_resumes_retries_or_aborts_only_an_escalated_run(api, action, body):
+    execution = start()
+    before = snapshot(execution)
+    response = api.author.post(f"/api/executions/{execution.execution_id}/{action}", body)
+    assert response.status_code == 409
+    assert response.json()["code"] == "CONFLICT" and "running, not escalated" in response.json()["message"]
+    assert snapshot(execution) == before
+    assert api.author.post(f"/api/executions/exec_missing/{action}", body).status_code == 404
+
+
+def test_it_resumes_an_escalated_run_with_the_output_a_person_gives(api):
+    execution = escalate(start("release_review", topic="v2"))
+    response = api.author.post(f"/api/executions/{execution.execution_id}/resume",
+                               {"output": {"compliant": True, "by": "a person"}})
+    assert response.status_code == 200
+    record = response.json()
+    assert (record["status"], record["escalation"]) == ("success", None)  # compliance is the last state
+    manual = record["node_runs"][-1]
+    assert (manual["node_id"], manual["kind"], manual["status"], manual["worker"]) == ("compliance", "manual", "success", "author-user")
+    assert manual["output"] == {"compliant": True, "by": "a person"}
+
+
+def test_it_resumes_with_any_json_output_but_names_a_missing_or_unstorable_one(api):
+    execution = escalate(start("release_review", topic="v2"), "draft")
+    before = snapshot(execution)
+    for body, where in (({}, "output"), ({"output": {"text": "\x00"}}, "output.text"), ({"output": 1, "x": 2}, "x")):
+        response = api.author.post(f"/api/executions/{execution.execution_id}/resume", body)
+        assert response.status_code == 422 and where in response.json()["message"], response.json()
+    assert snapshot(execution) == before
+    with_text = api.author.post(f"/api/executions/{execution.execution_id}/resume", {"output": "a plain string"})
+    assert with_text.status_code == 200 and with_text.json()["status"] == "running"
+    assert with_text.json()["node_runs"][-1]["node_id"] == "review"  # the run went on to the next state
+
+
+def test_it_retries_the_escalated_node_from_its_first_attempt(api, django_capture_on_commit_callbacks):
+    execution = escalate(start("release_review", topic="v2"), "publish")
+    with django_capture_on_commit_callbacks() as sent:
+        response = api.author.post(f"/api/executions/{execution.execution_id}/retry")
+    assert response.status_code == 200
+    record = response.json()
+    assert (record["status"], record["escalation"]) == ("running", None)
+    assert (record["node_runs"][-1]["node_id"], record["node_runs"][-1]["kind"], record["node_runs"][-1]["status"]) == \
+        ("publish", "first", "pending")
+    assert len(sent) == 1
+
+
+def test_it_aborts_an_escalated_run(api):
+    execution = escalate(start("release_review", topic="v2"))
+    record = api.author.post(f"/api/executions/{execution.execution_id}/abort").json()
+    assert record["status"] == "failed"
+    assert record["ended_reason"] == "aborted by author-user after escalation at 'compliance'"
+    assert api.author.post(f"/api/executions/{execution.execution_id}/abort").status_code == 409
+
+
+# -- evaluations ----------------------------------------------------------------------------
+
+
+def evaluation(**changes):
+    document = {"evaluation_id": "eval_001", "target_type": "agent", "target_id": "Code_Analyzer",
+                "scores": {"accuracy": 0.9, "completeness": 0.8, "efficiency": 1},
+                "overall_score": 0.85, "pass": True, "feedback": ["clear"], "action": "approve"}
+    document.update(changes)
+    return {key: value for key, value in document.items() if value is not None}
+
+
+def test_it_records_an_evaluation_by_hand_and_reads_it_back(api):
+    response = api.author.post("/api/evaluations", evaluation())
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body == {**evaluation(), "scores": {"accuracy": 0.9, "completeness": 0.8, "efficiency": 1.0},
+                    "created_at": body["created_at"], "created_by": "author-user"}
+    assert api.viewer.get("/api/evaluations/eval_001").json() == body
+    stored = Evaluation.objects.get()
+    assert (stored.passed, stored.efficiency, stored.created_by) == (True, 1.0, "author-user")
+
+
+def test_it_makes_up_an_evaluation_id_when_none_is_given(api):
+    execution = start()
+    body = api.author.post("/api/evaluations", evaluation(evaluation_id=None, target_type="execution",
+                                                          target_id=execution.execution_id)).json()
+    assert body["evaluation_id"].startswith("eval_") and body["target_id"] == execution.execution_id
+    assert Evaluation.objects.get().evaluation_id == body["evaluation_id"]
+
+
+def test_it_lets_no_viewer_record_an_evaluation(api):
+    assert api.viewer.post("/api/evaluations", evaluation()).status_code == 403
+    assert api.anonymous.post("/api/evaluations", evaluation()).status_code == 401
+    assert not Evaluation.objects.exists()
+
+
+@pytest.mark.parametrize("changes, status, where", [
+    ({"target_id": "No_Such_Agent"}, 422, "target_id"),
+    ({"target_type": "workflow", "target_id": "Code_Analyzer"}, 422, "target_id"),
+    ({"target_type": "blueprint"}, 422, "target_type"),
+    ({"scores": {"accuracy": 1.5, "completeness": 0.8, "efficiency": 1}}, 422, "scores.accuracy"),
+    ({"scores": {"accuracy": "0.5", "completeness": 0.8, "efficiency": 1}}, 422, "scores.accuracy"),
+    ({"scores": {"accuracy": 0.5, "completeness": 0.8}}, 422, "scores.efficiency"),
+    ({"overall_score": -0.1}, 422, "overall_score"),
+    ({"pass": "yes"}, 422, "pass"),
+    ({"action": "shrug"}, 422, "action"),
+    ({"feedback": ["fine", "nul \x00"]}, 422, "feedback[1]"),
+    ({"evaluation_id": "has space"}, 422, "evaluation_id"),
+    ({"extra": 1}, 422, "extra"),
+])
+def test_it_names_what_is_wrong_with_an_evaluation_and_stores_nothing(api, changes, status, where):
+    response = api.author.post("/api/evaluations", evaluation(**changes))
+    assert response.status_code == status, response.json()
+    assert where in response.json()["message"], response.json()
+    assert not Evaluation.objects.exists()
+
+
+def test_it_does_not_rewrite_an_evaluation_recorded_before(api):
+    assert api.author.post("/api/evaluations", evaluation()).status_code == 201
+    response = api.author.post("/api/evaluations", evaluation(overall_score=0.1, **{"pass": False}, action="reject"))
+    assert response.status_code == 409 and "eval_001" in response.json()["message"]
+    stored = Evaluation.objects.get()
+    assert (stored.overall_score, stored.passed, stored.action) == (0.85, True, "approve")
+
+
+def test_it_lists_evaluations_by_target_and_verdict(api):
+    execution = start()
+    api.author.post("/api/evaluations", evaluation(evaluation_id="e1"))
+    api.author.post("/api/evaluations", evaluation(evaluation_id="e2", **{"pass": False}, action="revise"))
+    api.author.post("/api/evaluations", evaluation(evaluation_id="e3", target_type="execution", target_id=execution.execution_id))
+    ids = lambda **params: [e["evaluation_id"] for e in api.viewer.get("/api/evaluations", **params).json()["items"]]  # noqa: E731
+    assert ids() == ["e3", "e2", "e1"]
+    assert ids(target_type="agent") == ["e2", "e1"]
+    assert ids(target_type="execution", target_id=execution.execution_id) == ["e3"]
+    assert ids(passed="false") == ["e2"]
+    assert ids(passed="true", target_id="Code_Analyzer") == ["e1"]
+    assert api.viewer.get("/api/evaluations", limit=1).json()["count"] == 3
+    assert api.viewer.get("/api/evaluations", target_type="blueprint").status_code == 422
+    missing = api.viewer.get("/api/evaluations/e9")
+    assert missing.status_code == 404 and missing.json()["message"] == "evaluation 'e9' does not exist"
