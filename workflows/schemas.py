@@ -188,7 +188,7 @@ class ResolutionFailureOut(_Document):
     timestamp: str
 
 
-class ContextLimitsOut(_Document):
+class PlanLimitsOut(_Document):
     max_input_tokens: int
     max_output_tokens: int
     reserved_for_system_prompt: int
@@ -220,7 +220,7 @@ class PlanOut(Schema):
     resolved_inputs: list[ResolvedInputOut]
     resolution_failures: list[ResolutionFailureOut]
     batch_count: int = Field(..., description="backend calls the run would make, one per batch")
-    limits: ContextLimitsOut = Field(..., description="the agent's token budget (§6.1)")
+    limits: PlanLimitsOut = Field(..., description="the agent's token budget (§6.1)")
     compression: dict[str, Any] | None = Field(None, description="parallel-agent-compression of the dependencies")
     model_calls_skipped: list[ModelCallOut] = Field(..., description="what a run would ask the model; a plan never does")
     waits_skipped_seconds: float = Field(..., description="retry delays (fallback_config) a run would wait; a plan "
