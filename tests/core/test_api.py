@@ -102,3 +102,9 @@ def test_it_lets_an_admin_revoke_tokens_in_the_admin_site(api):
     response = site.post("/admin/core/apitoken/", {"action": "revoke", "_selected_action": [token.pk]})
     assert response.status_code == 302
     assert Client(HTTP_AUTHORIZATION=f"Bearer {secret}").get("/api/me").status_code == 401
+
+
+def test_it_refuses_a_token_name_the_database_could_not_store(api):
+    response = api.viewer.post("/api/tokens", {"name": "bad\u0000name"})
+    assert response.status_code == 422
+    assert not ApiToken.objects.filter(user=api.viewer.user).exclude(name="tests").exists()
