@@ -59,6 +59,10 @@ def _runtime_and_limits(document: dict[str, Any]) -> dict[str, Any]:
     limits = document.get("context_limits", {})
     values.update({key: runtime[key] for key in RUNTIME_FIELDS if key in runtime})
     values.update({key: limits[key] for key in CONTEXT_LIMIT_FIELDS + ("data_area",) if key in limits})
+    for key in ("max_input_tokens", "max_output_tokens", "reserved_for_system_prompt", "reserved_for_instructions",
+                "data_area"):
+        if isinstance(values[key], float):  # JSON does not tell 5 from 5.0: the shape let a whole number through
+            values[key] = int(values[key])
 
     if values["backend"] not in settings.LLM_BACKENDS:
         known = ", ".join(sorted(settings.LLM_BACKENDS))

@@ -29,7 +29,9 @@ def random_secret_key(length: int = 60) -> str:
 
 
 def check_deploy(**variables: str) -> subprocess.CompletedProcess:
-    env = {key: value for key, value in os.environ.items() if key not in SECURITY_VARIABLES}
+    # DJANGO_ALLOW_ASYNC_UNSAFE is the browser tests' (tests/pages/conftest.py), never a deployment's.
+    env = {key: value for key, value in os.environ.items()
+           if key not in SECURITY_VARIABLES and key != "DJANGO_ALLOW_ASYNC_UNSAFE"}
     env.update(variables, DJANGO_SETTINGS_MODULE="project.settings")
     return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],

@@ -354,3 +354,11 @@ def test_it_lists_derive_requests_newest_first_with_filters(api, pending):
     assert ids(parent_agent_id="scholar") == ["dr_002", "dr_001"]
     assert ids(parent_agent_id="scholar", status="rejected") == ["dr_002"]
     assert api.viewer.get("/api/derive-requests", status="done").status_code == 422
+
+
+def test_it_takes_a_whole_number_written_with_a_decimal_point_as_that_number(api):
+    document = {"agent_id": "wide", "name": "Wide", "context_limits": {"max_input_tokens": 120000.0, "data_area": 5000.0}}
+    response = api.author.post("/api/agents", document)
+    assert response.status_code == 201
+    limits = response.json()["context_limits"]
+    assert (limits["max_input_tokens"], limits["data_area"]) == (120000, 5000)

@@ -40,7 +40,7 @@ def test_it_lists_every_model_with_search_and_filters(admin_client, page):
 
 def test_it_sends_anonymous_visitors_to_the_login_page(client):
     response = client.get("/admin/agents/agent/")
-    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+    assert response.status_code == 302 and response["Location"] == "/login/?next=/admin/agents/agent/"
 
 
 def test_it_edits_an_agent_as_its_document_and_makes_a_new_version(admin_client):

@@ -10,10 +10,6 @@ import pytest
 
 from tests.executions.conftest import workers  # noqa: F401 - real worker processes on the test database
 
-# Playwright's sync API keeps an event loop in the test's thread; Django's ORM refuses to
-# run where a loop is running unless told that this is safe (it is: the loop is idle).
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -26,6 +22,9 @@ def browser():
     executable = shutil.which("chromium")
     if executable is None:
         pytest.fail("Debian's chromium is not installed: run bin/chromium-ensure (bin/test does)")
+    # Playwright's sync API keeps an event loop in the test's thread; Django's ORM refuses to
+    # run where a loop is running unless told that this is safe (it is: the loop is idle).
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
         yield browser
