@@ -1,7 +1,15 @@
+import json
+
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count
-from django.shortcuts import render
+from django.http import Http404
+from django.shortcuts import get_object_or_404, render
+from django.urls import NoReverseMatch, reverse
 
 from core.pages import paginate
+from core.roles import AUTHOR, has_role
+from workflows import selectors
+from workflows.documents import workflow_document
 from workflows.models import Blueprint, Workflow
 
 
@@ -19,4 +27,88 @@ def workflow_list(request):
         workflows = workflows.filter(topology=topology)
     return render(request, "workflows/workflow_list.html", {
         **paginate(request, workflows), "topology": topology, "topologies": Workflow.Topology.choices,
+    })
+
+
+# -- the workflow page: the graph editor (static/js/workflow_editor.js) -------------------
+# The page hands the editor the workflow's §4.1 document and a few addresses; everything
+# else (agents, validation, saving, starting a run) goes through the API, as programs do.
+
+WORKFLOW_SLOT, NODE_SLOT, EXECUTION_SLOT = "__workflow__", "__node__", "__execution__"
+
+
+def _address(name: str, args: list[str], literal: str) -> str:
+    """A URL with placeholders for the editor to fill in; `literal` when the route is missing."""
+    try:
+        return reverse(name, args=args)
+    except NoReverseMatch:
+        return literal
+
+
+def _editor(request, *, document: dict, workflow: Workflow | None, recent_runs=()):
+    editable = has_role(request.user, AUTHOR)
+    config = {
+        "editable": editable,
+        "is_new": workflow is None,
+        "urls": {
+            "workflow": reverse("workflows:detail", args=[WORKFLOW_SLOT]),
+            "execution": reverse("executions:detail", args=[EXECUTION_SLOT]),
+            "node_plan": _address("executions:node_plan", [WORKFLOW_SLOT, NODE_SLOT],
+                                  f"/executions/plan/{WORKFLOW_SLOT}/{NODE_SLOT}/"),
+        },
+        "slots": {"workflow": WORKFLOW_SLOT, "node": NODE_SLOT, "execution": EXECUTION_SLOT},
+    }
+    return render(request, "workflows/workflow_editor.html", {
+        "workflow": workflow, "document": document, "config": config, "editable": editable,
+        "recent_runs": recent_runs, "topologies": Workflow.Topology.choices,
+    })
+
+
+def workflow_detail(request, workflow_id: str):
+    # An id that cannot be stored is not asked for (selectors.ID_PATTERN); the document's
+    # agents come with the nodes' one query, so the page costs the same few queries
+    # whatever the number of nodes.
+    found = Workflow.objects.select_related("fallback_agent", "escalate_to").filter(workflow_id=workflow_id)
+    workflow = found.first() if selectors.ID_PATTERN.match(workflow_id) else None
+    if workflow is None:
+        raise Http404(f"no workflow '{workflow_id}'")
+    recent_runs = workflow.executions.order_by("-created_at", "-id").values("execution_id", "status", "created_at")[:5]
+    return _editor(request, document=workflow_document(workflow), workflow=workflow, recent_runs=list(recent_runs))
+
+
+def workflow_new(request):
+    if not has_role(request.user, AUTHOR):
+        raise PermissionDenied("only authors create workflows")
+    defaults = {name: Workflow._meta.get_field(name).get_default() for name in ("max_steps", "max_wall_seconds")}
+    document = {
+        "workflow_id": "", "name": "", "topology": Workflow.Topology.DAG, "nodes": [], "transitions": [],
+        "error_handling": {"retry_count": 0, "fallback_agent": None, "escalate_to": None},
+        "limits": defaults,
+    }
+    return _editor(request, document=document, workflow=None)
+
+
+# -- blueprints (core-data-structures §3.1) -----------------------------------------------
+
+def blueprint_detail(request, blueprint_id: str):
+    """A blueprint: its agents with their role in the workflow, and its contracts, each
+    drawn as an edge between two agents (three queries, whatever the size)."""
+    blueprint = get_object_or_404(Blueprint, blueprint_id=blueprint_id)
+    members = list(blueprint.agents.select_related("agent").order_by("position", "id"))
+    contracts = list(blueprint.contracts.select_related("from_agent", "to_agent").order_by("position", "id"))
+    agents = {member.agent.agent_id: member.agent for member in members}
+    for contract in contracts:
+        agents.setdefault(contract.from_agent.agent_id, contract.from_agent)
+        agents.setdefault(contract.to_agent.agent_id, contract.to_agent)
+    sources = {member.agent.agent_id: member.source for member in members}
+    graph = {
+        "nodes": [{"id": agent_id, "label": f"{agent.name}\n({sources.get(agent_id, 'contract only')})",
+                   "status": agent.status, "href": reverse("agents:detail", args=[agent_id])}
+                  for agent_id, agent in agents.items()],
+        "edges": [{"source": c.from_agent.agent_id, "target": c.to_agent.agent_id, "label": c.data_type}
+                  for c in contracts],
+    }
+    return render(request, "workflows/blueprint_detail.html", {
+        "blueprint": blueprint, "members": members, "graph": graph,
+        "contracts": [(c, json.dumps(c.schema, indent=2, ensure_ascii=False)) for c in contracts],
     })

@@ -1,0 +1,629 @@
+// A run's inspection page. The server renders the header and a page of node runs; this
+// script reads the whole record from GET /api/executions/{id} and keeps the page live
+// while the run goes on (one request a second, no reload): the status, the graph's
+// colours, the timeline, the progress, the escalation, and the open node's panel.
+(function () {
+  "use strict";
+
+  const { api, el, jsonData, fmt, budget } = window.switchyard;
+  const data = jsonData("execution-data");
+  const root = document.getElementById("execution-page");
+  const canSteer = root.dataset.canSteer === "true";
+  const ACTIVE = new Set(["pending", "running", "escalated"]);
+  const DONE = new Set(["success", "skipped"]);
+  const POLL_MS = 1000;
+  const MAX_ATTEMPTS_SHOWN = 20;
+  const MAX_TRAIL = 12;
+  const apiPath = `/executions/${encodeURIComponent(data.execution_id)}`;
+
+  const page = {
+    record: null,
+    selected: null, // node id
+    selectedRun: null, // node run id asked for (timeline bar, table link)
+    panelKey: "",
+    escalationKey: undefined,
+    open: new Map(), // node run id → open? (kept across live re-renders)
+    cy: null,
+    failures: 0,
+  };
+
+  // -- helpers -----------------------------------------------------------------------------
+
+  function badge(status, extra) {
+    return el("span", { class: `badge ${status}${extra ? ` ${extra}` : ""}` }, status);
+  }
+
+  function cssVar(name, fallback) {
+    const value = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+    return value || fallback;
+  }
+
+  function runsByNode(record) {
+    const map = new Map();
+    for (const run of record.node_runs || []) {
+      if (!map.has(run.node_id)) map.set(run.node_id, []);
+      map.get(run.node_id).push(run);
+    }
+    return map;
+  }
+
+  // The status a node is drawn in: its latest run's, or "escalated" for the node a run
+  // waits on, or "none" when it has not run.
+  function nodeStatus(nodeId, runs, record) {
+    if (record && record.status === "escalated" && record.escalation && record.escalation.node_id === nodeId) return "escalated";
+    const list = runs.get(nodeId);
+    return list && list.length ? list[list.length - 1].status : "none";
+  }
+
+  function nodeStatusFromServer(nodeId) {
+    const state = data.states[nodeId];
+    return state ? state.status : "none";
+  }
+
+  // -- the graph ---------------------------------------------------------------------------
+
+  const COLOURS = {
+    none: ["#ffffff", "#9aa4b2", "#1d2430"],
+    pending: [cssVar("--pending", "#9aa4b2"), cssVar("--pending", "#9aa4b2"), "#ffffff"],
+    running: [cssVar("--running", "#2f6fdb"), "#1b4ea6", "#ffffff"],
+    success: [cssVar("--success", "#2c8a4b"), "#1f6637", "#ffffff"],
+    failed: [cssVar("--failed", "#c23b3b"), "#8d2424", "#ffffff"],
+    skipped: [cssVar("--skipped", "#b9c0ca"), "#8e97a3", "#1d2430"],
+    cancelled: [cssVar("--cancelled", "#7d8590"), "#5b626b", "#ffffff"],
+    escalated: [cssVar("--escalated", "#c98a12"), "#8f610b", "#ffffff"],
+  };
+
+  function graphElements() {
+    const nodes = data.graph.nodes.map((node) => {
+      const label = `${node.id}\n${node.agent}`;
+      const longest = Math.max(node.id.length, String(node.agent).length);
+      return {
+        group: "nodes",
+        data: { id: node.id, label, status: nodeStatusFromServer(node.id), width: Math.max(90, longest * 7.4 + 26) },
+        position: node.layout ? { x: node.layout.x, y: node.layout.y } : undefined,
+      };
+    });
+    const edges = data.graph.edges.map((edge, index) => ({
+      group: "edges",
+      data: {
+        id: `e${index}`, source: edge.source, target: edge.target, kind: edge.kind,
+        label: edge.condition ? (edge.condition.length > 34 ? `${edge.condition.slice(0, 33)}…` : edge.condition) : "",
+        condition: edge.condition || "",
+      },
+    }));
+    return [...nodes, ...edges];
+  }
+
+  function initGraph() {
+    const container = document.getElementById("graph");
+    if (!window.cytoscape || !data.graph.nodes.length) {
+      container.append(el("p", { class: "muted small" }, data.graph.nodes.length ? "The graph library did not load." : "This workflow has no node."));
+      return;
+    }
+    if (window.cytoscapeDagre && !window.cytoscape.__switchyardDagre) {
+      window.cytoscape.use(window.cytoscapeDagre);
+      window.cytoscape.__switchyardDagre = true;
+    }
+    const preset = data.graph.nodes.every((node) => node.layout && typeof node.layout.x === "number");
+    const style = [
+      { selector: "node", style: {
+        shape: "round-rectangle", label: "data(label)", "text-wrap": "wrap", "text-valign": "center", "text-halign": "center",
+        "font-size": 11, "font-family": "ui-monospace, Menlo, monospace", width: "data(width)", height: 42,
+        "background-color": COLOURS.none[0], "border-width": 2, "border-color": COLOURS.none[1], color: COLOURS.none[2],
+        "border-style": "dashed",
+      } },
+      ...Object.entries(COLOURS).filter(([status]) => status !== "none").map(([status, [fill, border, ink]]) => ({
+        selector: `node[status = "${status}"]`,
+        style: { "background-color": fill, "border-color": border, color: ink, "border-style": "solid" },
+      })),
+      { selector: 'node[status = "running"]', style: { "border-width": 4, "border-style": "double" } },
+      { selector: "node.selected", style: { "overlay-color": "#2f6fdb", "overlay-opacity": 0.16, "overlay-padding": 7 } },
+      { selector: "edge", style: {
+        width: 1.6, "line-color": "#aab3c0", "target-arrow-color": "#aab3c0", "target-arrow-shape": "triangle",
+        "curve-style": "bezier", label: "data(label)", "font-size": 9, color: "#5d6878", "text-rotation": "autorotate",
+        "text-background-color": "#ffffff", "text-background-opacity": 0.9, "text-background-padding": 2,
+      } },
+      { selector: 'edge[kind = "data"]', style: { "line-style": "dashed", width: 1, "line-color": "#c9d0da", "target-arrow-color": "#c9d0da" } },
+      { selector: "edge.taken", style: { width: 2.6, "line-color": "#5d6878", "target-arrow-color": "#5d6878" } },
+    ];
+    page.cy = window.cytoscape({
+      container, elements: graphElements(), style,
+      layout: preset ? { name: "preset", padding: 24 } : { name: window.cytoscapeDagre ? "dagre" : "breadthfirst", rankDir: "LR", nodeSep: 40,
+        rankSep: data.graph.edges.some((edge) => edge.condition) ? 170 : 80, padding: 24 },
+      maxZoom: 1.4, userZoomingEnabled: false, userPanningEnabled: false, boxSelectionEnabled: false, autoungrabify: true,
+    });
+    page.cy.on("tap", "node", (event) => select(event.target.id(), null, true));
+    window.switchyard.executionGraph = page.cy; // for the console, and for tests that click a node
+    page.cy.on("mouseover", "node", () => { container.style.cursor = "pointer"; });
+    page.cy.on("mouseout", "node", () => { container.style.cursor = ""; });
+    window.addEventListener("resize", () => page.cy && page.cy.fit(undefined, 24));
+  }
+
+  function paintGraph(record, runs) {
+    if (!page.cy) return;
+    page.cy.batch(() => {
+      page.cy.nodes().forEach((node) => {
+        const status = nodeStatus(node.id(), runs, record);
+        node.data("status", status);
+        const list = runs.get(node.id()) || [];
+        node.data("title", `${node.id()}: ${status}${list.length > 1 ? ` (${list.length} runs)` : ""}`);
+        node.toggleClass("selected", node.id() === page.selected);
+      });
+      page.cy.edges().forEach((edge) => {
+        const source = runs.get(edge.data("source")) || [];
+        const target = runs.get(edge.data("target")) || [];
+        const taken = source.some((run) => run.status === "success") && target.length > 0 &&
+          (edge.data("kind") !== "transition" || source.some((run) => run.decision && run.decision.node_id === edge.data("target")));
+        edge.toggleClass("taken", taken);
+      });
+    });
+  }
+
+  // -- the header --------------------------------------------------------------------------
+
+  function renderHeader(record, runs) {
+    const status = record.status;
+    const badgeEl = document.getElementById("run-status");
+    badgeEl.className = `badge big ${status}`;
+    badgeEl.textContent = status;
+    badgeEl.dataset.status = status;
+    const active = ACTIVE.has(status);
+    document.getElementById("run-live").hidden = !active;
+    document.getElementById("run-started").textContent = fmt.time(record.started_at) || "not yet";
+    const ended = document.getElementById("run-ended");
+    ended.replaceChildren(record.completed_at ? fmt.time(record.completed_at)
+      : el("span", { class: "muted" }, active ? (status === "escalated" ? "waiting for a person" : "still going") : "—"));
+    const started = record.started_at ? Date.parse(record.started_at) : null;
+    const end = record.completed_at ? Date.parse(record.completed_at) : Date.now();
+    document.getElementById("run-duration").textContent = started ? `${fmt.ms(end - started)}${record.completed_at ? "" : " so far"}` : "—";
+    const reason = document.getElementById("run-ended-reason");
+    reason.hidden = !record.ended_reason;
+    reason.querySelector("span").textContent = record.ended_reason || "";
+    const failed = (record.node_runs || []).filter((run) => run.status === "failed").length;
+    document.getElementById("run-counts").replaceChildren(String((record.node_runs || []).length),
+      failed ? el("span", { class: "muted small" }, ` (${failed} failed)`) : "");
+    document.getElementById("run-input").textContent = JSON.stringify(record.input || {}, null, 2);
+    document.getElementById("run-state").textContent = JSON.stringify(record.state || {}, null, 2);
+
+    // Progress: nodes whose latest run is done, of the workflow's nodes.
+    const progress = document.getElementById("run-progress");
+    progress.hidden = !active;
+    const total = data.graph.nodes.length;
+    const done = data.graph.nodes.filter((node) => DONE.has(nodeStatus(node.id, runs, record))).length;
+    const running = data.graph.nodes.filter((node) => nodeStatus(node.id, runs, record) === "running").map((node) => node.id);
+    progress.querySelector(".progress > span").style.width = `${total ? Math.round((100 * done) / total) : 0}%`;
+    progress.querySelector(".progress").setAttribute("aria-valuenow", String(done));
+    progress.querySelector(".progress-text").textContent = `${done} of ${total} nodes done`;
+    progress.querySelector(".progress-running").textContent = running.length ? `· running: ${running.join(", ")}` : "";
+  }
+
+  // -- the escalation ----------------------------------------------------------------------
+
+  function renderEscalation(record) {
+    const section = document.getElementById("escalation");
+    const escalation = record.status === "escalated" ? record.escalation : null;
+    const key = JSON.stringify(escalation);
+    if (key === page.escalationKey) return;
+    page.escalationKey = key;
+    section.hidden = !escalation;
+    if (!escalation) {
+      section.replaceChildren();
+      return;
+    }
+    const children = [
+      el("h2", {}, "Waiting for a person: node ", el("span", { class: "mono" }, escalation.node_id), " escalated"),
+      el("dl", { class: "facts" },
+        el("div", {}, el("dt", {}, "Error"), el("dd", {}, el("code", {}, escalation.error_code || ""), " ", escalation.error || "")),
+        el("div", {}, el("dt", {}, "Escalated to"), el("dd", {}, escalation.escalate_to || "—")),
+        el("div", {}, el("dt", {}, "When"), el("dd", {}, fmt.time(escalation.at)))),
+      el("p", { class: "small" }, el("a", { href: "#node-panel", onclick: (event) => { event.preventDefault(); select(escalation.node_id, null, true); } },
+        `Open ${escalation.node_id}: its attempts and fallbacks`)),
+    ];
+    if (canSteer) {
+      children.push(el("div", { class: "steer" },
+        el("label", {}, "Output to go on with (JSON) ", el("textarea", { id: "resume-output", spellcheck: "false" }, "{}")),
+        el("p", { class: "field-error", "data-for": "resume-output", hidden: true }),
+        el("div", { class: "row" },
+          el("button", { type: "button", class: "primary", "data-steer": "resume" }, "Resume with this output"),
+          el("button", { type: "button", "data-steer": "retry" }, "Retry the node"),
+          el("button", { type: "button", class: "danger", "data-steer": "abort" }, "Abort the run"))));
+    } else {
+      children.push(el("p", { class: "muted small" }, "Only authors can resume, retry or abort a run."));
+    }
+    section.replaceChildren(...children);
+  }
+
+  async function steer(button) {
+    const action = button.dataset.steer;
+    const section = document.getElementById("escalation");
+    const fieldError = section.querySelector(".field-error");
+    const textarea = section.querySelector("#resume-output");
+    let message = section.querySelector(".steer-error");
+    if (!message) {
+      message = el("p", { class: "error steer-error", hidden: true });
+      section.querySelector(".steer").append(message);
+    }
+    message.hidden = true;
+    fieldError.hidden = true;
+    textarea.classList.remove("invalid");
+    let body;
+    if (action === "resume") {
+      try {
+        body = { output: JSON.parse(textarea.value) };
+      } catch (error) {
+        fieldError.textContent = `This is not JSON: ${error.message}`;
+        fieldError.hidden = false;
+        textarea.classList.add("invalid");
+        textarea.focus();
+        return;
+      }
+    }
+    if (action === "abort" && button.dataset.confirming !== "true") {
+      button.dataset.confirming = "true";
+      button.textContent = "Click again to abort";
+      setTimeout(() => { button.dataset.confirming = ""; button.textContent = "Abort the run"; }, 5000);
+      return;
+    }
+    const buttons = section.querySelectorAll("button[data-steer]");
+    buttons.forEach((b) => { b.disabled = true; });
+    const label = button.textContent;
+    button.textContent = { resume: "Resuming…", retry: "Retrying…", abort: "Aborting…" }[action];
+    try {
+      const record = await api.post(`${apiPath}/${action}`, body);
+      update(record);
+      schedule(POLL_MS);
+    } catch (error) {
+      buttons.forEach((b) => { b.disabled = false; });
+      button.textContent = label;
+      const where = error.details && error.details.where ? ` (${error.details.where})` : "";
+      if (action === "resume" && error.status === 422) {
+        fieldError.textContent = `${error.message}${where}`;
+        fieldError.hidden = false;
+        textarea.classList.add("invalid");
+      } else {
+        message.textContent = `${error.message}${where}`;
+        message.hidden = false;
+      }
+    }
+  }
+
+  // -- the timeline ------------------------------------------------------------------------
+
+  function timelineRows(runs) {
+    const ids = data.graph.nodes.map((node) => node.id);
+    for (const nodeId of runs.keys()) if (!ids.includes(nodeId)) ids.push(nodeId);
+    return ids;
+  }
+
+  function renderTimeline(record, runs) {
+    const box = document.getElementById("timeline");
+    const all = record.node_runs || [];
+    const started = all.filter((run) => run.started_at);
+    if (!started.length) {
+      const queued = all.filter((run) => run.status === "pending").map((run) => run.node_id);
+      box.replaceChildren(el("p", { class: "muted small" }, ACTIVE.has(record.status)
+        ? `Waiting for the first node to start…${queued.length ? ` (queued: ${queued.join(", ")})` : ""}` : "No node run started."));
+      document.getElementById("timeline-span").textContent = "";
+      return;
+    }
+    const now = Date.now();
+    const t0 = Math.min(...started.map((run) => Date.parse(run.started_at)));
+    const queued = record.started_at ? t0 - Date.parse(record.started_at) : 0;
+    const ends = started.map((run) => (run.completed_at ? Date.parse(run.completed_at) : now));
+    let t1 = Math.max(...ends, record.completed_at ? Date.parse(record.completed_at) : 0);
+    if (ACTIVE.has(record.status) && record.status !== "escalated") t1 = Math.max(t1, now);
+    const span = Math.max(1, t1 - t0);
+    document.getElementById("timeline-span").textContent = `${fmt.ms(span)} from the first node's start` +
+      (queued >= 1000 ? `, which waited ${fmt.ms(queued)} for a worker` : "");
+    const position = (time) => `${((100 * (time - t0)) / span).toFixed(3)}%`;
+
+    const axis = el("div", { class: "tl-axis" }, el("div", { class: "tl-label" }),
+      el("div", { class: "tl-track" }, [0, 0.25, 0.5, 0.75, 1].map((f) => el("span", { class: "tl-tick", style: `left:${(f * 100).toFixed(1)}%` }, `+${fmt.ms(f * span)}`))));
+    const rows = timelineRows(runs).map((nodeId) => {
+      const list = runs.get(nodeId) || [];
+      const bars = list.filter((run) => run.started_at).map((run) => {
+        const start = Date.parse(run.started_at);
+        const end = run.completed_at ? Date.parse(run.completed_at) : (run.status === "running" ? now : start);
+        const label = `${run.kind === "first" ? "" : `${run.kind} `}#${run.attempt}`;
+        return el("button", {
+          type: "button", class: `tl-bar ${run.status} kind-${run.kind}${run.node_run_id === page.selectedRun ? " chosen" : ""}`,
+          style: `left:${position(start)};width:${((100 * Math.max(0, end - start)) / span).toFixed(3)}%`,
+          "data-run": run.node_run_id,
+          title: `${run.node_id} · ${run.kind} #${run.attempt} · ${run.agent_ref} · ${run.status}` +
+            ` · ${run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : fmt.ms(end - start) + " so far"}` +
+            (run.error_code ? ` · ${run.error_code}` : ""),
+          onclick: () => select(nodeId, run.node_run_id, true),
+        }, el("span", {}, label));
+      });
+      const queued = list.filter((run) => !run.started_at && run.status === "pending").length;
+      return el("div", { class: `tl-row${nodeId === page.selected ? " chosen" : ""}`, "data-node": nodeId },
+        el("button", { type: "button", class: "tl-label mono", title: `${nodeId}: ${list.length} run(s)`, onclick: () => select(nodeId, null, true) },
+          el("i", { class: `dot ${nodeStatus(nodeId, runs, record)}` }), nodeId),
+        el("div", { class: "tl-track" }, bars, queued ? el("span", { class: "tl-queued small" }, `${queued} queued`) : ""));
+    });
+    box.replaceChildren(axis, ...rows);
+  }
+
+  // -- the node panel ----------------------------------------------------------------------
+
+  function fact(label, ...value) {
+    return el("div", {}, el("dt", {}, label), el("dd", {}, ...value));
+  }
+
+  function decisionBlock(decision) {
+    const next = decision.action === "end" ? el("strong", {}, "end of the run")
+      : el("span", {}, "node ", el("strong", { class: "mono" }, decision.node_id || "?"));
+    return el("div", { class: "decision" },
+      el("p", {}, "→ ", next, decision.transition !== null && decision.transition !== undefined ? ` by transition #${decision.transition}` : "",
+        decision.condition ? el("span", {}, " when ", el("code", {}, decision.condition), " = ", el("strong", {}, String(decision.condition_value))) : " (no condition)"),
+      (decision.evaluated || []).length ? el("table", { class: "compact" },
+        el("thead", {}, el("tr", {}, el("th", {}, "Transition"), el("th", {}, "Condition"), el("th", {}, "Value"))),
+        el("tbody", {}, decision.evaluated.map((item) => el("tr", { class: item.value ? "taken" : "" },
+          el("td", {}, `#${item.transition}`), el("td", {}, el("code", {}, item.condition || "(always)")),
+          el("td", {}, el("strong", { class: item.value ? "ok-text" : "muted" }, String(item.value))))))) : null);
+  }
+
+  function attemptBody(run) {
+    const section = (title, ...content) => el("section", { class: "attempt-section" }, el("h4", {}, title), ...content);
+    const model = [run.backend, run.model].filter(Boolean).join(" / ");
+    const body = el("div", { class: "attempt-body" },
+      el("dl", { class: "facts compact-facts" },
+        fact("Kind · attempt", `${run.kind} · #${run.attempt}`),
+        fact("Status", badge(run.status)),
+        fact("Agent", el("span", { class: "mono" }, run.agent_ref), run.agent_version ? el("span", { class: "muted" }, ` v${run.agent_version}`) : ""),
+        fact("Backend / model", model || "—"),
+        fact("Worker", run.worker ? el("span", { class: "mono small" }, run.worker) : "—"),
+        fact("Tokens in / out", `${fmt.n(run.tokens_in)} / ${fmt.n(run.tokens_out)}`),
+        fact("Duration", run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : "—"),
+        fact("Started · ended", `${fmt.time(run.started_at) || "—"} · ${fmt.time(run.completed_at) || "—"}`),
+        run.dispatches > 1 ? fact("Dispatches", String(run.dispatches)) : null),
+      run.error_code || run.error ? el("p", { class: "error attempt-error" }, run.error_code ? el("code", {}, run.error_code) : "", " ", run.error || "") : null,
+      section("Context budget", budget.bar(run.context_management)),
+      section("Actions", budget.actions(run.context_management)),
+      section("Resolution failures", budget.failures(run.resolution_failures)),
+      run.compression ? section("Compression", budget.compression(run.compression)) : null,
+      run.decision ? section("Transition taken", decisionBlock(run.decision)) : null,
+      section("Inputs as resolved", budget.inputs(run.resolved_inputs)),
+      el("details", { class: "prompt" }, el("summary", {}, `Prompt (${fmt.n((run.prompt || "").length)} characters)`), el("pre", {}, run.prompt || "(none)")),
+      section("Output", run.output === null || run.output === undefined
+        ? el("p", { class: "muted small" }, run.status === "running" ? "Not yet: the node is running." : "No output.")
+        : el("pre", { class: "output" }, fmt.json(run.output))));
+    return body;
+  }
+
+  function attemptBlock(run, open) {
+    const details = el("details", { class: `attempt ${run.status}`, "data-run": run.node_run_id, id: `run-${run.node_run_id}` },
+      el("summary", {},
+        badge(run.status), " ",
+        el("strong", {}, `${run.kind} #${run.attempt}`), " ",
+        el("span", { class: "mono" }, run.agent_ref),
+        el("span", { class: "muted small" },
+          ` · ${run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : run.status}` +
+          ` · ${fmt.n(run.tokens_in)} → ${fmt.n(run.tokens_out)} tokens`),
+        run.error_code ? el("code", { class: "error-code" }, run.error_code) : ""));
+    let built = false;
+    const build = () => {
+      if (!built && details.open) {
+        built = true;
+        details.append(attemptBody(run));
+      }
+    };
+    details.addEventListener("toggle", () => {
+      page.open.set(run.node_run_id, details.open);
+      build();
+    });
+    if (open) {
+      details.open = true;
+      build();
+    }
+    return details;
+  }
+
+  function trail(list, escalation) {
+    const chips = [];
+    // A node that ran many times (a loop) shows its first runs and its last ones.
+    const skipped = list.length > MAX_TRAIL ? list.length - MAX_TRAIL + 1 : 0;
+    const shown = skipped ? [...list.slice(0, 2), null, ...list.slice(2 + skipped)] : list;
+    shown.forEach((run, index) => {
+      if (index) chips.push(el("span", { class: "trail-arrow" }, "→"));
+      if (run === null) {
+        chips.push(el("span", { class: "trail-chip" }, `… ${skipped} more runs …`));
+        return;
+      }
+      chips.push(el("a", { class: `trail-chip ${run.status}`, href: `#run-${run.node_run_id}`,
+        onclick: (event) => { event.preventDefault(); select(run.node_id, run.node_run_id, true); } },
+      `${run.kind} #${run.attempt} `, el("span", { class: "mono" }, run.agent_ref), ` ${run.status}`));
+    });
+    if (escalation) {
+      chips.push(el("span", { class: "trail-arrow" }, "→"));
+      chips.push(el("span", { class: "trail-chip escalated" }, `escalated to ${escalation.escalate_to || "a person"}`));
+    }
+    return el("div", { class: "trail", "aria-label": "Attempts in order" }, chips);
+  }
+
+  function renderPanel(record, runs, force) {
+    const panel = document.getElementById("node-panel");
+    const nodeId = page.selected;
+    if (!nodeId) return;
+    const list = runs.get(nodeId) || [];
+    const escalation = record.status === "escalated" && record.escalation && record.escalation.node_id === nodeId ? record.escalation : null;
+    const key = JSON.stringify([nodeId, page.selectedRun, list, escalation]);
+    if (!force && key === page.panelKey) return;
+    page.panelKey = key;
+    const node = data.graph.nodes.find((item) => item.id === nodeId);
+    const status = nodeStatus(nodeId, runs, record);
+    const planHref = data.plan_url.replace("/NODE/", `/${encodeURIComponent(nodeId)}/`);
+    const shown = list.length > MAX_ATTEMPTS_SHOWN ? list.slice(-MAX_ATTEMPTS_SHOWN) : list;
+    if (page.selectedRun && !shown.some((run) => run.node_run_id === page.selectedRun)) {
+      const chosen = list.find((run) => run.node_run_id === page.selectedRun);
+      if (chosen) shown.unshift(chosen);
+    }
+    const openId = page.selectedRun || (list.length ? list[list.length - 1].node_run_id : null);
+    panel.replaceChildren(...[
+      el("div", { class: "row panel-head" },
+        el("h2", {}, "Node ", el("span", { class: "mono" }, nodeId)), badge(status === "none" ? "not run" : status, status === "none" ? "pending" : ""),
+        el("span", { class: "muted" }, node ? `agent ${node.agent}` : ""),
+        el("span", { class: "spacer" }),
+        node ? el("a", { class: "button small-button", href: planHref, title: "The context a run of this node would get now, without calling a model" }, "Plan this node") : null,
+        el("button", { type: "button", class: "small-button", onclick: () => select(null) }, "Close")),
+      list.length ? trail(list, escalation) : el("p", { class: "muted" }, ACTIVE.has(record.status) ? "This node has not run yet; it will show here when it does." : "This node did not run."),
+      list.length > shown.length ? el("p", { class: "muted small" }, `Showing the last ${MAX_ATTEMPTS_SHOWN} of ${list.length} runs of this node.`) : null,
+      ...shown.slice().reverse().map((run) => attemptBlock(run, page.open.has(run.node_run_id) ? page.open.get(run.node_run_id) : run.node_run_id === openId)),
+    ].filter(Boolean));
+  }
+
+  // -- the node runs table (one page, kept in step with the record) --------------------------
+
+  function preview(output) {
+    if (output === null || output === undefined) return "";
+    const text = (typeof output === "string" ? output : JSON.stringify(output, null, 1)).split(/\s+/).join(" ");
+    return text.length <= 160 ? text : `${text.slice(0, 159)}…`;
+  }
+
+  function tableRow(run, number) {
+    const error = run.error && run.error.length > 160 ? `${run.error.slice(0, 159)}…` : run.error || "";
+    return el("tr", {},
+      el("td", {}, String(run.sequence ?? number)),
+      el("td", {}, el("a", { class: "mono", href: `?node=${encodeURIComponent(run.node_id)}&run=${run.node_run_id}#node-panel`,
+        "data-node": run.node_id, "data-run": run.node_run_id }, run.node_id)),
+      el("td", { class: "mono" }, run.agent_ref),
+      el("td", {}, `${run.attempt} `, el("span", { class: `kind ${run.kind}` }, run.kind)),
+      el("td", {}, badge(run.status)),
+      el("td", {}, `${run.tokens_in ?? "—"} / ${run.tokens_out ?? "—"}`),
+      el("td", {}, run.duration_ms !== null && run.duration_ms !== undefined ? `${run.duration_ms} ms` : el("span", { class: "muted" }, "—")),
+      el("td", { class: "small error-cell" }, run.error_code ? el("code", {}, run.error_code) : "", run.error_code ? " " : "", error),
+      el("td", { class: "small output-preview" }, preview(run.output)));
+  }
+
+  function pager(total, perPage) {
+    const pages = Math.max(1, Math.ceil(total / perPage));
+    const current = Math.min(pages, Number(new URLSearchParams(window.location.search).get("page")) || 1);
+    if (pages === 1) return el("p", { class: "pager muted" }, `${total} in all`);
+    const link = (number, text) => el("a", { href: `?page=${number}` }, text);
+    return el("nav", { class: "pager", "aria-label": "Pages" },
+      current > 1 ? link(current - 1, "← Previous") : "",
+      el("span", { class: "muted" }, `page ${current} of ${pages} · ${total} in all`),
+      current < pages ? link(current + 1, "Next →") : "");
+  }
+
+  let tableKey = "";
+  function renderTable(record) {
+    const table = document.querySelector("table.node-runs");
+    const offset = Math.max(0, Number(table.dataset.offset) || 0);
+    const perPage = Number(table.dataset.perPage) || 50;
+    const all = record.node_runs || [];
+    const rows = all.slice(offset, offset + perPage);
+    const key = JSON.stringify([all.length, rows.map((run) => [run.node_run_id, run.status, run.completed_at])]);
+    if (key === tableKey) return;
+    const first = !tableKey;
+    tableKey = key;
+    if (first && Number(table.dataset.total) === all.length && table.tBodies[0].rows.length === rows.length &&
+        all.every((run) => !ACTIVE.has(run.status))) return; // the server's rows are these
+    table.tBodies[0].replaceChildren(...(rows.length ? rows.map((run, index) => tableRow(run, offset + index + 1))
+      : [el("tr", {}, el("td", { colspan: "9", class: "muted" }, "No node has run yet."))]));
+    document.getElementById("runs-pager").replaceChildren(pager(all.length, perPage));
+  }
+
+  // -- selection ----------------------------------------------------------------------------
+
+  function select(nodeId, runId, scroll) {
+    page.selected = nodeId;
+    page.selectedRun = runId || null;
+    if (runId) page.open.set(runId, true);
+    const url = new URL(window.location.href);
+    if (nodeId) {
+      url.searchParams.set("node", nodeId);
+      if (runId) url.searchParams.set("run", String(runId));
+      else url.searchParams.delete("run");
+    } else {
+      url.searchParams.delete("node");
+      url.searchParams.delete("run");
+    }
+    window.history.replaceState(null, "", url.toString());
+    const panel = document.getElementById("node-panel");
+    if (!nodeId) {
+      page.panelKey = "";
+      panel.replaceChildren(el("h2", {}, "Node"), el("p", { class: "muted" }, "Click a node in the graph or a bar in the timeline to see it here."));
+    }
+    if (page.record) {
+      const runs = runsByNode(page.record);
+      paintGraph(page.record, runs);
+      renderTimeline(page.record, runs);
+      if (nodeId) renderPanel(page.record, runs, true);
+    } else if (nodeId) {
+      panel.replaceChildren(el("h2", {}, "Node ", el("span", { class: "mono" }, nodeId)), el("p", { class: "muted" }, "Loading…"));
+    }
+    if (scroll && nodeId) {
+      const target = runId ? document.getElementById(`run-${runId}`) : panel;
+      (target || panel).scrollIntoView({ behavior: "smooth", block: "start" });
+    }
+  }
+
+  // -- live updates -------------------------------------------------------------------------
+
+  function update(record) {
+    page.record = record;
+    const runs = runsByNode(record);
+    renderHeader(record, runs);
+    renderEscalation(record);
+    paintGraph(record, runs);
+    renderTimeline(record, runs);
+    renderPanel(record, runs, false);
+    renderTable(record);
+    keepGraphAligned();
+  }
+
+  // Cytoscape keeps where its canvas is on the page; when the header above it grows or
+  // shrinks (the progress bar goes, an escalation comes) it must be told, or clicks miss.
+  let graphTop = null;
+  function keepGraphAligned() {
+    if (!page.cy) return;
+    const top = document.getElementById("graph").getBoundingClientRect().top + window.scrollY;
+    if (graphTop !== null && top !== graphTop) page.cy.resize();
+    graphTop = top;
+  }
+
+  let timer = null;
+  function schedule(ms) {
+    clearTimeout(timer);
+    timer = setTimeout(poll, ms);
+  }
+
+  async function poll() {
+    const began = performance.now();
+    const connection = document.getElementById("run-connection");
+    try {
+      const record = await api.get(apiPath);
+      page.failures = 0;
+      connection.hidden = true;
+      update(record);
+      if (ACTIVE.has(record.status)) {
+        // A large record takes longer to read: never ask more often than twice its cost.
+        schedule(Math.max(POLL_MS, 2 * (performance.now() - began)));
+      }
+    } catch (error) {
+      page.failures += 1;
+      connection.textContent = error.status === 404 ? "This run no longer exists." : `Could not refresh (${error.message}); trying again…`;
+      connection.hidden = false;
+      if (error.status !== 404 && error.status !== 403) schedule(Math.min(10000, POLL_MS * 2 ** page.failures));
+    }
+  }
+
+  // -- start --------------------------------------------------------------------------------
+
+  document.getElementById("escalation").addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-steer]");
+    if (button) steer(button);
+  });
+  document.querySelector("table.node-runs").addEventListener("click", (event) => {
+    const link = event.target.closest("a[data-node]");
+    if (!link) return;
+    event.preventDefault();
+    select(link.dataset.node, Number(link.dataset.run), true);
+  });
+
+  initGraph();
+  const params = new URLSearchParams(window.location.search);
+  if (params.get("node")) select(params.get("node"), Number(params.get("run")) || null, false);
+  poll();
+})();

@@ -1,0 +1,56 @@
+// The executions list: rows of runs in progress refresh themselves from GET
+// /api/executions (newest first) until none is left in progress; nothing reloads.
+(function () {
+  "use strict";
+
+  const { api, el, fmt } = window.switchyard;
+  // An escalated run waits for a person: its row is not refreshed.
+  const ACTIVE = new Set(["pending", "running"]);
+  const table = document.querySelector("table.executions");
+  const live = document.getElementById("list-live");
+  if (!table) return;
+
+  function activeRows() {
+    return [...table.querySelectorAll("tr[data-execution-id]")].filter((row) => ACTIVE.has(row.dataset.status));
+  }
+
+  function paint(row, summary) {
+    row.dataset.status = summary.status;
+    row.querySelector(".status-cell").replaceChildren(el("span", { class: `badge ${summary.status}` }, summary.status));
+    const counts = summary.node_runs || {};
+    const total = Object.values(counts).reduce((sum, n) => sum + n, 0);
+    row.querySelector(".run-total").textContent = String(total);
+    row.querySelector(".run-mix").replaceChildren(...Object.entries(counts).filter(([, n]) => n)
+      .map(([status, n]) => el("span", { class: `mix ${status}`, title: `${n} ${status}` }, `${n} ${status}`)));
+    const started = summary.started_at ? Date.parse(summary.started_at) : null;
+    const end = summary.completed_at ? Date.parse(summary.completed_at) : Date.now();
+    row.querySelector(".duration-cell").replaceChildren(started ? fmt.ms(end - started) : el("span", { class: "muted" }, "—"),
+      started && ACTIVE.has(summary.status) ? el("span", { class: "muted" }, " so far") : "");
+    row.querySelector(".reason-cell").textContent = summary.ended_reason || "";
+  }
+
+  async function refresh() {
+    const rows = activeRows();
+    live.hidden = !rows.length;
+    if (!rows.length) return;
+    const query = new URLSearchParams({ limit: "200" });
+    if (table.dataset.workflowFilter) query.set("workflow", table.dataset.workflowFilter);
+    try {
+      const answer = await api.get(`/executions?${query}`);
+      const byId = new Map(answer.items.map((summary) => [summary.execution_id, summary]));
+      for (const row of rows) {
+        const summary = byId.get(row.dataset.executionId);
+        if (summary) paint(row, summary);
+      }
+    } catch (error) {
+      live.textContent = "● live (retrying)";
+    }
+    if (activeRows().length) setTimeout(refresh, 2000);
+    else live.hidden = true;
+  }
+
+  if (activeRows().length) {
+    live.hidden = false;
+    setTimeout(refresh, 1000);
+  }
+})();

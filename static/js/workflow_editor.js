@@ -1,0 +1,1297 @@
+// The workflow page: the graph editor (templates/workflows/workflow_editor.html).
+//
+// The §4.1 document comes from the page (json_script "workflow-document"); the editor
+// keeps it in pieces a form can edit (`state`), draws it with cytoscape, and talks to
+// the same API as programs: agents from GET /api/agents, problems from
+// POST /api/workflows/{id}/validate (debounced, as the person types), saving with
+// POST /api/workflows or PUT /api/workflows/{id}, runs with POST /api/executions.
+// Node positions are saved in each node's `layout` ({x, y}); a workflow whose nodes have
+// none (an imported one) is laid out automatically, left to right.
+(function () {
+  "use strict";
+
+  const { api, el, jsonData, ApiError } = window.switchyard;
+  const config = jsonData("editor-config");
+  const initial = jsonData("workflow-document");
+  const editable = Boolean(config.editable);
+  const $ = (id) => document.getElementById(id);
+
+  const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,99}$/;
+  const SUCCESS_ACTIONS = ["continue", "end"];
+  const FAILURE_ACTIONS = ["escalate", "abort", "skip"];
+  const RESERVED_INPUTS = ["data_references", "transfer_config"];
+  const VALIDATE_DELAY_MS = 350;
+  const TOPOLOGY_HELP = {
+    seq: "Nodes run one after another, in the order they are listed (move a node earlier or later in its settings).",
+    par: "All nodes run at once; none may depend on another.",
+    dag: "A node runs once the nodes it depends on are done: its incoming transitions and the task_output references it reads.",
+    state_machine: "The run starts at the first node (▶); after each node, the first transition whose condition holds leads on.",
+  };
+
+  // -- the editor's state ---------------------------------------------------------------
+
+  let keySequence = 0;
+  const newKey = (prefix) => `${prefix}${++keySequence}`;
+
+  const state = {
+    isNew: Boolean(config.is_new),
+    savedId: config.is_new ? null : initial.workflow_id,
+    savedNodeIds: new Set(config.is_new ? [] : initial.nodes.map((node) => node.id)),
+    workflow_id: initial.workflow_id || "",
+    name: initial.name || "",
+    topology: initial.topology || "dag",
+    nodes: initial.nodes.map(nodeFromDocument),
+    transitions: (initial.transitions || []).map(transitionFromDocument),
+    error_handling: {
+      retry_count: String((initial.error_handling || {}).retry_count ?? 0),
+      fallback_agent: (initial.error_handling || {}).fallback_agent || "",
+      escalate_to: (initial.error_handling || {}).escalate_to || "",
+    },
+    limits: {
+      max_steps: String((initial.limits || {}).max_steps ?? ""),
+      max_wall_seconds: String((initial.limits || {}).max_wall_seconds ?? ""),
+    },
+    changes: 0, // counts edits, so a save knows whether more came while it was in flight
+    savedChanges: 0,
+  };
+  const ui = {
+    selected: null, // {kind: "node" | "transition", key}
+    connecting: false,
+    connectFrom: null,
+    clientProblems: [],
+    serverProblems: [], // from the latest validation (or a save refused with WORKFLOW_INVALID)
+    saveProblems: [], // what the last save was refused for otherwise (an id taken …): kept until the next try
+    checked: false,
+    agents: [],
+    agentsById: new Map(),
+    panelFields: [],
+  };
+
+  function nodeFromDocument(document) {
+    const mapping = document.input_mapping || {};
+    const inputs = Object.entries(mapping)
+      .filter(([name]) => !RESERVED_INPUTS.includes(name))
+      .map(([name, value]) => (typeof value === "string"
+        ? { name, value, json: false } : { name, value: JSON.stringify(value), json: true }));
+    return {
+      key: newKey("n"),
+      id: document.id,
+      agent_ref: document.agent_ref,
+      inputs,
+      references: Array.isArray(mapping.data_references) ? mapping.data_references : [],
+      referencesText: "data_references" in mapping ? JSON.stringify(mapping.data_references, null, 2) : "",
+      transferText: "transfer_config" in mapping ? JSON.stringify(mapping.transfer_config, null, 2) : "",
+      outputs: Object.entries(document.output_mapping || {}).map(([name, value]) => ({ name, value, json: false })),
+      output_schema: document.output_schema || "",
+      compress: Boolean(document.compress),
+      compress_model: document.compress_model || "flash",
+      compress_ratio: String(document.compress_ratio ?? 0.3),
+      layout: document.layout || null,
+    };
+  }
+
+  function transitionFromDocument(document) {
+    return {
+      key: newKey("t"),
+      from: document.from,
+      to: document.to,
+      condition: document.condition || "",
+      on_success: document.on_success || "",
+      on_failure: document.on_failure || "",
+    };
+  }
+
+  const nodeByKey = (key) => state.nodes.find((node) => node.key === key);
+  const nodeById = (id) => state.nodes.find((node) => node.id === id);
+  const transitionByKey = (key) => state.transitions.find((transition) => transition.key === key);
+
+  // -- the document the API reads ---------------------------------------------------------
+
+  /** The §4.1 document of the editor's state, and the problems only the browser can see
+   * (text that is not JSON, a number that is not one), each with its place like the API's. */
+  function buildDocument() {
+    const problems = [];
+    const add = (where, message, node = null, transition = null) =>
+      problems.push({ where, message, node, transition, code: "NOT_VALID_HERE" });
+    const integer = (text, where, fallback) => {
+      const value = String(text).trim();
+      if (value === "") return fallback;
+      if (!/^-?\d+$/.test(value)) {
+        add(where, `'${value}' is not a whole number`);
+        return fallback;
+      }
+      return Number(value);
+    };
+
+    const workflowId = state.workflow_id.trim();
+    if (!ID_PATTERN.test(workflowId)) {
+      add("workflow_id", workflowId
+        ? "use letters, digits and _ . : - (starting with a letter or digit, up to 100 characters)"
+        : "give the workflow an id, e.g. paper_review");
+    }
+    if (!state.name.trim()) add("name", "give the workflow a name");
+
+    const nodes = state.nodes.map((node) => nodeDocument(node, add));
+    const transitions = state.transitions.map((transition) => {
+      const document = { from: transition.from, to: transition.to };
+      if (transition.condition.trim()) document.condition = transition.condition.trim();
+      if (transition.on_success) document.on_success = transition.on_success;
+      if (transition.on_failure) document.on_failure = transition.on_failure;
+      return document;
+    });
+    const handling = state.error_handling;
+    const document = {
+      workflow_id: workflowId,
+      name: state.name.trim(),
+      topology: state.topology,
+      nodes,
+      transitions,
+      error_handling: {
+        retry_count: integer(handling.retry_count, "error_handling.retry_count", 0),
+        fallback_agent: handling.fallback_agent.trim() || null,
+        escalate_to: handling.escalate_to.trim() || null,
+      },
+      limits: {},
+    };
+    const maxSteps = integer(state.limits.max_steps, "limits.max_steps", null);
+    const maxWall = integer(state.limits.max_wall_seconds, "limits.max_wall_seconds", null);
+    if (maxSteps !== null) document.limits.max_steps = maxSteps;
+    if (maxWall !== null) document.limits.max_wall_seconds = maxWall;
+    return { document, problems };
+  }
+
+  function nodeDocument(node, add) {
+    const base = `nodes[${node.id}]`;
+    const problem = (where, message) => add(where, message, node.id);
+    const input_mapping = {};
+    node.inputs.forEach((row, index) => {
+      const name = row.name.trim();
+      if (!name && !row.value.trim()) return;
+      if (!name) return problem(`${base}.input_mapping.#${index}`, "this input has a value but no name");
+      if (RESERVED_INPUTS.includes(name)) {
+        return problem(`${base}.input_mapping.${name}`, `'${name}' has its own field below; name the input otherwise`);
+      }
+      if (name in input_mapping) return problem(`${base}.input_mapping.${name}`, `two inputs are named '${name}'`);
+      if (!row.json) {
+        input_mapping[name] = row.value; // as typed: a constant's spaces are its own
+        return undefined;
+      }
+      try {
+        input_mapping[name] = JSON.parse(row.value);
+      } catch (error) {
+        problem(`${base}.input_mapping.${name}`, `this constant is not JSON (${error.message})`);
+      }
+      return undefined;
+    });
+    const references = parseJson(node.referencesText, Array.isArray, "a JSON list of references, e.g. " +
+      '[{"ref_type": "task_output", "task_id": "scholar", "path": "$.atoms"}]');
+    if (references.error) problem(`${base}.input_mapping.data_references`, references.error);
+    else if (references.value !== undefined) input_mapping.data_references = references.value;
+    const transfer = parseJson(node.transferText, isObject, 'a JSON object, e.g. {"mode": "summary", "max_tokens": 5000}');
+    if (transfer.error) problem(`${base}.input_mapping.transfer_config`, transfer.error);
+    else if (transfer.value !== undefined) input_mapping.transfer_config = transfer.value;
+
+    const output_mapping = {};
+    node.outputs.forEach((row, index) => {
+      const name = row.name.trim();
+      if (!name && !row.value.trim()) return;
+      if (!name) return problem(`${base}.output_mapping.#${index}`, "this output has a JSONPath but no state key");
+      if (name in output_mapping) return problem(`${base}.output_mapping.${name}`, `two outputs set the key '${name}'`);
+      output_mapping[name] = row.value;
+      return undefined;
+    });
+
+    let ratio = Number(String(node.compress_ratio).trim());
+    if (String(node.compress_ratio).trim() === "" || !Number.isFinite(ratio)) {
+      problem(`${base}.compress_ratio`, "a number from 0.05 to 1.0 (the share of the dependencies' outputs kept)");
+      ratio = 0.3;
+    }
+    const document = {
+      id: node.id,
+      agent_ref: node.agent_ref.trim(),
+      input_mapping,
+      output_mapping,
+      compress: node.compress,
+      compress_model: node.compress_model.trim() || "flash",
+      compress_ratio: ratio,
+    };
+    if (node.output_schema.trim()) document.output_schema = node.output_schema.trim();
+    const position = cy && cy.getElementById(node.key).length ? cy.getElementById(node.key).position() : node.layout;
+    if (position) document.layout = { x: Math.round(position.x), y: Math.round(position.y) };
+    return document;
+  }
+
+  function isObject(value) {
+    return value !== null && typeof value === "object" && !Array.isArray(value);
+  }
+
+  function parseJson(text, accept, expected) {
+    if (!text.trim()) return { value: undefined };
+    let value;
+    try {
+      value = JSON.parse(text);
+    } catch (error) {
+      return { error: `not JSON: ${error.message}` };
+    }
+    return accept(value) ? { value } : { error: `expected ${expected}` };
+  }
+
+  // -- the graph ----------------------------------------------------------------------------
+
+  cytoscape.use(cytoscapeDagre);
+  const GRAPH_STYLE = [
+    { selector: "node", style: {
+      shape: "round-rectangle", width: 168, height: 54, "background-color": "#ffffff",
+      "border-width": 2, "border-color": "#2f6fdb", label: "data(label)", "text-wrap": "wrap",
+      "text-max-width": 156, "text-valign": "center", "text-halign": "center", "font-size": 13,
+      color: "#1d2430", "font-family": "system-ui, sans-serif",
+    } },
+    { selector: "node.start", style: { "border-width": 3, "border-color": "#2c8a4b" } },
+    { selector: "node.invalid", style: { "border-color": "#c23b3b", "background-color": "#fff1f1", "border-width": 3 } },
+    { selector: "node.chosen", style: { "overlay-color": "#2f6fdb", "overlay-opacity": 0.12, "overlay-padding": 6 } },
+    { selector: "node.source", style: { "border-style": "dashed", "border-width": 4 } },
+    { selector: "edge", style: {
+      width: 2, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#5d6878",
+      "target-arrow-color": "#5d6878", "arrow-scale": 1.1, label: "data(label)", "font-size": 11,
+      "text-wrap": "wrap", "text-max-width": 140, "text-background-color": "#ffffff",
+      "text-background-opacity": 0.9, "text-background-padding": 2, color: "#1d2430",
+      "text-rotation": "none", "control-point-step-size": 50,
+    } },
+    { selector: "edge.order", style: { "line-style": "dashed", "line-color": "#9aa4b2", "target-arrow-color": "#9aa4b2" } },
+    { selector: "edge.reference", style: { "line-style": "dotted", width: 2.5, "line-color": "#1f8a8a", "target-arrow-color": "#1f8a8a" } },
+    { selector: "edge.route", style: { "line-style": "dashed", "line-color": "#c98a12", "target-arrow-color": "#c98a12", color: "#8a5c00" } },
+    { selector: "edge.invalid", style: { "line-color": "#c23b3b", "target-arrow-color": "#c23b3b", color: "#8d2424" } },
+    { selector: "edge.chosen", style: { width: 4, "overlay-color": "#2f6fdb", "overlay-opacity": 0.15, "overlay-padding": 4 } },
+  ];
+
+  const cy = cytoscape({
+    container: $("cy"),
+    style: GRAPH_STYLE,
+    elements: [],
+    minZoom: 0.2,
+    maxZoom: 2.5,
+    boxSelectionEnabled: false,
+    autounselectify: true, // the editor keeps its own selection (class "chosen")
+  });
+
+  function nodeLabel(node) {
+    const start = state.topology === "state_machine" && state.nodes[0] === node ? "▶ " : "";
+    return `${start}${node.id}\n${node.agent_ref || "(no agent)"}`;
+  }
+
+  function transitionLabel(transition) {
+    const lines = [];
+    if (transition.condition.trim()) lines.push(shorten(transition.condition.trim(), 60));
+    if (transition.on_success && transition.on_success !== "continue") lines.push(`on success: ${transition.on_success}`);
+    if (transition.on_failure) lines.push(`on failure: ${transition.on_failure}`);
+    return lines.join("\n");
+  }
+
+  function shorten(text, length) {
+    return text.length > length ? `${text.slice(0, length - 1)}…` : text;
+  }
+
+  function drawNodes() {
+    const keys = new Set(state.nodes.map((node) => node.key));
+    cy.nodes().filter((element) => !keys.has(element.id())).remove();
+    state.nodes.forEach((node, index) => {
+      const element = cy.getElementById(node.key);
+      if (element.length) {
+        element.data("label", nodeLabel(node));
+      } else {
+        cy.add({ group: "nodes", data: { id: node.key, label: nodeLabel(node) },
+                 position: node.layout ? { ...node.layout } : { x: 120 + index * 220, y: 120 } });
+      }
+      cy.getElementById(node.key).toggleClass("start", state.topology === "state_machine" && index === 0);
+    });
+    $("canvas-empty").hidden = state.nodes.length > 0;
+  }
+
+  /** Edges: each transition (selectable), where its on_success/on_failure name a node an
+   * edge there too, and the dependencies the topology adds (workflows/validation.py
+   * dependency_edges): the order of a `seq`, and the task_output references a node reads. */
+  function drawEdges() {
+    cy.edges().remove();
+    const keyOf = (id) => (nodeById(id) || {}).key;
+    const covered = new Set();
+    state.transitions.forEach((transition) => {
+      const source = keyOf(transition.from);
+      const target = keyOf(transition.to);
+      if (source && target) {
+        covered.add(`${source}>${target}`);
+        cy.add({ group: "edges", classes: "transition",
+                 data: { id: transition.key, source, target, label: transitionLabel(transition), transition: transition.key } });
+      }
+      for (const [field, word] of [["on_success", "on success"], ["on_failure", "on failure"]]) {
+        const routed = keyOf(transition[field]);
+        if (source && routed) {
+          cy.add({ group: "edges", classes: "route",
+                   data: { id: `${transition.key}-${field}`, source, target: routed, label: word, transition: transition.key } });
+        }
+      }
+    });
+    const derived = new Map();
+    if (state.topology === "seq") {
+      for (let index = 1; index < state.nodes.length; index += 1) {
+        derived.set(`${state.nodes[index - 1].key}>${state.nodes[index].key}`, "order");
+      }
+    }
+    for (const node of state.nodes) {
+      for (const reference of node.references) {
+        const source = reference && reference.ref_type === "task_output" && reference.task_id !== node.id
+          ? keyOf(reference.task_id) : null;
+        if (source) derived.set(`${source}>${node.key}`, "reference");
+      }
+    }
+    for (const [pair, kind] of derived) {
+      if (covered.has(pair)) continue;
+      const [source, target] = pair.split(">");
+      cy.add({ group: "edges", classes: kind, data: { id: `${kind}-${pair}`, source, target, label: "" } });
+    }
+    markChosen();
+    markProblems();
+  }
+
+  function runLayout() {
+    if (!state.nodes.length) return;
+    cy.layout({ name: "dagre", rankDir: "LR", nodeSep: 60, rankSep: 150, edgeSep: 30, fit: false, animate: false }).run();
+    fitGraph();
+  }
+
+  function fitGraph() {
+    if (!state.nodes.length) return;
+    cy.fit(undefined, 40);
+    if (cy.zoom() > 1.2) {
+      cy.zoom(1.2);
+      cy.center();
+    }
+  }
+
+  // -- selection ------------------------------------------------------------------------------
+
+  function select(selection) {
+    ui.selected = selection;
+    markChosen();
+    renderPanel();
+    const deleteButton = $("delete-button");
+    if (deleteButton) deleteButton.disabled = !selection;
+  }
+
+  function markChosen() {
+    cy.elements().removeClass("chosen");
+    if (!ui.selected) return;
+    if (ui.selected.kind === "node") cy.getElementById(ui.selected.key).addClass("chosen");
+    else cy.edges().filter((edge) => edge.data("transition") === ui.selected.key).addClass("chosen");
+  }
+
+  cy.on("tap", "node", (event) => {
+    if (ui.connecting) connectTo(event.target.id());
+    else select({ kind: "node", key: event.target.id() });
+  });
+  cy.on("tap", "edge", (event) => {
+    const key = event.target.data("transition");
+    if (key && !ui.connecting) select({ kind: "transition", key });
+  });
+  cy.on("tap", (event) => {
+    if (event.target !== cy) return;
+    if (ui.connecting) setConnecting(false);
+    select(null);
+  });
+  cy.on("dragfree", "node", () => {
+    if (editable) changed({ validate: false });
+  });
+  cy.on("pan zoom resize position", scheduleBadges);
+  // Cytoscape keeps where its canvas is on the page; whatever moves it (a message above,
+  // a longer panel) must tell it, or clicks land beside the nodes.
+  new ResizeObserver(() => cy.resize()).observe(document.body);
+
+  // -- editing ---------------------------------------------------------------------------------
+
+  /** Every edit ends here: the page knows it has unsaved changes, and the server checks
+   * the new document shortly after the person stops typing. */
+  function changed({ validate = true, edges = false, labels = false } = {}) {
+    state.changes += 1;
+    if (labels) drawNodes();
+    if (edges) drawEdges();
+    updateDirty();
+    if (validate) scheduleValidate();
+  }
+
+  function isDirty() {
+    return editable && (state.isNew || state.changes !== state.savedChanges);
+  }
+
+  function updateDirty() {
+    setStatus(isDirty() ? (state.isNew ? "Not saved yet" : "Unsaved changes") : "", isDirty() ? "dirty" : "");
+    const run = $("run-button");
+    if (run) {
+      run.disabled = state.isNew || isDirty();
+      run.title = run.disabled ? "Save the workflow before running it: a run uses the saved workflow" : "Start a run";
+    }
+  }
+
+  function setStatus(text, kind) {
+    const status = $("editor-status");
+    status.textContent = text;
+    status.className = `editor-status small ${kind || "muted"}`;
+  }
+
+  function uniqueNodeId(agentId) {
+    let base = agentId.toLowerCase().replace(/[^a-z0-9_.:\-]/g, "_").slice(0, 90);
+    if (!/^[a-z0-9]/.test(base)) base = `node_${base}`;
+    if (!nodeById(base)) return base;
+    for (let number = 2; ; number += 1) {
+      if (!nodeById(`${base}_${number}`)) return `${base}_${number}`;
+    }
+  }
+
+  function findAgent(text) {
+    const wanted = text.trim();
+    if (!wanted) return null;
+    if (ui.agentsById.has(wanted)) return ui.agentsById.get(wanted);
+    const lower = wanted.toLowerCase();
+    return ui.agents.find((agent) => agent.agent_id.toLowerCase() === lower || agent.name.toLowerCase() === lower) || null;
+  }
+
+  function addNode() {
+    const search = $("agent-search");
+    const agent = findAgent(search.value);
+    if (!agent) {
+      search.classList.add("invalid");
+      hint(search.value.trim()
+        ? `No agent “${search.value.trim()}”: type part of its name and pick it from the list.`
+        : "Pick an agent first: type part of its name and choose it from the list.", true);
+      search.focus();
+      return;
+    }
+    search.classList.remove("invalid");
+    search.value = "";
+    const node = nodeFromDocument({ id: uniqueNodeId(agent.agent_id), agent_ref: agent.agent_id });
+    node.layout = newNodePosition();
+    state.nodes.push(node);
+    drawNodes();
+    drawEdges();
+    const element = cy.getElementById(node.key);
+    const extent = cy.extent();
+    const { x, y } = element.position();
+    if (state.nodes.length === 1) {
+      cy.zoom(1);
+      cy.center(element);
+    } else if (x < extent.x1 || x > extent.x2 || y < extent.y1 || y > extent.y2) {
+      fitGraph();
+    }
+    hint(`Added “${node.id}”. ${state.nodes.length > 1 ? "Press Connect, then click two nodes to link them." : "Add another, then connect them."}`);
+    select({ kind: "node", key: node.key });
+    changed();
+  }
+
+  function newNodePosition() {
+    if (!state.nodes.length) return { x: 150, y: 150 };
+    let rightmost = null;
+    cy.nodes().forEach((element) => {
+      if (!rightmost || element.position().x > rightmost.position().x) rightmost = element;
+    });
+    return { x: rightmost.position().x + 240, y: rightmost.position().y };
+  }
+
+  function deleteSelected() {
+    if (!editable || !ui.selected) return;
+    if (ui.selected.kind === "node") {
+      const node = nodeByKey(ui.selected.key);
+      if (!node) return;
+      state.nodes = state.nodes.filter((other) => other !== node);
+      // Transitions from or to it would dangle; a route to it falls back to the default.
+      state.transitions = state.transitions.filter((t) => t.from !== node.id && t.to !== node.id);
+      for (const transition of state.transitions) {
+        if (transition.on_success === node.id) transition.on_success = "";
+        if (transition.on_failure === node.id) transition.on_failure = "";
+      }
+      hint(`Deleted node “${node.id}” and its transitions.`);
+    } else {
+      state.transitions = state.transitions.filter((t) => t.key !== ui.selected.key);
+      hint("Deleted the transition.");
+    }
+    drawNodes();
+    drawEdges();
+    select(null);
+    changed();
+  }
+
+  function setConnecting(on) {
+    ui.connecting = on;
+    ui.connectFrom = null;
+    cy.nodes().removeClass("source");
+    const button = $("connect-button");
+    if (button) {
+      button.setAttribute("aria-pressed", String(on));
+      button.classList.toggle("active", on);
+    }
+    $("cy").classList.toggle("connecting", on);
+    if (on) hint(state.nodes.length
+      ? "Connect: click the node the transition starts from (Esc to stop)."
+      : "Add nodes first, then connect them.");
+    else hint("");
+  }
+
+  function connectTo(key) {
+    if (!ui.connectFrom) {
+      ui.connectFrom = key;
+      cy.getElementById(key).addClass("source");
+      hint(`Connect from “${nodeByKey(key).id}”: now click the node it leads to (Esc to stop).`);
+      return;
+    }
+    const from = nodeByKey(ui.connectFrom).id;
+    setConnecting(false);
+    addTransition(from, nodeByKey(key).id);
+  }
+
+  function addTransition(from, to) {
+    const transition = transitionFromDocument({ from, to });
+    state.transitions.push(transition);
+    drawEdges();
+    hint(`Connected “${from}” → “${to}”. Set a condition or what happens on failure in its settings.`);
+    select({ kind: "transition", key: transition.key });
+    changed();
+  }
+
+  function renameNode(node, newId) {
+    const oldId = node.id;
+    node.id = newId;
+    for (const transition of state.transitions) {
+      for (const field of ["from", "to", "on_success", "on_failure"]) {
+        if (transition[field] === oldId) transition[field] = newId;
+      }
+    }
+    // References to it follow, where the text the person wrote is JSON (text that is not
+    // is left as it is: it is theirs to finish).
+    for (const other of state.nodes) {
+      const parsed = parseJson(other.referencesText, Array.isArray, "");
+      if (!parsed.value) continue;
+      let touched = false;
+      for (const reference of parsed.value) {
+        if (reference && reference.ref_type === "task_output" && reference.task_id === oldId) {
+          reference.task_id = newId;
+          touched = true;
+        }
+      }
+      if (touched) {
+        other.references = parsed.value;
+        other.referencesText = JSON.stringify(parsed.value, null, 2);
+      }
+    }
+    if (state.savedNodeIds.has(oldId)) state.savedNodeIds.delete(oldId);
+  }
+
+  function moveNode(node, step) {
+    const index = state.nodes.indexOf(node);
+    const target = index + step;
+    if (target < 0 || target >= state.nodes.length) return;
+    state.nodes.splice(index, 1);
+    state.nodes.splice(target, 0, node);
+    changed({ labels: true, edges: true });
+    renderPanel();
+  }
+
+  function hint(text, isError = false) {
+    const element = $("agent-search-help");
+    element.textContent = text;
+    element.classList.toggle("error-text", isError);
+  }
+
+  // -- the side panel ---------------------------------------------------------------------------
+
+  function renderPanel() {
+    ui.panelFields = [];
+    const panel = $("editor-panel");
+    let content;
+    if (ui.selected && ui.selected.kind === "node" && nodeByKey(ui.selected.key)) content = nodePanel(nodeByKey(ui.selected.key));
+    else if (ui.selected && ui.selected.kind === "transition" && transitionByKey(ui.selected.key)) {
+      content = transitionPanel(transitionByKey(ui.selected.key));
+    } else content = workflowPanel();
+    panel.replaceChildren(...content);
+    showFieldProblems();
+  }
+
+  /** A labelled control with a place under it for the problems that concern `where`
+   * (a string or a function, so a renamed input is still found). */
+  function field(labelText, control, where, help) {
+    const message = el("div", { class: "field-problem" });
+    if (where) ui.panelFields.push({ where, control, message });
+    if (!editable) {
+      if (["INPUT", "TEXTAREA"].includes(control.tagName) && control.type !== "checkbox") control.readOnly = true;
+      else control.disabled = true;
+    }
+    return el("div", { class: "field" },
+      el("label", {}, labelText, control),
+      help ? el("p", { class: "help small muted" }, help) : null,
+      message);
+  }
+
+  function textInput(value, onInput, attributes = {}) {
+    return el("input", { type: "text", value, spellcheck: "false", oninput: (event) => onInput(event.target.value), ...attributes });
+  }
+
+  function backButton() {
+    return el("button", { type: "button", class: "link-button small", onclick: () => select(null) }, "← Workflow settings");
+  }
+
+  function workflowPanel() {
+    const topology = el("select", { onchange: (event) => {
+      state.topology = event.target.value;
+      const subtitle = $("editor-topology");
+      if (subtitle) subtitle.textContent = state.topology;
+      help.textContent = TOPOLOGY_HELP[state.topology];
+      changed({ labels: true, edges: true });
+    } }, ...["seq", "par", "dag", "state_machine"].map((value) =>
+      el("option", { value, selected: value === state.topology }, value)));
+    const help = el("p", { class: "help small muted" }, TOPOLOGY_HELP[state.topology]);
+    const idInput = textInput(state.workflow_id, (value) => {
+      state.workflow_id = value;
+      ui.saveProblems = ui.saveProblems.filter((problem) => problem.where !== "workflow_id");
+      changed();
+    }, { readonly: !state.isNew, placeholder: "e.g. paper_review", "data-field": "workflow_id" });
+    const handling = state.error_handling;
+    const limits = state.limits;
+    const nodes = state.nodes.length
+      ? el("ul", { class: "node-index" }, ...state.nodes.map((node) => el("li", {},
+        el("button", { type: "button", class: "link-button mono", onclick: () => select({ kind: "node", key: node.key }) }, node.id),
+        el("span", { class: "small muted" }, ` ${node.agent_ref}`),
+        el("span", { class: "badge failed", "data-node-count": node.id, hidden: true }))))
+      : el("p", { class: "small muted" }, "No node yet.");
+    return [
+      el("h2", {}, "Workflow"),
+      el("p", { class: "small muted" }, "Click a node or a transition in the graph, or a node below, to see its settings."),
+      field("Id", idInput, "workflow_id", state.isNew ? "Letters, digits and _ . : -; it cannot change once saved." : null),
+      field("Name", textInput(state.name, (value) => {
+        state.name = value;
+        const title = $("editor-title");
+        if (state.isNew) title.textContent = value.trim() || "New workflow";
+        changed();
+      }, { placeholder: "e.g. Paper review", "data-field": "name" }), "name"),
+      field("Topology", topology, "topology"),
+      help,
+      el("h3", {}, "Error handling"),
+      el("p", { class: "small muted" }, "A failed node is retried, then its work goes to the fallback agent, then the run waits for a person (escalation)."),
+      field("Retries per node", el("input", { type: "number", min: "0", max: "10", value: handling.retry_count,
+        oninput: (event) => { handling.retry_count = event.target.value; changed(); } }), "error_handling.retry_count"),
+      field("Fallback agent", textInput(handling.fallback_agent, (value) => { handling.fallback_agent = value; changed(); },
+        { list: "agent-options", placeholder: "none" }), "error_handling.fallback_agent"),
+      field("Escalate to", textInput(handling.escalate_to, (value) => { handling.escalate_to = value; changed(); },
+        { list: "agent-options", placeholder: "none" }), "error_handling.escalate_to"),
+      el("h3", {}, "Limits of a run"),
+      el("div", { class: "two" },
+        field("Max steps", el("input", { type: "number", min: "1", value: limits.max_steps,
+          oninput: (event) => { limits.max_steps = event.target.value; changed(); } }), "limits.max_steps"),
+        field("Max seconds", el("input", { type: "number", min: "1", value: limits.max_wall_seconds,
+          oninput: (event) => { limits.max_wall_seconds = event.target.value; changed(); } }), "limits.max_wall_seconds")),
+      el("h3", {}, `Nodes (${state.nodes.length})`),
+      nodes,
+    ];
+  }
+
+  function agentSummary(agentId) {
+    const agent = ui.agentsById.get(agentId);
+    if (!agent) return ui.agents.length ? "No such agent." : "";
+    return `${agent.name} · ${agent.type} · v${agent.version} · ${agent.status}`;
+  }
+
+  function nodePanel(node) {
+    const where = (suffix) => () => `nodes[${node.id}]${suffix}`;
+    const idInput = textInput(node.id, () => {}, { "data-field": "node-id", readonly: !editable });
+    idInput.addEventListener("change", () => {
+      const wanted = idInput.value.trim();
+      let refusal = null;
+      if (!ID_PATTERN.test(wanted)) refusal = "use letters, digits and _ . : - (starting with a letter or digit)";
+      else if (wanted !== node.id && nodeById(wanted)) refusal = `another node is called '${wanted}'`;
+      if (refusal) {
+        idInput.value = node.id;
+        idMessage.textContent = `Not renamed: ${refusal}.`;
+        return;
+      }
+      idMessage.textContent = "";
+      if (wanted === node.id) return;
+      renameNode(node, wanted);
+      changed({ labels: true, edges: true });
+      renderPanel();
+    });
+    const idMessage = el("div", { class: "field-problem" });
+    const agentNote = el("p", { class: "help small muted", "data-agent-note": "" }, agentSummary(node.agent_ref));
+    const agentInput = textInput(node.agent_ref, (value) => {
+      node.agent_ref = value;
+      agentNote.textContent = agentSummary(value.trim());
+      changed({ labels: true });
+    }, { list: "agent-options", "data-field": "agent_ref" });
+
+    const ratio = el("input", { type: "number", min: "0.05", max: "1", step: "0.05", value: node.compress_ratio,
+      "data-field": "compress_ratio", oninput: (event) => { node.compress_ratio = event.target.value; changed(); } });
+    const compress = el("input", { type: "checkbox", checked: node.compress, "data-field": "compress", disabled: !editable,
+      onchange: (event) => { node.compress = event.target.checked; changed(); } });
+    const references = el("textarea", { rows: "5", spellcheck: "false", "data-field": "data_references",
+      placeholder: '[{"ref_type": "task_output", "task_id": "…", "path": "$.atoms"}]',
+      oninput: (event) => {
+        node.referencesText = event.target.value;
+        const parsed = parseJson(node.referencesText, Array.isArray, "");
+        node.references = parsed.value || (parsed.error ? node.references : []);
+        changed({ edges: true });
+      } }, node.referencesText);
+    const transfer = el("textarea", { rows: "3", spellcheck: "false", "data-field": "transfer_config",
+      placeholder: '{"mode": "summary", "max_tokens": 5000}',
+      oninput: (event) => { node.transferText = event.target.value; changed(); } }, node.transferText);
+
+    const parts = [
+      el("div", { class: "row panel-head" }, el("h2", {}, "Node ", el("span", { class: "mono" }, node.id)), el("div", { class: "spacer" }), backButton()),
+      el("div", { class: "panel-problems", "data-node-problems": node.id }),
+      el("div", { class: "field" }, el("label", {}, "Node id", idInput), idMessage),
+      field("Agent", agentInput, where(".agent_ref")),
+      agentNote,
+      el("h3", {}, "Inputs"),
+      el("p", { class: "help small muted" }, "Each named input is a JSONPath over the run — ",
+        el("code", {}, "$.input.topic"), ", ", el("code", {}, "$.state.draft"), ", ",
+        el("code", {}, "$.nodes.<node_id>.atoms"), " — or a constant."),
+      mappingRows(node, "inputs", "input", "JSONPath, e.g. $.input.topic"),
+      field("Data references (JSON list: task_output, file, db_query)", references, where(".input_mapping.data_references")),
+      field("Transfer config (JSON, optional)", transfer, where(".input_mapping.transfer_config")),
+      el("h3", {}, "Outputs"),
+      el("p", { class: "help small muted" }, "Keys of the run's state, each set from a JSONPath over this node's output."),
+      mappingRows(node, "outputs", "state key", "JSONPath, e.g. $.verdict"),
+      field("Output schema (the name of the data type it produces)", textInput(node.output_schema, (value) => {
+        node.output_schema = value;
+        changed();
+      }, { placeholder: "e.g. knowledge_atoms" }), where(".output_schema")),
+      el("h3", {}, "Compression of its dependencies' outputs"),
+      field("", el("span", { class: "check" }, compress, " compress what the nodes it depends on produced"), where(".compress")),
+      el("div", { class: "two" },
+        field("Model", textInput(node.compress_model, (value) => { node.compress_model = value; changed(); }), where(".compress_model")),
+        field("Ratio (0.05–1.0)", ratio, where(".compress_ratio"))),
+      el("h3", {}, "Transitions"),
+      connectionsList(node),
+    ];
+    const index = state.nodes.indexOf(node);
+    if (state.topology === "seq") {
+      parts.push(el("div", { class: "row" },
+        el("span", { class: "small muted" }, `Step ${index + 1} of ${state.nodes.length}`),
+        editable ? el("button", { type: "button", disabled: index === 0, onclick: () => moveNode(node, -1) }, "Move earlier") : null,
+        editable ? el("button", { type: "button", disabled: index === state.nodes.length - 1, onclick: () => moveNode(node, 1) }, "Move later") : null));
+    } else if (state.topology === "state_machine") {
+      parts.push(el("div", { class: "row" }, index === 0
+        ? el("span", { class: "small muted" }, "▶ The run starts here.")
+        : editable ? el("button", { type: "button", onclick: () => moveNode(node, -index) }, "Make it the start node") : null));
+    }
+    parts.push(el("h3", {}, "Context"), previewLink(node));
+    if (editable) {
+      parts.push(el("p", {}, el("button", { type: "button", class: "danger", onclick: deleteSelected }, "Delete this node")));
+    }
+    return parts;
+  }
+
+  function previewLink(node) {
+    if (state.isNew || !state.savedNodeIds.has(node.id)) {
+      return el("p", { class: "small muted" }, "Save the workflow to preview this node's context.");
+    }
+    const href = config.urls.node_plan
+      .replace(config.slots.workflow, encodeURIComponent(state.savedId))
+      .replace(config.slots.node, encodeURIComponent(node.id));
+    return el("p", {}, el("a", { class: "button", href, "data-field": "preview-context" }, "Preview context"),
+      el("span", { class: "small muted" }, " what a run of the saved workflow would give this node: its inputs, budget and trimming (no model is called)"));
+  }
+
+  /** Rows of name → value (named inputs, or state keys of the output mapping). */
+  function mappingRows(node, kind, nameLabel, valueHint) {
+    const rows = node[kind];
+    const section = kind === "inputs" ? "input_mapping" : "output_mapping";
+    const list = el("div", { class: "mapping-rows", "data-mapping": kind });
+    rows.forEach((row, index) => {
+      const rowWhere = () => (row.name.trim() ? `nodes[${node.id}].${section}.${row.name.trim()}` : `nodes[${node.id}].${section}.#${index}`);
+      const nameInput = textInput(row.name, (value) => { row.name = value; changed(); },
+        { placeholder: nameLabel, "aria-label": nameLabel, class: "mapping-name" });
+      const valueInput = textInput(row.value, (value) => { row.value = value; changed(); },
+        { placeholder: row.json ? "a JSON constant" : valueHint, "aria-label": `${row.name || nameLabel}: value`,
+          class: "mapping-value mono" });
+      const message = el("div", { class: "field-problem" });
+      ui.panelFields.push({ where: rowWhere, control: valueInput, message });
+      if (!editable) {
+        nameInput.readOnly = true;
+        valueInput.readOnly = true;
+      }
+      list.append(el("div", { class: "mapping-row" },
+        el("div", { class: "mapping-controls" }, nameInput, el("span", { class: "arrow" }, "←"), valueInput,
+          row.json ? el("span", { class: "tag small", title: "a constant written as JSON" }, "JSON") : null,
+          editable ? el("button", { type: "button", class: "icon", title: "Remove", "aria-label": "Remove",
+            onclick: () => { rows.splice(index, 1); changed(); renderPanel(); } }, "×") : null),
+        message));
+    });
+    if (!rows.length) list.append(el("p", { class: "small muted" }, kind === "inputs" ? "No named input." : "No output mapping."));
+    if (editable) {
+      list.append(el("button", { type: "button", class: "small-button", "data-add": kind, onclick: () => {
+        rows.push({ name: "", value: "", json: false });
+        renderPanel();
+        const inputs = $("editor-panel").querySelectorAll(`[data-mapping="${kind}"] .mapping-name`);
+        if (inputs.length) inputs[inputs.length - 1].focus();
+      } }, kind === "inputs" ? "+ Add an input" : "+ Add an output"));
+    }
+    return list;
+  }
+
+  function connectionsList(node) {
+    const touching = state.transitions.filter((t) => t.from === node.id || t.to === node.id);
+    const items = touching.map((transition) => el("li", {},
+      el("button", { type: "button", class: "link-button", onclick: () => select({ kind: "transition", key: transition.key }) },
+        `${transition.from} → ${transition.to}`),
+      transition.condition.trim() ? el("span", { class: "small muted" }, ` if ${shorten(transition.condition.trim(), 40)}`) : null));
+    const box = el("div", {}, items.length ? el("ul", { class: "connections" }, ...items)
+      : el("p", { class: "small muted" }, "No transition from or to this node."));
+    if (editable) {
+      const others = state.nodes.filter((other) => other !== node);
+      const target = el("select", { "aria-label": "Leads to" },
+        ...others.map((other) => el("option", { value: other.id }, other.id)),
+        el("option", { value: node.id }, `${node.id} (itself)`));
+      box.append(el("div", { class: "row connect-row" }, el("span", { class: "small" }, "Add a transition to"), target,
+        el("button", { type: "button", onclick: () => addTransition(node.id, target.value) }, "Add")));
+    }
+    return box;
+  }
+
+  function transitionPanel(transition) {
+    const index = () => state.transitions.indexOf(transition);
+    const where = (suffix) => () => `transitions[${index()}]${suffix}`;
+    const nodeOptions = (current, extras, defaultLabel) => {
+      const values = [...extras, ...state.nodes.map((node) => node.id)];
+      const options = [];
+      if (defaultLabel !== undefined) options.push(el("option", { value: "", selected: !current }, defaultLabel));
+      for (const value of values) options.push(el("option", { value, selected: value === current }, extras.includes(value) ? value : `node ${value}`));
+      if (current && !values.includes(current)) options.push(el("option", { value: current, selected: true }, `${current} (missing)`));
+      return options;
+    };
+    const endpoint = (key) => el("select", { "data-field": key, onchange: (event) => {
+      transition[key] = event.target.value;
+      changed({ edges: true });
+      renderPanel();
+    } }, ...nodeOptions(transition[key], []));
+    const route = (key, actions, defaultLabel) => el("select", { "data-field": key, onchange: (event) => {
+      transition[key] = event.target.value;
+      changed({ edges: true });
+    } }, ...nodeOptions(transition[key], actions, defaultLabel));
+    const condition = el("textarea", { rows: "2", spellcheck: "false", class: "mono condition", "data-field": "condition",
+      placeholder: "always (no condition)", oninput: (event) => {
+        transition.condition = event.target.value;
+        changed({ edges: true });
+      } }, transition.condition);
+    const parts = [
+      el("div", { class: "row panel-head" }, el("h2", {}, "Transition"), el("div", { class: "spacer" }), backButton()),
+      el("p", { class: "mono" }, `${transition.from} → ${transition.to}`),
+      el("div", { class: "panel-problems", "data-transition-problems": transition.key }),
+      el("div", { class: "two" }, field("From", endpoint("from"), where(".from")), field("To", endpoint("to"), where(".to"))),
+      field("Condition", condition, where(".condition"),
+        "Taken when the condition holds, e.g. output.verdict == 'accept' and state.rounds < 3 — comparisons, and / or / not, over output.… and state.…; empty means always."),
+      field("On success", route("on_success", SUCCESS_ACTIONS, "continue (default)"), where(".on_success"),
+        "continue goes to “To”; end finishes the run; or name another node to go to."),
+      field("On failure", route("on_failure", FAILURE_ACTIONS, "escalate (default)"), where(".on_failure"),
+        "When “From” still fails after its retries and fallback: escalate (the workflow's error handling, then a person), abort the run, skip on, or go to a node."),
+    ];
+    if (editable) parts.push(el("p", {}, el("button", { type: "button", class: "danger", onclick: deleteSelected }, "Delete this transition")));
+    return parts;
+  }
+
+  // -- problems ------------------------------------------------------------------------------------
+
+  /** A problem as the editor places it: shape problems name nodes by index (nodes[2]), graph
+   * problems by id (nodes[task_b], with `node` set); both become nodes[<id>]. */
+  function normalize(problem, documentNodes) {
+    let where = problem.where || "";
+    let node = problem.node ?? null;
+    const byIndex = where.match(/^nodes\[(\d+)\]/);
+    if (node === null && byIndex && documentNodes[Number(byIndex[1])]) {
+      node = documentNodes[Number(byIndex[1])].id;
+      where = `nodes[${node}]${where.slice(byIndex[0].length)}`;
+    }
+    let transition = problem.transition ?? null;
+    const transitionIndex = where.match(/^transitions\[(\d+)\]/);
+    if (transition === null && transitionIndex) transition = Number(transitionIndex[1]);
+    return { code: problem.code || "INVALID", message: problem.message || "", where, node, transition };
+  }
+
+  function allProblems() {
+    const clientWheres = new Set(ui.clientProblems.map((problem) => problem.where));
+    const problems = [...ui.clientProblems, ...ui.serverProblems.filter((problem) => !clientWheres.has(problem.where))];
+    const seen = new Set(problems.map((problem) => `${problem.where}\n${problem.message}`));
+    return [...problems, ...ui.saveProblems.filter((problem) => !seen.has(`${problem.where}\n${problem.message}`))];
+  }
+
+  function problemsOfNode(id) {
+    return allProblems().filter((problem) => problem.node === id);
+  }
+
+  function applyProblems() {
+    markProblems();
+    showFieldProblems();
+    listProblems();
+  }
+
+  function markProblems() {
+    const problems = allProblems();
+    for (const node of state.nodes) {
+      cy.getElementById(node.key).toggleClass("invalid", problems.some((problem) => problem.node === node.id));
+    }
+    cy.edges().removeClass("invalid");
+    for (const problem of problems) {
+      const transition = problem.transition !== null ? state.transitions[problem.transition] : null;
+      if (transition) cy.edges().filter((edge) => edge.data("transition") === transition.key).addClass("invalid");
+    }
+    drawBadges();
+  }
+
+  let badgesPending = false;
+  function scheduleBadges() {
+    if (badgesPending) return;
+    badgesPending = true;
+    requestAnimationFrame(() => {
+      badgesPending = false;
+      drawBadges();
+    });
+  }
+
+  /** A red badge on each node with problems: the count, the messages as its tooltip. */
+  function drawBadges() {
+    const overlay = $("cy-overlay");
+    const badges = [];
+    for (const node of state.nodes) {
+      const problems = problemsOfNode(node.id);
+      const element = cy.getElementById(node.key);
+      if (!problems.length || !element.length) continue;
+      const box = element.renderedBoundingBox({ includeLabels: false });
+      badges.push(el("button", {
+        type: "button", class: "node-badge", "data-node": node.id,
+        title: problems.map((problem) => `${problem.code}: ${problem.message}`).join("\n"),
+        "aria-label": `${problems.length} problem(s) on node ${node.id}`,
+        style: `left: ${Math.round(box.x2 - 12)}px; top: ${Math.round(box.y1 - 12)}px`,
+        onclick: () => select({ kind: "node", key: node.key }),
+      }, String(problems.length)));
+    }
+    overlay.replaceChildren(...badges);
+  }
+
+  function showFieldProblems() {
+    const problems = allProblems();
+    for (const entry of ui.panelFields) {
+      entry.message.replaceChildren();
+      entry.control.classList.remove("invalid");
+    }
+    const wheres = ui.panelFields.map((entry) => (typeof entry.where === "function" ? entry.where() : entry.where));
+    for (const problem of problems) {
+      let best = -1;
+      wheres.forEach((where, index) => {
+        const matches = problem.where === where || problem.where.startsWith(`${where}.`) || problem.where.startsWith(`${where}[`);
+        if (matches && (best < 0 || where.length > wheres[best].length)) best = index;
+      });
+      if (best < 0) continue;
+      const entry = ui.panelFields[best];
+      entry.control.classList.add("invalid");
+      entry.message.append(el("div", {}, problem.message));
+    }
+    // The selected node's or transition's problems, all together at the top of the panel;
+    // in the list of nodes, how many each has.
+    const panel = $("editor-panel");
+    for (const count of panel.querySelectorAll("[data-node-count]")) {
+      const number = problems.filter((problem) => problem.node === count.dataset.nodeCount).length;
+      count.textContent = number ? `${number} problem${number === 1 ? "" : "s"}` : "";
+      count.hidden = !number;
+    }
+    const nodeBox = panel.querySelector("[data-node-problems]");
+    if (nodeBox) fillProblemBox(nodeBox, problems.filter((problem) => problem.node === nodeBox.dataset.nodeProblems));
+    const transitionBox = panel.querySelector("[data-transition-problems]");
+    if (transitionBox) {
+      const index = state.transitions.findIndex((t) => t.key === transitionBox.dataset.transitionProblems);
+      fillProblemBox(transitionBox, problems.filter((problem) => problem.transition === index));
+    }
+  }
+
+  function fillProblemBox(box, problems) {
+    box.replaceChildren(...problems.map((problem) =>
+      el("div", { class: "error small" }, el("strong", {}, problem.code), ` ${problem.where}: ${problem.message}`)));
+  }
+
+  function listProblems() {
+    const problems = allProblems();
+    const summary = $("problems-summary");
+    const list = $("problems-list");
+    if (!state.nodes.length) {
+      summary.textContent = "Add a node to start: a workflow has at least one.";
+      summary.className = "muted small";
+      list.replaceChildren(...problems.map(problemItem));
+      return;
+    }
+    if (!ui.checked && !problems.length) return;
+    summary.textContent = problems.length
+      ? `${problems.length} problem${problems.length === 1 ? "" : "s"}: the nodes and transitions they concern are marked red.`
+      : "No problems: the workflow is valid.";
+    summary.className = problems.length ? "small error-text" : "small ok-text";
+    list.replaceChildren(...problems.map(problemItem));
+  }
+
+  function problemItem(problem) {
+    let target;
+    const transition = problem.transition !== null ? state.transitions[problem.transition] : null;
+    if (problem.node !== null && nodeById(problem.node)) {
+      target = el("button", { type: "button", class: "link-button", "data-problem-node": problem.node,
+        onclick: () => select({ kind: "node", key: nodeById(problem.node).key }) }, `node ${problem.node}`);
+    } else if (transition) {
+      target = el("button", { type: "button", class: "link-button",
+        onclick: () => select({ kind: "transition", key: transition.key }) }, `transition ${transition.from} → ${transition.to}`);
+    } else {
+      target = el("button", { type: "button", class: "link-button", onclick: () => select(null) }, "workflow");
+    }
+    return el("li", {}, el("span", { class: "badge failed" }, problem.code), " ", target,
+      el("span", { class: "mono small muted" }, ` ${problem.where}`), el("div", {}, problem.message));
+  }
+
+  // -- validation as the person types -----------------------------------------------------------
+
+  let validateTimer = null;
+  let validateSequence = 0;
+
+  function scheduleValidate() {
+    validateSequence += 1; // an answer still on its way describes an older document
+    const { document: built, problems } = buildDocument();
+    ui.clientProblems = problems.map((problem) => normalize(problem, built.nodes));
+    applyProblems();
+    clearTimeout(validateTimer);
+    validateTimer = setTimeout(validateNow, VALIDATE_DELAY_MS);
+  }
+
+  async function validateNow() {
+    clearTimeout(validateTimer);
+    const { document: built, problems } = buildDocument();
+    ui.clientProblems = problems.map((problem) => normalize(problem, built.nodes));
+    const sequence = ++validateSequence;
+    if (!built.nodes.length) {
+      ui.serverProblems = [];
+      applyProblems();
+      return;
+    }
+    // A new workflow's id may still be half typed: it is checked here, on the client, and
+    // the rest of the document under a placeholder id.
+    const pathId = state.savedId || (ID_PATTERN.test(built.workflow_id) ? built.workflow_id : "untitled");
+    const checking = $("problems-summary");
+    checking.textContent = "Checking…";
+    checking.className = "muted small";
+    try {
+      const result = await api.post(`/workflows/${encodeURIComponent(pathId)}/validate`, { ...built, workflow_id: pathId });
+      if (sequence !== validateSequence) return; // an older answer: a newer check is on its way
+      ui.serverProblems = result.problems.map((problem) => normalize(problem, built.nodes));
+      ui.checked = true;
+      applyProblems();
+    } catch (error) {
+      if (sequence !== validateSequence) return;
+      checking.textContent = `Could not check the workflow: ${error.message}`;
+      checking.className = "small error-text";
+    }
+  }
+
+  // -- saving and running ----------------------------------------------------------------------
+
+  function banner(text) {
+    const element = $("editor-banner");
+    element.textContent = text || "";
+    element.hidden = !text;
+    cy.resize(); // the canvas moved: cytoscape must map clicks from its new place
+  }
+
+  async function save() {
+    const button = $("save-button");
+    const { document: built, problems } = buildDocument();
+    if (problems.length) {
+      ui.clientProblems = problems.map((problem) => normalize(problem, built.nodes));
+      applyProblems();
+      banner(`Not saved: fix the ${problems.length} problem${problems.length === 1 ? "" : "s"} marked below first. Nothing was lost.`);
+      return;
+    }
+    if (!built.nodes.length) {
+      banner("Not saved: add at least one node first.");
+      return;
+    }
+    const changesAtStart = state.changes;
+    // A validation still on its way must not replace what the save answers.
+    clearTimeout(validateTimer);
+    validateSequence += 1;
+    ui.saveProblems = [];
+    button.disabled = true;
+    setStatus("Saving…", "muted");
+    try {
+      const saved = state.isNew
+        ? await api.post("/workflows", built)
+        : await api.put(`/workflows/${encodeURIComponent(state.savedId)}`, built);
+      const wasNew = state.isNew;
+      state.isNew = false;
+      state.savedId = saved.workflow_id;
+      state.savedNodeIds = new Set(saved.nodes.map((node) => node.id));
+      state.savedChanges = changesAtStart;
+      ui.clientProblems = [];
+      ui.serverProblems = [];
+      ui.checked = true;
+      banner("");
+      if (wasNew) {
+        const address = config.urls.workflow.replace(config.slots.workflow, encodeURIComponent(saved.workflow_id));
+        window.history.replaceState(null, "", address);
+        document.title = `${saved.name} · Switchyard`;
+        $("editor-title").textContent = saved.name;
+        document.querySelector(".editor-subtitle").replaceChildren(el("span", { class: "mono" }, saved.workflow_id),
+          " · ", el("span", { id: "editor-topology" }, saved.topology), " · created just now");
+      }
+      renderPanel();
+      applyProblems();
+      updateDirty();
+      if (!isDirty()) setStatus(`Saved at ${new Date().toLocaleTimeString()}`, "ok-text");
+      if (state.changes !== changesAtStart) scheduleValidate();
+    } catch (error) {
+      updateDirty();
+      showSaveError(error, built);
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  /** The API's refusal, shown next to what it concerns; the editor's state is untouched. */
+  function showSaveError(error, built) {
+    if (!(error instanceof ApiError)) {
+      banner(`Not saved: ${error.message}. Your changes are still here; try again.`);
+      return;
+    }
+    let problems = [];
+    if (error.code === "WORKFLOW_INVALID" && Array.isArray(error.details)) {
+      problems = error.details;
+      banner(`Not saved: ${problems.length} problem${problems.length === 1 ? "" : "s"}, marked on the graph and listed below. Your changes are kept.`);
+      ui.serverProblems = problems.map((problem) => normalize(problem, built.nodes));
+    } else {
+      if (error.code === "INVALID_DOCUMENT" && Array.isArray(error.details) && error.details.length) {
+        problems = error.details.map((detail) => ({ where: detail.where, message: detail.message, code: error.code }));
+      } else if (error.code === "CONFLICT" && error.details && error.details.workflow_id) {
+        problems = [{ where: "workflow_id", message: error.message, code: error.code }];
+      } else {
+        const located = error.message.match(/^([A-Za-z_][\w.:'\-[\]]*): ([\s\S]+)$/);
+        if (located && error.code === "INVALID_DOCUMENT") problems = [{ where: located[1], message: located[2], code: error.code }];
+      }
+      banner(`Not saved: ${error.message}. Your changes are kept.`);
+      ui.saveProblems = problems.map((problem) => normalize(problem, built.nodes));
+    }
+    ui.checked = true;
+    applyProblems();
+  }
+
+  function openRunDialog() {
+    const dialog = $("run-dialog");
+    $("run-error").hidden = true;
+    dialog.showModal();
+    $("run-input").focus();
+  }
+
+  async function startRun(event) {
+    event.preventDefault();
+    const error = $("run-error");
+    const startButton = $("run-start");
+    let input;
+    try {
+      input = JSON.parse($("run-input").value || "{}");
+    } catch (parseError) {
+      error.textContent = `The input is not JSON: ${parseError.message}`;
+      error.hidden = false;
+      return;
+    }
+    if (!isObject(input)) {
+      error.textContent = "The input must be a JSON object, e.g. {\"topic\": \"release 2.1\"}.";
+      error.hidden = false;
+      return;
+    }
+    startButton.disabled = true;
+    startButton.textContent = "Starting…";
+    try {
+      const execution = await api.post("/executions", { workflow_id: state.savedId, input });
+      window.location.assign(config.urls.execution.replace(config.slots.execution, encodeURIComponent(execution.execution_id)));
+    } catch (failure) {
+      error.textContent = `Not started: ${failure.message}`;
+      error.hidden = false;
+      startButton.disabled = false;
+      startButton.textContent = "Start run";
+    }
+  }
+
+  // -- agents --------------------------------------------------------------------------------
+
+  async function loadAgents() {
+    const search = $("agent-search");
+    try {
+      const page = await api.get("/agents?limit=500");
+      ui.agents = page.items;
+      ui.agentsById = new Map(page.items.map((agent) => [agent.agent_id, agent]));
+      $("agent-options").replaceChildren(...page.items.map((agent) => el("option", {
+        value: agent.agent_id,
+        label: `${agent.name} · ${agent.type} · v${agent.version}${agent.status === "active" ? "" : ` · ${agent.status}`}`,
+      })));
+      if (search) {
+        search.placeholder = `Search ${page.items.length} agents…`;
+        search.disabled = false;
+      }
+      // Not the whole panel again: the person may be typing in it.
+      const note = $("editor-panel").querySelector("[data-agent-note]");
+      const selected = ui.selected && ui.selected.kind === "node" ? nodeByKey(ui.selected.key) : null;
+      if (note && selected) note.textContent = agentSummary(selected.agent_ref.trim());
+    } catch (error) {
+      if (search) search.placeholder = "Agents could not be loaded";
+      hint(`The agent list could not be loaded: ${error.message}`, true);
+    }
+  }
+
+  // -- wiring -----------------------------------------------------------------------------------
+
+  $("validate-button").addEventListener("click", () => {
+    validateNow().then(() => $("problems-heading").scrollIntoView({ behavior: "smooth", block: "nearest" }));
+  });
+  $("layout-button").addEventListener("click", () => {
+    runLayout();
+    if (editable) changed({ validate: false });
+  });
+  $("fit-button").addEventListener("click", fitGraph);
+  if (editable) {
+    $("add-node-button").addEventListener("click", addNode);
+    $("agent-search").addEventListener("keydown", (event) => {
+      if (event.key === "Enter") {
+        event.preventDefault();
+        addNode();
+      }
+    });
+    $("agent-search").addEventListener("input", () => $("agent-search").classList.remove("invalid"));
+    $("connect-button").addEventListener("click", () => setConnecting(!ui.connecting));
+    $("delete-button").addEventListener("click", deleteSelected);
+    $("save-button").addEventListener("click", save);
+    $("run-button").addEventListener("click", openRunDialog);
+    $("run-form").addEventListener("submit", startRun);
+    $("run-cancel").addEventListener("click", () => $("run-dialog").close());
+    window.addEventListener("beforeunload", (event) => {
+      if (isDirty() && (state.nodes.length || !state.isNew)) {
+        event.preventDefault();
+        event.returnValue = "";
+      }
+    });
+  }
+  document.addEventListener("keydown", (event) => {
+    const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(event.target.tagName) || event.target.isContentEditable;
+    if (event.key === "Escape" && ui.connecting) setConnecting(false);
+    else if (event.key === "Escape" && !typing && ui.selected && !$("run-dialog")?.open) select(null);
+    else if (event.key === "Delete" && event.target === document.body && ui.selected && editable) {
+      event.preventDefault();
+      deleteSelected();
+    }
+  });
+
+  drawNodes();
+  drawEdges();
+  if (state.nodes.length && state.nodes.every((node) => node.layout)) fitGraph();
+  else runLayout();
+  renderPanel();
+  updateDirty();
+  loadAgents();
+  if (state.nodes.length) validateNow();
+  else listProblems();
+
+  // For the page's tests and for curious people at the console: read-only handles.
+  window.workflowEditor = { cy, state, ui, buildDocument };
+})();

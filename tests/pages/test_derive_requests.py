@@ -1,0 +1,195 @@
+"""The derive-request queue and a request's page: its trigger and evidence, the
+specialisation, the decision; approve / reject only for approvers (in the browser too)."""
+import io
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from agents import services
+from agents.models import DeriveRequest
+from tests.pages.test_agents import derive, evaluation, finished_run, signed_in
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def demo(tmp_path, settings):
+    settings.WORKSPACE_ROOT = tmp_path
+    call_command("load_demo", stdout=io.StringIO())
+
+EVIDENCE = {
+    "threshold": 0.7,
+    "window": 5,
+    "agent_id": "Scholar",
+    "evaluations": [
+        {"evaluation_id": "eval_low_1", "target_id": "exec_medical_1", "overall_score": 0.42},
+        {"evaluation_id": "eval_low_2", "target_id": "exec_medical_2", "overall_score": 0.55},
+    ],
+    "failures": {"count": 3, "executions": ["exec_medical_1", "exec_gone"]},
+}
+
+
+def raise_request(user, *, request_id="dr_medicine", trigger_context=EVIDENCE, **extra) -> DeriveRequest:
+    values = {"parent_agent_id": "Scholar", "trigger": "quality_issue", "new_name": "Scholar for medicine",
+              "domain_focus": "clinical trials", "additional_skills": ["read_trials", "grade_evidence"],
+              "additional_constraints": ["cite the trial registry id"]} | extra
+    return services.derive_request_create(derive_request_id=request_id, trigger_context=trigger_context, user=user,
+                                          **values)
+
+
+@pytest.fixture
+def evidence(demo):
+    """The runs and evaluations the example evidence names (all but exec_gone exist)."""
+    for name in ("exec_medical_1", "exec_medical_2"):
+        finished_run(name, "thesis_reading", ["Scholar"], status="failed")
+    evaluation("eval_low_1", "execution", "exec_medical_1", 0.42)
+    evaluation("eval_low_2", "execution", "exec_medical_2", 0.55)
+
+
+def test_it_puts_pending_requests_first_and_links_each_to_its_page(api, evidence):
+    raise_request(api.author.user, request_id="dr_old_pending")
+    decided = raise_request(api.author.user, request_id="dr_decided")
+    services.derive_request_reject(request=decided, user=api.approver.user, comment="not now")
+    raise_request(api.author.user, request_id="dr_new_pending")
+    DeriveRequest.objects.filter(pk=decided.pk).update(created_at=timezone.now())  # the newest of all, but decided
+    response = signed_in(api.viewer.user).get("/derive-requests/")
+    order = [item.derive_request_id for item in response.context["page"]]
+    assert order == ["dr_new_pending", "dr_old_pending", "dr_decided"]
+    page = response.content.decode()
+    assert 'href="/derive-requests/dr_old_pending/"' in page and 'href="/agents/Scholar/"' in page
+    only_decided = signed_in(api.viewer.user).get("/derive-requests/", {"status": "rejected"}).context["page"]
+    assert [item.derive_request_id for item in only_decided] == ["dr_decided"]
+
+
+def test_it_shows_the_trigger_its_evidence_with_links_and_the_specialisation(api, evidence):
+    raise_request(api.author.user)
+    response = signed_in(api.viewer.user).get("/derive-requests/dr_medicine/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Derive Scholar for medicine from Scholar" in page
+    assert "Trigger: quality issue" in page
+    for link in ('href="/executions/exec_medical_1/"', 'href="/executions/exec_medical_2/"',
+                 'href="/agents/Scholar/"', 'href="/evaluations/?evaluation=eval_low_1"'):
+        assert link in page, link
+    assert "exec_gone" in page and 'href="/executions/exec_gone/"' not in page  # named, but no such run
+    assert "<th>overall score</th>" in page and "0.42" in page  # a list of records reads as a table
+    assert "clinical trials" in page and "+ read_trials" in page and "cite the trial registry id" in page
+    assert "Waiting for an approver to decide." in page
+
+
+def test_it_reads_a_requests_page_in_a_fixed_number_of_queries(api, evidence):
+    viewer = signed_in(api.viewer.user)
+    raise_request(api.author.user)
+    raise_request(api.author.user, request_id="dr_big", trigger_context={
+        "evaluations": [{"evaluation_id": f"eval_{n}", "target_id": f"exec_{n}"} for n in range(300)]})
+    counts = []
+    for request_id in ("dr_medicine", "dr_big"):
+        with CaptureQueriesContext(connection) as captured:
+            assert viewer.get(f"/derive-requests/{request_id}/").status_code == 200
+        counts.append(len(captured))
+    assert counts[0] == counts[1] <= 10
+
+
+@pytest.mark.parametrize("role, sees_buttons", [("viewer", False), ("author", False), ("approver", True), ("admin", True)])
+def test_it_offers_approve_and_reject_to_approvers_only(api, evidence, role, sees_buttons):
+    raise_request(api.author.user)
+    page = signed_in(getattr(api, role).user).get("/derive-requests/dr_medicine/").content.decode()
+    assert ('data-decision="approve"' in page) is sees_buttons
+    assert ('data-decision="reject"' in page) is sees_buttons
+
+
+def test_it_shows_who_decided_when_and_why_and_offers_no_buttons_any_more(api, evidence):
+    request = raise_request(api.author.user)
+    services.derive_request_reject(request=request, user=api.approver.user, comment="Use the <b>base</b> agent.")
+    page = signed_in(api.approver.user).get("/derive-requests/dr_medicine/").content.decode()
+    assert 'data-decision="approve"' not in page
+    assert 'data-field="decided_by">approver-user<' in page
+    assert "Use the &lt;b&gt;base&lt;/b&gt; agent." in page  # a comment is text, never markup
+
+
+def test_it_links_the_agent_an_approved_request_produced(api, evidence):
+    request = raise_request(api.author.user)
+    services.derive_request_approve(request=request, user=api.approver.user)
+    DeriveRequest.objects.filter(pk=request.pk).update(
+        result_agent=derive("Scholar", "Scholar_Medicine", "Scholar for medicine"))
+    page = signed_in(api.viewer.user).get("/derive-requests/dr_medicine/").content.decode()
+    assert '<a id="result-agent" href="/agents/Scholar_Medicine/">Scholar for medicine</a>' in page
+    agent_page = signed_in(api.viewer.user).get("/agents/Scholar_Medicine/").content.decode()
+    assert 'Made by derive request <a href="/derive-requests/dr_medicine/">' in agent_page
+
+
+def test_it_answers_404_for_a_request_that_does_not_exist(api, demo):
+    assert signed_in(api.viewer.user).get("/derive-requests/dr_nothing/").status_code == 404
+
+
+# --- in the browser ------------------------------------------------------------------
+
+def watch_errors(page) -> list[str]:
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error"
+            and not message.location.get("url", "").endswith("/favicon.ico") else None)
+    return errors
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_lets_an_approver_approve_a_request_and_shows_the_new_agent_when_it_exists(page_for, api, evidence):
+    from playwright.sync_api import expect
+
+    from tests.pages.conftest import screenshot
+
+    raise_request(api.author.user)
+    page = page_for(api.approver.user)
+    errors = watch_errors(page)
+    page.goto("/derive-requests/")
+    page.click("text=dr_medicine")
+    page.wait_for_url("**/derive-requests/dr_medicine/")
+    page.fill("#decision-comment", "Medical papers need their own reader.")
+    page.get_by_role("button", name="Approve").click()
+    expect(page.locator("#dr-status")).to_have_text("approved")
+    expect(page.locator('[data-field="decided_by"]')).to_have_text("approver-user")
+    expect(page.locator('[data-field="comment"]')).to_have_text("Medical papers need their own reader.")
+    expect(page.get_by_role("button", name="Approve")).to_have_count(0)
+    expect(page.locator("#result-waiting")).to_be_visible()
+    request = DeriveRequest.objects.get(derive_request_id="dr_medicine")
+    assert (request.status, request.decided_by.username) == ("approved", "approver-user")
+    # A worker creates the child and links it: the page shows it without a reload.
+    child = derive("Scholar", "Scholar_Medicine", "Scholar for medicine")
+    DeriveRequest.objects.filter(pk=request.pk).update(result_agent=child)
+    expect(page.locator("#result-agent")).to_have_attribute("href", "/agents/Scholar_Medicine/")
+    assert errors == []
+    screenshot(page, "derive_request")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_shows_the_apis_refusal_when_someone_else_decided_first(page_for, api, evidence):
+    from playwright.sync_api import expect
+
+    request = raise_request(api.author.user)
+    page = page_for(api.approver.user)
+    page.goto("/derive-requests/dr_medicine/")
+    expect(page.get_by_role("button", name="Approve")).to_be_visible()
+    services.derive_request_reject(request=request, user=User.objects.get(username="admin-user"), comment="dup")
+    page.get_by_role("button", name="Approve").click()
+    expect(page.locator("#decide-error")).to_contain_text("Already decided: derive request 'dr_medicine' was rejected by admin-user already")
+    expect(page.locator("#dr-status")).to_have_text("rejected")
+    assert DeriveRequest.objects.get(pk=request.pk).status == "rejected"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_shows_a_viewer_no_approve_or_reject_buttons(page_for, api, evidence):
+    from playwright.sync_api import expect
+
+    raise_request(api.author.user)
+    page = page_for(api.viewer.user)
+    page.goto("/derive-requests/dr_medicine/")
+    expect(page.locator("#waiting-note")).to_have_text("Waiting for an approver to decide.")
+    expect(page.get_by_role("button", name="Approve")).to_have_count(0)
+    expect(page.get_by_role("button", name="Reject")).to_have_count(0)
+    page.goto("/agents/Scholar/")
+    expect(page.locator("h1")).to_have_text("Scholar")
+    expect(page.get_by_role("link", name="Edit")).to_have_count(0)

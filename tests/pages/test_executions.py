@@ -1,0 +1,237 @@
+"""The execution pages, server side: the list, a run's inspection page, a node's plan page."""
+import io
+import json
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from executions.models import Execution, NodeRun
+from workflows.models import Workflow
+
+pytestmark = pytest.mark.django_db
+
+XSS = "<script>window.pwned=1</script><b>bold</b>"
+PAGE_QUERIES = 10  # session, user, roles, the run, its graph, node states, one page of node runs…
+API_QUERIES = 4  # session, user, the run, its node runs (with their agents)
+
+
+@pytest.fixture
+def demo(tmp_path, settings):
+    settings.WORKSPACE_ROOT = tmp_path
+    call_command("load_demo", stdout=io.StringIO())
+
+
+def signed_in(user) -> Client:
+    browser = Client()
+    browser.force_login(user)
+    return browser
+
+
+def make_execution(workflow_id: str, runs: list[dict], **fields) -> Execution:
+    """A run with node runs written straight to the database (no worker needed)."""
+    workflow = Workflow.objects.get(workflow_id=workflow_id)
+    agents = {node.node_id: node.agent for node in workflow.nodes.select_related("agent")}
+    start = timezone.now() - timedelta(seconds=30)
+    values = {"status": "success", "started_at": start, "completed_at": start + timedelta(seconds=20), **fields}
+    execution = Execution.objects.create(execution_id=fields.pop("execution_id", f"exec_page_{Execution.objects.count()}"),
+                                         workflow=workflow, **{k: v for k, v in values.items() if k != "execution_id"})
+    NodeRun.objects.bulk_create([
+        NodeRun(execution=execution, node_id=run["node_id"], agent=run.get("agent") or agents[run["node_id"]],
+                sequence=index + 1, started_at=start + timedelta(milliseconds=10 * index),
+                completed_at=start + timedelta(milliseconds=10 * index + 8), duration_ms=8,
+                **{key: value for key, value in run.items() if key not in ("node_id", "agent")})
+        for index, run in enumerate(runs)
+    ])
+    return execution
+
+
+CONTEXT = {
+    "task_id": "task_vault_001",
+    "total_input_data": {"notes": {"tokens": 900, "priority": 2, "data_type": "text", "transfer_mode": "summary",
+                                   "passed_tokens": 300},
+                         "system_prompt": {"tokens": 9, "priority": 1, "data_type": "system_prompt", "passed_tokens": 9}},
+    "total_tokens": 909, "context_limit": 4050, "overflow": 0,
+    "limits": {"max_input_tokens": 6000, "reserved_for_system_prompt": 1000, "reserved_for_instructions": 500,
+               "safety_margin": 0.9, "available_for_data": 4500, "effective_data_limit": 4050, "data_limit": 4050},
+    "resolution": {"strategy": "transfer_modes", "final_tokens": 309, "within_limit": True, "actions": [
+        {"data": "notes", "action": "summarize", "original_tokens": 900, "reduced_tokens": 300, "reason": "summary"}]},
+}
+
+
+def heavy_run(node_id: str, **fields) -> dict:
+    return {"node_id": node_id, "status": "success", "output": {"text": "x" * 200}, "prompt": "p" * 2000,
+            "context_record": CONTEXT, "resolved_inputs": [{"name": "notes", "content": "n" * 500}],
+            "tokens_in": 900, "tokens_out": 50, **fields}
+
+
+# -- the list ---------------------------------------------------------------------------------
+
+
+def test_it_lists_runs_with_their_status_duration_and_node_runs_by_status(api, demo):
+    make_execution("thesis_reading", [{"node_id": "task_scholar_001", "status": "success"},
+                                      {"node_id": "task_validator_001", "status": "failed"}],
+                   execution_id="exec_listed", status="failed", ended_reason="node task_validator_001 failed")
+    page = signed_in(api.viewer.user).get("/executions/").content.decode()
+    assert "exec_listed" in page and 'class="badge failed"' in page
+    assert "20.0 s" in page  # started → completed
+    assert "1 success" in page and "1 failed" in page
+    assert "node task_validator_001 failed" in page
+
+
+def test_it_filters_the_list_and_shrugs_off_an_impossible_day(api, demo):
+    make_execution("thesis_reading", [], execution_id="exec_thesis")
+    make_execution("release_review", [], execution_id="exec_release", status="escalated", completed_at=None)
+    browser = signed_in(api.viewer.user)
+    page = browser.get("/executions/", {"workflow": "release_review"}).content.decode()
+    assert "exec_release" in page and "exec_thesis" not in page
+    page = browser.get("/executions/", {"status": "success", "since": "2026-02-31"}).content.decode()
+    assert "exec_thesis" in page and "exec_release" not in page
+    assert "No run matches" in browser.get("/executions/", {"status": "cancelled"}).content.decode()
+
+
+# -- a run's page ------------------------------------------------------------------------------
+
+
+def test_it_renders_a_run_with_its_workflow_graph_and_node_runs(api, demo):
+    execution = make_execution("thesis_reading", [heavy_run("task_scholar_001"), heavy_run("task_validator_001")],
+                               execution_id="exec_shown", status="running", completed_at=None, input={"paper": "t.pdf"})
+    response = signed_in(api.viewer.user).get(f"/executions/{execution.execution_id}/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert 'id="run-status" class="badge big running"' in page
+    assert 'href="/workflows/thesis_reading/"' in page
+    assert "2 of 3 nodes done" in page  # the progress while it runs
+    assert "&quot;paper&quot;: &quot;t.pdf&quot;" in page  # the input, collapsible
+    data = response.context["page_data"]
+    assert [node["id"] for node in data["graph"]["nodes"]] == ["task_scholar_001", "task_validator_001", "task_vault_001"]
+    assert {"source": "task_scholar_001", "target": "task_validator_001", "kind": "sequence"} in data["graph"]["edges"]
+    assert data["states"]["task_validator_001"]["status"] == "success" and "task_vault_001" not in data["states"]
+    assert data["plan_url"] == "/executions/plan/thesis_reading/NODE/"
+    assert page.count('data-node="task_scholar_001"') == 1  # the node runs table
+
+
+def test_it_colours_each_node_by_its_latest_run(api, demo):
+    execution = make_execution("release_review", [
+        {"node_id": "publish", "status": "failed", "kind": "first"},
+        {"node_id": "publish", "status": "failed", "kind": "retry", "attempt": 2},
+        {"node_id": "publish", "status": "success", "kind": "fallback", "attempt": 3},
+        {"node_id": "compliance", "status": "running"},
+    ], status="running", completed_at=None)
+    data = signed_in(api.viewer.user).get(f"/executions/{execution.execution_id}/").context["page_data"]
+    assert data["states"]["publish"] == {"status": "success", "kind": "fallback", "attempt": 3, "runs": 3}
+    assert data["states"]["compliance"]["status"] == "running"
+    assert {edge["condition"] for edge in data["graph"]["edges"] if edge["kind"] == "transition"} >= {
+        "output.verdict == 'revise' and state.rounds < 3"}
+
+
+def test_it_answers_404_for_an_unknown_run_or_node(api, demo):
+    browser = signed_in(api.viewer.user)
+    assert browser.get("/executions/exec_nope/").status_code == 404
+    assert browser.get("/executions/%3Cscript%3E/").status_code == 404
+    assert browser.get("/executions/exec%00nul/").status_code == 404
+    assert browser.get("/executions/plan/thesis%00reading/task_vault_001/").status_code == 404
+    assert browser.get("/executions/plan/nope/task_vault_001/").status_code == 404
+    assert browser.get("/executions/plan/thesis_reading/nope/").status_code == 404
+
+
+def test_it_sends_anonymous_visitors_of_a_run_to_the_login_page(demo):
+    execution = make_execution("thesis_reading", [])
+    response = Client().get(f"/executions/{execution.execution_id}/")
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
+
+
+def escalated(**fields):
+    return make_execution("release_review", [
+        {"node_id": "compliance", "status": "failed", "error_code": "CAPABILITY_GAP", "error": "no legal_review"},
+    ], status="escalated", completed_at=None, escalation={
+        "node_id": "compliance", "node_run": 1, "error_code": "CAPABILITY_GAP", "error": "no legal_review",
+        "escalate_to": "Orchestrator", "at": "2026-02-03T10:30:00+00:00"}, **fields)
+
+
+def test_it_offers_resume_retry_and_abort_of_an_escalated_run_to_authors_only(api, demo):
+    execution = escalated()
+    author = signed_in(api.author.user).get(f"/executions/{execution.execution_id}/").content.decode()
+    assert "Waiting for a person" in author and "Orchestrator" in author and "CAPABILITY_GAP" in author
+    for action in ("resume", "retry", "abort"):
+        assert f'data-steer="{action}"' in author
+    assert 'data-can-steer="true"' in author
+    viewer = signed_in(api.viewer.user).get(f"/executions/{execution.execution_id}/").content.decode()
+    assert "Waiting for a person" in viewer and "data-steer=" not in viewer
+    assert 'data-can-steer=""' in viewer and "Only authors can resume" in viewer
+
+
+def test_it_shows_no_escalation_for_a_run_that_is_not_escalated(api, demo):
+    execution = make_execution("thesis_reading", [], ended_reason="")
+    page = signed_in(api.author.user).get(f"/executions/{execution.execution_id}/").content.decode()
+    assert "Waiting for a person" not in page and "data-steer=" not in page
+
+
+def test_it_escapes_a_node_output_error_and_reason_that_hold_html(api, demo):
+    execution = make_execution("thesis_reading", [
+        {"node_id": "task_scholar_001", "status": "failed", "output": XSS, "error": XSS, "error_code": "X"},
+    ], ended_reason=XSS)
+    page = signed_in(api.viewer.user).get(f"/executions/{execution.execution_id}/").content.decode()
+    assert "<script>window.pwned" not in page and "<b>bold</b>" not in page
+    assert "&lt;script&gt;window.pwned=1&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;" in page
+
+
+def test_it_pages_the_node_runs_table(api, demo):
+    execution = make_execution("thesis_reading", [{"node_id": "task_scholar_001", "status": "success"}] * 120)
+    browser = signed_in(api.viewer.user)
+    first = browser.get(f"/executions/{execution.execution_id}/").content.decode()
+    assert first.count('data-node="task_scholar_001"') == 50 and "page 1 of 3" in first
+    last = browser.get(f"/executions/{execution.execution_id}/", {"page": 3}).content.decode()
+    assert last.count('data-node="task_scholar_001"') == 20
+
+
+def count_queries(client, path) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(path).status_code == 200
+    return len(queries)
+
+
+def test_it_reads_a_run_of_1000_node_runs_in_as_few_queries_as_a_run_of_3(api, demo, django_assert_max_num_queries):
+    nodes = ["draft", "review", "publish", "compliance"]
+    small = make_execution("release_review", [heavy_run(node) for node in nodes[:3]], execution_id="exec_small")
+    large = make_execution("release_review", [heavy_run(nodes[i % 4], attempt=1 + i // 4) for i in range(1000)],
+                           execution_id="exec_large", status="running", completed_at=None)
+    browser = signed_in(api.viewer.user)
+    browser.get("/executions/")  # the session's first read is not the page's
+    with django_assert_max_num_queries(PAGE_QUERIES):
+        response = browser.get(f"/executions/{large.execution_id}/")
+    assert response.status_code == 200 and "1000" in response.content.decode()
+    assert count_queries(browser, f"/executions/{large.execution_id}/") == count_queries(
+        browser, f"/executions/{small.execution_id}/")
+    with django_assert_max_num_queries(API_QUERIES):
+        record = browser.get(f"/api/executions/{large.execution_id}")
+    assert record.status_code == 200 and len(record.json()["node_runs"]) == 1000
+    assert count_queries(browser, f"/api/executions/{large.execution_id}") == count_queries(
+        browser, f"/api/executions/{small.execution_id}")
+
+
+def test_it_lists_runs_in_a_bounded_number_of_queries(api, demo, django_assert_max_num_queries):
+    for n in range(60):
+        make_execution("thesis_reading", [{"node_id": "task_scholar_001", "status": "success"}] * 3,
+                       execution_id=f"exec_many_{n}")
+    browser = signed_in(api.viewer.user)
+    browser.get("/")
+    with django_assert_max_num_queries(10):
+        assert browser.get("/executions/").status_code == 200
+
+
+# -- the plan page -----------------------------------------------------------------------------
+
+
+def test_it_renders_the_plan_page_of_a_node(api, demo):
+    response = signed_in(api.viewer.user).get("/executions/plan/thesis_reading/task_vault_001/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "No model was called." in page and "Knowledge_Vault" in page
+    assert json.loads(page.split('id="plan-data" type="application/json">')[1].split("</script>")[0]) == {
+        "workflow_id": "thesis_reading", "node_id": "task_vault_001"}
+    assert 'src="/static/js/budget.js"' in page and 'src="/static/js/node_plan.js"' in page
