@@ -130,6 +130,28 @@ class NodeRun(models.Model):
         return f"{self.execution.execution_id}/{self.node_id}#{self.attempt}"
 
 
+class ThoughtSearch(models.Model):
+    """A Tree-of-Thoughts search (tot-protocol) performed by one node run: the ThoughtTree
+    exactly as the seed, every message the roles exchanged, the stats and the outcome."""
+
+    node_run = models.OneToOneField(NodeRun, on_delete=models.CASCADE, related_name="thought_search")
+    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="thought_searches")
+    problem = models.TextField()
+    task_type = models.CharField(max_length=50)
+    tree = models.JSONField(help_text="ThoughtTree: task_id, problem, task_type, search_config, nodes, root_id, search_state")
+    messages = models.JSONField(default=list, blank=True, help_text="every message, in order: from, to, type, payload, task_id")
+    stats = models.JSONField(default=dict, blank=True, help_text="total_nodes, total_backtracks, llm_calls")
+    final_solution = models.JSONField(null=True, blank=True, help_text="the final_solution payload, when one was found")
+    error = models.JSONField(null=True, blank=True, help_text="code, message, recoverable (e.g. SEARCH_EXHAUSTED)")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"ToT {self.problem[:40]} ({self.node_run_id})"
+
+
 class Evaluation(models.Model):
     class TargetType(models.TextChoices):
         EXECUTION = "execution"
