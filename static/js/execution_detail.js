@@ -219,6 +219,8 @@
       el("p", { class: "small" }, el("a", { href: "#node-panel", onclick: (event) => { event.preventDefault(); select(escalation.node_id, null, true); } },
         `Open ${escalation.node_id}: its attempts and fallbacks`)),
     ];
+    // What a person has typed survives a re-render (the first poll rebuilds what the server drew).
+    const typed = section.querySelector("#resume-output");
     if (canSteer) {
       children.push(el("div", { class: "steer" },
         el("label", {}, "Output to go on with (JSON) ", el("textarea", { id: "resume-output", spellcheck: "false" }, "{}")),
@@ -230,7 +232,9 @@
     } else {
       children.push(el("p", { class: "muted small" }, "Only authors can resume, retry or abort a run."));
     }
+    const typedValue = typed ? typed.value : null;
     section.replaceChildren(...children);
+    if (typedValue !== null && section.querySelector("#resume-output")) section.querySelector("#resume-output").value = typedValue;
   }
 
   async function steer(button) {
