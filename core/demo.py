@@ -9,7 +9,8 @@
 - release_review — a state machine: draft ⇄ review loops on a condition, publishing
   fails, is retried and falls back to another agent, and the compliance check escalates
   to a person.
-- the agents of a Game-of-24 Tree-of-Thoughts search.
+- game24 — a Tree-of-Thoughts search for the Game of 24 (tot-protocol) in one node, its
+  roles played by the ToT agents.
 - the knowledge base the db_query input reads: the sample paper, some seventy knowledge atoms
   extracted from it, a few relations between them and quality records.
 
@@ -52,6 +53,85 @@ def _agent(agent_id: str, name: str, *, role: str = "", type: str = "business", 
     return document
 
 
+# -- the Game of 24 by Tree of Thoughts (tot-protocol) --------------------------------------
+# The node of `game24` runs the search (executions/tot.py): it plays the orchestrator and the
+# explorer, and asks the role agents below. With the builtin backend their skills answer by
+# exact arithmetic; on a model backend, the prompts say how to answer each message as JSON.
+
+GAME24_CONTEXT = ("The Game of 24: use each of the given numbers exactly once, with + - × ÷ and parentheses, to "
+                  "make exactly 24. You take part in a Tree-of-Thoughts search (tot-protocol): you receive one "
+                  "protocol message as JSON and answer with one protocol message as JSON.")
+NO_PROSE = " Reply with that JSON object only: no text before or after it."
+
+
+def _tot_agent(agent_id: str, name: str, *, skills: list[str], prompt: str, thinking: str, reply: str,
+               type: str = "business") -> dict[str, Any]:
+    document = _agent(agent_id, name, type=type, skills=skills, prompt=prompt)
+    document["prompt_config"] = {"system_prompt": prompt, "role_play": name, "task_context": GAME24_CONTEXT,
+                                 "thinking_process": thinking, "output_constraint": reply}
+    return document
+
+
+TOT_AGENTS = [
+    _tot_agent(
+        "ToT_Orchestrator", "ToT Orchestrator", type="meta", skills=["tot_orchestrate"],
+        prompt="You run a Tree-of-Thoughts search: Switchyard performs this role itself (executions/tot.py).",
+        thinking="Ask the decomposer, start the explorer's search, report the final solution and the stats.",
+        reply="The node's output: {\"final_solution\": {...}, \"stats\": {...}, \"error\": null}."),
+    _tot_agent(
+        "ToT_Decomposer", "ToT Decomposer", skills=["game24_decompose"],
+        prompt="You are the decomposer of a Tree-of-Thoughts search.",
+        thinking=("Read payload.problem (the numbers, e.g. \"4 9 10 13\"). Each thought is one equation that "
+                  "combines two of the numbers left into one; with n numbers the tree is n - 1 equations deep."),
+        reply=('Answer the `decompose_task` message with {"type": "decomposition_result", "payload": '
+               '{"thought_granularity": "equation", "intermediate_steps": ["Step 1: combine two of the numbers", '
+               '"Step 2: combine the result with another number", "Step 3: reach 24"], "depth_estimate": 3, '
+               '"constraints": ["use every number exactly once", "only + - × ÷"], '
+               '"success_criteria": "the final result equals 24"}}.' + NO_PROSE)),
+    _tot_agent(
+        "ToT_Generator", "ToT Generator", skills=["game24_generate"],
+        prompt="You are the generator of a Tree-of-Thoughts search: you propose next steps.",
+        thinking=("payload.parent_node is the state to go on from: its metadata.left lists the numbers still to "
+                  "use (at the root, the numbers of payload.context.problem). A step takes two of those numbers "
+                  "and one of + - × ÷ (never a division by zero) and puts the result back. Propose "
+                  "payload.num_candidates different steps. With independent_sampling you are asked for one step "
+                  "per call: payload.sample_index numbers the call, give each index a different step."),
+        reply=('Answer with {"type": "generated_thoughts", "payload": {"candidates": [{"temp_id": "cand_1", '
+               '"content": "13 - 9 = 4 (left: 4 4 10)", "action_type": "subtraction", '
+               '"metadata": {"step": "13 - 9 = 4", "left": ["4", "4", "10"]}}]}}. action_type is addition, '
+               'subtraction, multiplication or division; metadata.left is every number still to use after the '
+               'step, its result included, as strings (a fraction as "8/3").' + NO_PROSE)),
+    _tot_agent(
+        "ToT_Evaluator", "ToT Evaluator", skills=["game24_evaluate"],
+        prompt="You are the evaluator of a Tree-of-Thoughts search: you judge how promising each state is.",
+        thinking=("For each node of payload.candidates, check its step (metadata.step) is correct arithmetic, then "
+                  "judge whether the numbers in metadata.left can still make 24: sure (score 8-10, you can show "
+                  "how), likely (3-7), impossible (0-2, e.g. all too small). A node whose numbers left are just "
+                  "24 is solved (score 10). A wrong step scores 0."),
+        reply=('Answer with {"type": "evaluation_results", "payload": {"evaluations": [{"node_id": "<the '
+               'candidate\'s id>", "score": 8, "confidence": 0.9, "reasoning": "4 × (10 - 4) = 24", '
+               '"dimension_scores": {"correctness": 10, "progress": 7, "feasibility": 8}, '
+               '"metadata": {"judgement": "sure", "solved": false}}], "ranking": ["<node ids, best first>"], '
+               '"pruning_suggestions": ["<ids of the impossible ones>"]}}: one evaluation per candidate, score '
+               '0-10, confidence 0-1.' + NO_PROSE)),
+    _tot_agent(
+        "ToT_Explorer", "ToT Explorer", type="meta", skills=["tot_explore"],
+        prompt="You explore a thought tree: Switchyard performs this role itself (executions/engine/tot).",
+        thinking="Expand, score, prune and backtrack as the search configuration says.",
+        reply="The `search_complete` message: best_path, tree, stats."),
+    _tot_agent(
+        "ToT_Synthesizer", "ToT Synthesizer", skills=["game24_synthesize"],
+        prompt="You are the synthesizer of a Tree-of-Thoughts search: you write the final answer.",
+        thinking=("payload.best_path runs from the root (the puzzle) through one node per step; each node's "
+                  "metadata.step is an equation. Combine the steps into one expression that uses each number of "
+                  "payload.problem exactly once, and check it by computing it exactly (fractions, never decimals)."),
+        reply=('Answer with {"type": "final_solution", "payload": {"answer": "(10 - (13 - 9)) × 4 = 24", '
+               '"reasoning_trace": ["Step 1: 13 - 9 = 4", "Step 2: 10 - 4 = 6", "Step 3: 6 × 4 = 24"], '
+               '"confidence": 1.0, "verification": {"is_valid": true, "validation_errors": []}, '
+               '"alternative_solutions": []}}. When the steps do not make 24, say so: is_valid false, with '
+               'the errors.' + NO_PROSE)),
+]
+
 AGENTS = [
     _agent("Orchestrator", "Orchestrator", role="Orchestrator", type="meta", skills=["plan", "review_escalation"],
            prompt="You plan work, watch runs and take escalations."),
@@ -80,12 +160,7 @@ AGENTS = [
     # Needs a skill nobody in the workflow has, so it escalates to a person.
     _agent("Compliance_Checker", "Compliance Checker", skills=["legal_review"],
            prompt="You check release notes for legal problems."),
-    _agent("ToT_Orchestrator", "ToT Orchestrator", type="meta", skills=["tot_orchestrate"]),
-    _agent("ToT_Decomposer", "ToT Decomposer", skills=["game24_decompose"]),
-    _agent("ToT_Generator", "ToT Generator", skills=["game24_generate"]),
-    _agent("ToT_Evaluator", "ToT Evaluator", skills=["game24_evaluate"]),
-    _agent("ToT_Explorer", "ToT Explorer", type="meta", skills=["tot_explore"]),
-    _agent("ToT_Synthesizer", "ToT Synthesizer", skills=["game24_synthesize"]),
+    *TOT_AGENTS,
 ]
 
 ATOM_SCHEMA = {
@@ -218,7 +293,33 @@ RELEASE_REVIEW = {
     "limits": {"max_steps": 12, "max_wall_seconds": 600},
 }
 
-DOCUMENTS = [*AGENTS, BLUEPRINT, THESIS_CHAIN, PARALLEL_ANALYSIS, RELEASE_REVIEW]
+# One node that runs a whole search; the run's input is {"numbers": [4, 9, 10, 13]} or
+# {"problem": "4 9 10 13"}, and may override settings with {"search_config": {...}}.
+GAME24_ROLES = {"decomposer": "ToT_Decomposer", "generator": "ToT_Generator", "evaluator": "ToT_Evaluator",
+                "synthesizer": "ToT_Synthesizer"}
+GAME24 = {
+    "workflow_id": "game24",
+    "name": "Game of 24 (Tree of Thoughts)",
+    "topology": "seq",
+    "nodes": [
+        {"id": "solve", "agent_ref": "ToT_Orchestrator",
+         "input_mapping": {
+             "numbers": "$.input.numbers", "problem": "$.input.problem", "search_config": "$.input.search_config",
+             "tot": {
+                 "task_type": "math_reasoning",
+                 "roles": GAME24_ROLES,
+                 # max_depth: the decomposer's estimate (three equations for four numbers).
+                 "search_config": {"strategy": "BFS", "branching_factor": 8, "breadth": 5, "pruning_threshold": 3,
+                                   "generation_strategy": "sequential_proposal",
+                                   "evaluation_strategy": "independent_scoring"},
+             },
+         }},
+    ],
+    "error_handling": {"retry_count": 0, "fallback_agent": None, "escalate_to": None},
+    "limits": {"max_steps": 10, "max_wall_seconds": 600},
+}
+
+DOCUMENTS = [*AGENTS, BLUEPRINT, THESIS_CHAIN, PARALLEL_ANALYSIS, RELEASE_REVIEW, GAME24]
 
 PAPER_TITLE = "Attention Is All You Need (a short reading copy)"
 PAPER_SECTIONS = [

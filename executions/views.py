@@ -1,6 +1,7 @@
 import json
+from collections import Counter
 
-from django.db.models import Avg, Count, Q
+from django.db.models import Avg, Count, F, Q
 from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
@@ -10,7 +11,7 @@ from django.utils.dateparse import parse_date
 from core.errors import NotFound
 from core.pages import paginate
 from executions import page_selectors, selectors
-from executions.models import Evaluation, Execution, NodeRun
+from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 
 
 def execution_list(request):
@@ -125,3 +126,87 @@ def evaluation_list(request):
         **paginate(request, evaluations), "filters": filters, "summary": summary,
         "target_types": Evaluation.TargetType.choices, "filtered": any(filters.values()),
     })
+
+
+# -- a Tree-of-Thoughts search (tot-protocol) ---------------------------------------------
+
+# The search settings the page names, in this order (others follow as they come).
+SEARCH_SETTINGS = {"strategy": "Strategy", "max_depth": "Max depth", "branching_factor": "Branching factor (k)",
+                   "breadth": "Breadth (b)", "pruning_threshold": "Pruning threshold",
+                   "generation_strategy": "Generation", "evaluation_strategy": "Evaluation",
+                   "evaluation_timeout_s": "Evaluation timeout (s)", "max_nodes": "Max nodes"}
+
+
+def thought_tree(request, execution_id: str, node_run_id: int):
+    """The ThoughtTree a node run's search grew: the header (problem, search config,
+    outcome, stats), the tree (drawn by thought_tree.js from the json_script block), the
+    decomposition and the final solution in full. One query: the ThoughtSearch row with
+    the light fields of its node run and run; 404 unless the node run is this run's and
+    performed a search."""
+    search = None
+    if page_selectors.is_identifier(execution_id):
+        search = (ThoughtSearch.objects.select_related("execution__workflow", "node_run__agent")
+                  .only("problem", "task_type", "tree", "messages", "stats", "final_solution", "error",
+                        "execution__execution_id", "execution__workflow__workflow_id",
+                        "execution__workflow__name", "node_run__node_id", "node_run__attempt", "node_run__kind",
+                        "node_run__status", "node_run__duration_ms", "node_run__execution_id",
+                        "node_run__agent__agent_id")
+                  .filter(execution__execution_id=execution_id, node_run_id=node_run_id,
+                          node_run__execution_id=F("execution_id"))
+                  .first())
+    if search is None:
+        raise Http404(f"execution '{execution_id}' has no thought search for node run {node_run_id}")
+    tree = search.tree if isinstance(search.tree, dict) else {}
+    nodes = tree.get("nodes") if isinstance(tree.get("nodes"), dict) else {}
+    config = tree.get("search_config") if isinstance(tree.get("search_config"), dict) else {}
+    messages = [message for message in (search.messages or []) if isinstance(message, dict)]
+    decomposition = _last_payload(messages, "decomposition_result")
+    solution = search.final_solution if isinstance(search.final_solution, dict) else None
+    verification = solution.get("verification") if solution and isinstance(solution.get("verification"), dict) else {}
+    stats = search.stats if isinstance(search.stats, dict) else {}
+    statuses = Counter(node.get("status") for node in nodes.values() if isinstance(node, dict))
+    best_path = [node_id for node_id in (tree.get("search_state") or {}).get("best_path") or [] if node_id in nodes]
+    return render(request, "executions/thought_tree.html", {
+        "search": search,
+        "execution": search.execution,
+        "node_run": search.node_run,
+        "settings": [(key, label, config[key]) for key, label in SEARCH_SETTINGS.items() if key in config]
+                    + [(key, key.replace("_", " ").capitalize(), value) for key, value in config.items()
+                       if key not in SEARCH_SETTINGS],
+        "stats": {key: stats.get(key) for key in ("total_nodes", "total_backtracks", "llm_calls")},
+        "solution": solution,
+        "verified": verification.get("is_valid") is True,
+        "verification": verification,
+        "error": search.error if isinstance(search.error, dict) else None,
+        "recorded_errors": sorted(Counter(message["error"].get("code", "?") for message in messages  # the outcome's aside
+                                          if isinstance(message.get("error"), dict) and message["error"] != search.error)
+                                  .items()),
+        "decomposition": decomposition,
+        "decomposition_json": json.dumps(decomposition, indent=2, ensure_ascii=False) if decomposition else "",
+        "solution_json": json.dumps(solution, indent=2, ensure_ascii=False) if solution else "",
+        "counts": {"nodes": len(nodes), **{status: statuses.get(status, 0) for status in
+                                            ("pending", "expanded", "pruned", "terminal")}},
+        "best_path": [{"id": node_id, "content": nodes[node_id].get("content", ""),
+                       "score": (nodes[node_id].get("evaluation") or {}).get("score")} for node_id in best_path],
+        "page_data": {
+            "tree": {key: tree.get(key) for key in ("task_id", "root_id", "search_state", "search_config")}
+                    | {"nodes": nodes},
+            "messages": [_without_tree_copy(message) for message in messages],
+        },
+    })
+
+
+def _last_payload(messages: list[dict], message_type: str) -> dict | None:
+    for message in reversed(messages):
+        if message.get("type") == message_type and isinstance(message.get("payload"), dict):
+            return message["payload"]
+    return None
+
+
+def _without_tree_copy(message: dict) -> dict:
+    """search_complete carries the whole ThoughtTree again: the page draws it once."""
+    payload = message.get("payload")
+    if message.get("type") != "search_complete" or not isinstance(payload, dict) or "tree" not in payload:
+        return message
+    nodes = (payload["tree"] or {}).get("nodes") if isinstance(payload["tree"], dict) else None
+    return {**message, "payload": {**payload, "tree": f"(the tree drawn above: {len(nodes or {})} nodes)"}}

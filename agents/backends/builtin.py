@@ -18,6 +18,9 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
 from executions.engine.context.summary import summarize as summarize_data
+from executions.engine.tot.errors import ToTError
+from executions.engine.tot.game24 import builtin_roles as game24_roles
+from executions.engine.tot.messages import check_message, make_message
 from executions.engine.tokens import TokenCounter, get_encoding
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
@@ -679,6 +682,37 @@ def noop(request: BackendRequest) -> dict:
     return {"ok": True}
 
 
+# --------------------------------------------------------------------------- Tree of Thoughts
+
+# The request each Game-of-24 role answers, and its reply (tot-protocol 1, 2, 3, 5).
+GAME24_ROLES = {
+    "game24_decompose": ("decomposer", "decompose_task", "decomposition_result"),
+    "game24_generate": ("generator", "generate_thoughts", "generated_thoughts"),
+    "game24_evaluate": ("evaluator", "evaluate_thoughts", "evaluation_results"),
+    "game24_synthesize": ("synthesizer", "synthesize_solution", "final_solution"),
+}
+
+
+def game24(request: BackendRequest, skill: str) -> dict:
+    """A role of a Game-of-24 search (executions/tot.py calls the role's agent with the
+    protocol message as `inputs["message"]`): the engine's builtin role, exact arithmetic.
+    A request that breaks the protocol is answered with the seed's `error` field
+    (INVALID_FORMAT), as the protocol answers any message it cannot take."""
+    role, asked, answer = GAME24_ROLES[skill]
+    message = request.inputs.get("message")
+    if not isinstance(message, dict):
+        raise BackendError(f"{skill} answers a Tree-of-Thoughts `{asked}` message (inputs['message']); "
+                           "this node run has none: the skill is meant for a role of a search",
+                           code="BAD_INPUT", retryable=False)
+    try:
+        check_message(message, asked)
+        return game24_roles()[role](message)
+    except ToTError as error:
+        to = message.get("from") if isinstance(message.get("from"), str) and message.get("from") else "explorer"
+        task_id = message.get("task_id") if isinstance(message.get("task_id"), str) else ""
+        return make_message(role, to, answer, {}, task_id, error=error)
+
+
 # --------------------------------------------------------------------------- the backend
 
 Skill = Callable[[BackendRequest], dict]
@@ -699,8 +733,10 @@ SKILLS: dict[str, Skill] = {
     "plan": plan,
     "review_escalation": review_escalation,
     "noop": noop,
+    **{skill: (lambda request, skill=skill: game24(request, skill)) for skill in GAME24_ROLES},
 }
-NOT_YET = ("game24_", "tot_")
+# The search itself (orchestrator and explorer) is the node run, not a backend: executions/tot.py.
+SEARCH_SKILLS = ("tot_orchestrate", "tot_explore")
 
 
 class BuiltinBackend(Backend):
@@ -714,9 +750,10 @@ class BuiltinBackend(Backend):
         skill = choose_skill(request)
         perform = SKILLS.get(skill)
         if perform is None:
-            if skill.startswith(NOT_YET):
-                raise BackendError(f"the builtin backend does not perform {skill} yet", code="NOT_IMPLEMENTED",
-                                   retryable=False)
+            if skill in SEARCH_SKILLS:
+                raise BackendError(f"{skill} is not a backend's skill: a node whose agent has tot_orchestrate runs a "
+                                   "Tree-of-Thoughts search, in which the search plays the orchestrator and the "
+                                   "explorer", code="NOT_IMPLEMENTED", retryable=False)
             raise BackendError(
                 f"the builtin backend has no behaviour for skill {skill!r} (it performs {', '.join(SKILLS)})",
                 code="UNKNOWN_SKILL", retryable=False,

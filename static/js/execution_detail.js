@@ -15,6 +15,9 @@
   const MAX_ATTEMPTS_SHOWN = 20;
   const MAX_TRAIL = 12;
   const apiPath = `/executions/${encodeURIComponent(data.execution_id)}`;
+  // Node runs that ran a Tree-of-Thoughts search (the template lists them): their tree's page.
+  const thoughtTrees = new Map([...document.querySelectorAll("tr[data-thought-tree-run]")].map((row) =>
+    [Number(row.dataset.thoughtTreeRun), row.querySelector("a[data-thought-tree]").getAttribute("href")]));
 
   const page = {
     record: null,
@@ -381,6 +384,9 @@
         fact("Duration", run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : "—"),
         fact("Started · ended", `${fmt.time(run.started_at) || "—"} · ${fmt.time(run.completed_at) || "—"}`),
         run.dispatches > 1 ? fact("Dispatches", String(run.dispatches)) : null),
+      thoughtTrees.has(run.node_run_id) ? el("p", { class: "thought-tree-link" },
+        el("a", { class: "button small-button", href: thoughtTrees.get(run.node_run_id) }, "Thought tree"),
+        el("span", { class: "muted small" }, " this run's Tree-of-Thoughts search: its tree, scores and messages")) : null,
       run.error_code || run.error ? el("p", { class: "error attempt-error" }, run.error_code ? el("code", {}, run.error_code) : "", " ", run.error || "") : null,
       section("Context budget", budget.bar(run.context_management)),
       section("Actions", budget.actions(run.context_management)),
@@ -567,6 +573,10 @@
 
   function update(record) {
     page.record = record;
+    for (const run of record.node_runs || []) { // name the runs of the thought trees' table
+      const cell = thoughtTrees.has(run.node_run_id) && document.querySelector(`tr[data-thought-tree-run="${run.node_run_id}"] .thought-tree-run`);
+      if (cell) cell.textContent = `${run.node_id} · ${run.kind} #${run.attempt}`;
+    }
     const runs = runsByNode(record);
     renderHeader(record, runs);
     renderEscalation(record);

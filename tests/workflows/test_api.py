@@ -96,15 +96,15 @@ def test_it_refuses_a_bad_blueprint_by_field_and_keeps_the_stored_one(api, demo)
 
 def test_it_lists_workflows_by_topology_and_name(api, demo):
     everything = api.viewer.get("/api/workflows").json()
-    assert [w["workflow_id"] for w in everything["items"]] == ["parallel_analysis", "release_review", "thesis_reading"]
-    assert everything["items"][0]["node_count"] == 4
+    assert [w["workflow_id"] for w in everything["items"]] == ["game24", "parallel_analysis", "release_review", "thesis_reading"]
+    assert everything["items"][1]["node_count"] == 4
     dags = api.viewer.get("/api/workflows", topology="dag").json()
     assert [w["workflow_id"] for w in dags["items"]] == ["parallel_analysis"]
     assert [w["workflow_id"] for w in api.viewer.get("/api/workflows", q="THESIS").json()["items"]] == ["thesis_reading"]
     assert [w["workflow_id"] for w in api.viewer.get("/api/workflows", q="state machine").json()["items"]] == [
         "release_review"]
     page = api.viewer.get("/api/workflows", limit=1, offset=1).json()
-    assert (page["count"], [w["workflow_id"] for w in page["items"]]) == (3, ["release_review"])
+    assert (page["count"], [w["workflow_id"] for w in page["items"]]) == (4, ["parallel_analysis"])
     response = api.viewer.get("/api/workflows", topology="ring")
     assert response.status_code == 422 and "topology" in response.json()["message"]
 

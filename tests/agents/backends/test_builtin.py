@@ -81,7 +81,7 @@ def test_it_gives_the_same_output_for_the_same_request():
 
 
 def test_it_refuses_skills_it_does_not_perform():
-    for skill, code in (("game24_generate", "NOT_IMPLEMENTED"), ("tot_explore", "NOT_IMPLEMENTED"), ("translate", "UNKNOWN_SKILL")):
+    for skill, code in (("game24_generate", "BAD_INPUT"), ("tot_explore", "NOT_IMPLEMENTED"), ("translate", "UNKNOWN_SKILL")):
         with pytest.raises(BackendError) as caught:
             backend.complete(request(skill))
         assert (caught.value.code, caught.value.retryable) == (code, False)

@@ -1,0 +1,31 @@
+"""The four error codes of tot-protocol "错误处理", raised as one exception."""
+from __future__ import annotations
+
+INVALID_FORMAT = "INVALID_FORMAT"
+GENERATION_FAILED = "GENERATION_FAILED"
+EVALUATION_TIMEOUT = "EVALUATION_TIMEOUT"
+SEARCH_EXHAUSTED = "SEARCH_EXHAUSTED"
+
+ERROR_CODES = (INVALID_FORMAT, GENERATION_FAILED, EVALUATION_TIMEOUT, SEARCH_EXHAUSTED)
+
+
+class ToTError(Exception):
+    """An error of the Tree-of-Thoughts protocol; `as_dict()` is the seed's `error` field.
+
+    `recoverable` says whether the search can go on without what failed (a generator
+    call that gave nothing, an evaluation that came too late) or the run is over.
+    """
+
+    def __init__(self, code: str, message: str, *, recoverable: bool = False):
+        if code not in ERROR_CODES:
+            raise ValueError(f"unknown Tree-of-Thoughts error code {code!r} (known: {', '.join(ERROR_CODES)})")
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.recoverable = recoverable
+
+    def as_dict(self) -> dict:
+        return {"code": self.code, "message": self.message, "recoverable": self.recoverable}
+
+    def __repr__(self) -> str:
+        return f"ToTError({self.code}, {self.message!r}, recoverable={self.recoverable})"
