@@ -411,12 +411,18 @@ def test_it_leaves_the_thought_trees_out_of_a_run_without_a_search(api, demo):
 
 
 def click_tree_node(page, node_id: str) -> None:
-    """Click a node of the cytoscape tree where it is drawn on the canvas (centred first)."""
+    """Click a node of the cytoscape tree where it is drawn on the canvas (centred first),
+    once the tree has drawn it; the panel then names a clicked node."""
     page.locator("#tt-graph").scroll_into_view_if_needed()
+    page.wait_for_function("(id) => window.switchyard.thoughtTree && window.switchyard.thoughtTree.getElementById(id).length",
+                           arg=node_id)
     page.evaluate("(id) => { const cy = window.switchyard.thoughtTree; cy.center(cy.getElementById(id)); }", node_id)
+    page.wait_for_timeout(0)  # let cytoscape paint the centred view before reading positions
     box = page.locator("#tt-graph").bounding_box()
     point = page.evaluate("(id) => window.switchyard.thoughtTree.getElementById(id).renderedPosition()", node_id)
     page.mouse.click(box["x"] + point["x"], box["y"] + point["y"])
+    if not node_id.startswith("fold:"):  # a fold opens in place; a node is named by the panel
+        page.locator("#tt-panel h2").filter(has_text=node_id).wait_for()
 
 
 def real_search(numbers: str = "4 9 10 13", *, generator_fails_on: str = "") -> dict:
