@@ -254,21 +254,26 @@ def _checked_workflow(document: Any) -> dict[str, Any]:
     return document
 
 
-@transaction.atomic
-def blueprint_create(*, document: Any, actor: str = "") -> Blueprint:
-    """Create the blueprint a §3.1 document describes; an id already taken is a conflict, never an update."""
-    document = _checked_blueprint(document)
-    blueprint_id = document["blueprint_id"]
-    taken = _conflict(f"blueprint '{blueprint_id}' exists already; replace it with PUT /api/blueprints/{blueprint_id}",
-                      blueprint_id=blueprint_id)
-    if Blueprint.objects.filter(blueprint_id=blueprint_id).exists():
+def _create_only(model, id_field: str, document: dict, importer, *, actor: str, api_path: str):
+    """Import a document as a NEW row: an id already taken is a conflict, never an update."""
+    identifier = document[id_field]
+    taken = _conflict(f"{model._meta.verbose_name} '{identifier}' exists already; replace it with PUT "
+                      f"/api/{api_path}/{identifier}", **{id_field: identifier})
+    if model.objects.filter(**{id_field: identifier}).exists():
         raise taken
     try:
         with transaction.atomic():
-            blueprint, _ = blueprint_import_document(document, actor=actor)
+            created, _ = importer(document, actor=actor)
     except IntegrityError:  # created by someone else since the check above
         raise taken from None
-    return blueprint
+    return created
+
+
+@transaction.atomic
+def blueprint_create(*, document: Any, actor: str = "") -> Blueprint:
+    """Create the blueprint a §3.1 document describes; an id already taken is a conflict, never an update."""
+    return _create_only(Blueprint, "blueprint_id", _checked_blueprint(document), blueprint_import_document,
+                        actor=actor, api_path="blueprints")
 
 
 @transaction.atomic
@@ -283,18 +288,8 @@ def blueprint_replace(*, blueprint: Blueprint, document: Any, actor: str = "") -
 def workflow_create(*, document: Any, actor: str = "") -> Workflow:
     """Create the workflow a §4.1 document describes, validated whole first (WORKFLOW_INVALID
     lists every problem with its node); an id already taken is a conflict, never an update."""
-    document = _checked_workflow(document)
-    workflow_id = document["workflow_id"]
-    taken = _conflict(f"workflow '{workflow_id}' exists already; replace it with PUT /api/workflows/{workflow_id}",
-                      workflow_id=workflow_id)
-    if Workflow.objects.filter(workflow_id=workflow_id).exists():
-        raise taken
-    try:
-        with transaction.atomic():
-            workflow, _ = workflow_import_document(document, actor=actor)
-    except IntegrityError:  # created by someone else since the check above
-        raise taken from None
-    return workflow
+    return _create_only(Workflow, "workflow_id", _checked_workflow(document), workflow_import_document,
+                        actor=actor, api_path="workflows")
 
 
 @transaction.atomic

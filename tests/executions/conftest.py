@@ -114,3 +114,18 @@ def wait_for(execution, statuses=("success", "failed", "cancelled", "escalated")
             logs = workers.logs() if workers else ""
             raise AssertionError(f"{execution.execution_id} still {execution.status} after {timeout}s\n{logs}")
         time.sleep(0.1)
+
+
+def drain(execution, limit=100):
+    """Run every node run that is due, in this process, until none is left."""
+    from django.utils import timezone
+
+    from executions.services import node_run_execute
+
+    for _ in range(limit):
+        due = execution.node_runs.filter(status="pending", available_at__lte=timezone.now()).order_by("sequence").first()
+        if due is None:
+            break
+        node_run_execute(node_run_id=due.pk, worker="test")
+    execution.refresh_from_db()
+    return execution

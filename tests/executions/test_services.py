@@ -21,6 +21,8 @@ from executions.services import (
 )
 from workflows.models import Workflow
 
+from tests.executions.conftest import drain
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -31,17 +33,6 @@ def demo(tmp_path, settings):
     call_command("load_demo", stdout=open("/dev/null", "w"))
     with mock.patch("executions.tasks.run_node.apply_async") as sent:
         yield sent
-
-
-def drain(execution, limit=100):
-    """Run every node run that is due, here, until none is left."""
-    for _ in range(limit):
-        due = execution.node_runs.filter(status="pending", available_at__lte=timezone.now()).order_by("sequence").first()
-        if due is None:
-            break
-        node_run_execute(node_run_id=due.pk, worker="test")
-    execution.refresh_from_db()
-    return execution
 
 
 def start(workflow_id, **input):

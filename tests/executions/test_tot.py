@@ -11,15 +11,16 @@ from unittest import mock
 
 import pytest
 from django.core.management import call_command
-from django.utils import timezone
 
 from agents.backends import BackendRequest, get_backend
 from core.demo import GAME24, TOT_AGENTS
 from core.documents import import_documents
 from executions.engine.tot import builtin_roles, verify
 from executions.models import Execution, ThoughtSearch
-from executions.services import execution_start, node_run_execute
+from executions.services import execution_start
 from workflows.models import Workflow
+
+from tests.executions.conftest import drain
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,17 +36,6 @@ def demo(tmp_path, settings):
     call_command("load_demo", stdout=open("/dev/null", "w"))
     with mock.patch("executions.tasks.run_node.apply_async") as sent:
         yield sent
-
-
-def drain(execution, limit=20):
-    """Run every node run that is due, here, until none is left."""
-    for _ in range(limit):
-        due = execution.node_runs.filter(status="pending", available_at__lte=timezone.now()).order_by("sequence").first()
-        if due is None:
-            break
-        node_run_execute(node_run_id=due.pk, worker="test")
-    execution.refresh_from_db()
-    return execution
 
 
 def solve(workflow_id="game24", **input):
