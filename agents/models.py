@@ -151,10 +151,41 @@ class DeriveRequest(models.Model):
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     decided_at = models.DateTimeField(null=True, blank=True)
     comment = models.TextField(blank=True)
+    result_error = models.TextField(blank=True, help_text="Why creating the child agent failed, if it did.")
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["status", "trigger"])]
+        constraints = [
+            # One open request per agent and trigger: the rules never pile up duplicates.
+            models.UniqueConstraint(fields=["parent_agent", "trigger"], condition=models.Q(status="pending"),
+                                    name="one_pending_derive_request_per_agent_and_trigger"),
+        ]
 
     def __str__(self) -> str:
         return self.derive_request_id
+
+
+class DeriveRequestEvent(models.Model):
+    """What happened to a derive request, by whom and when: raised, approved, rejected,
+    its child agent created (or the creation failed)."""
+
+    class Kind(models.TextChoices):
+        RAISED = "raised"
+        APPROVED = "approved"
+        REJECTED = "rejected"
+        CHILD_CREATED = "child_created"
+        CHILD_FAILED = "child_failed"
+
+    request = models.ForeignKey(DeriveRequest, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    status = models.CharField(max_length=20, help_text="The request's status after the event.")
+    actor = models.CharField(max_length=150, help_text="A username, or 'rule:<trigger>' for a request a rule raised.")
+    at = models.DateTimeField(default=timezone.now)
+    comment = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["request", "at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.request.derive_request_id}: {self.kind} by {self.actor}"

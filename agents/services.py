@@ -25,7 +25,7 @@ from agents.documents import (
     RUNTIME_FIELDS,
     versioned_content,
 )
-from agents.models import Agent, AgentVersion, DeriveRequest
+from agents.models import Agent, AgentVersion, DeriveRequest, DeriveRequestEvent
 from core.errors import DocumentError, IllegalTransition, SwitchyardError
 from core.jsonutil import check_shape, parse_datetime
 from core.roles import APPROVER, require_role
@@ -243,6 +243,7 @@ def derive_request_import_document(document: dict[str, Any], *, actor: str = "")
         request = DeriveRequest.objects.create(
             derive_request_id=document["derive_request_id"], status=status, created_by=actor, **values
         )
+        _event(request, DeriveRequestEvent.Kind.RAISED, actor=actor or "import", comment="imported")
         return request, "created"
     if status != request.status:
         raise DocumentError(
@@ -405,17 +406,24 @@ def derive_request_create(
     if DeriveRequest.objects.filter(derive_request_id=request_id).exists():
         raise taken
     spec = document["specialization"]
+    parent = get_agent(parent_agent_id, where="parent_agent_id")
+    pending = DeriveRequest.objects.filter(parent_agent=parent, trigger=trigger, status=DeriveRequest.Status.PENDING).first()
+    if pending is not None:
+        raise _conflict(f"derive request '{pending.derive_request_id}' for agent '{parent_agent_id}' and trigger "
+                        f"'{trigger}' is pending already; decide it first", derive_request_id=pending.derive_request_id)
     try:
         with transaction.atomic():
-            return DeriveRequest.objects.create(
+            request = DeriveRequest.objects.create(
                 derive_request_id=request_id,
-                parent_agent=get_agent(parent_agent_id, where="parent_agent_id"),
+                parent_agent=parent,
                 trigger=trigger,
                 trigger_context=document["trigger_context"],
                 status=DeriveRequest.Status.PENDING,
                 created_by=user.get_username(),
                 **spec,
             )
+            _event(request, DeriveRequestEvent.Kind.RAISED, actor=user.get_username(), comment="raised by hand")
+            return request
     except IntegrityError:  # created by someone else since the check above
         raise taken from None
 
@@ -433,16 +441,29 @@ def _derive_request_decide(request: DeriveRequest, status: str, *, user, comment
             details={"derive_request_id": request.derive_request_id, "status": request.status},
         )
     change_status(request, DeriveRequest.STATES, status, decided_by=user, decided_at=timezone.now(), comment=comment)
+    _event(request, status, actor=user.get_username(), comment=comment)
+
+
+def _event(request: DeriveRequest, kind: str, *, actor: str, comment: str = "") -> None:
+    from agents.derivation import derive_request_event
+
+    derive_request_event(request, kind, actor=actor, comment=comment)
 
 
 @transaction.atomic
 def derive_request_approve(*, request: DeriveRequest, user, comment: str = "") -> DeriveRequest:
+    """Approve a pending request; a worker then creates the child agent (agents.derive_child)."""
+    request = DeriveRequest.objects.select_for_update().get(pk=request.pk)
     _derive_request_decide(request, DeriveRequest.Status.APPROVED, user=user, comment=comment)
-    # The one place to start the child agent's creation: transaction.on_commit(lambda: <task>.delay(request.pk)).
+    from agents.tasks import derive_child
+
+    pk = request.pk
+    transaction.on_commit(lambda: derive_child.apply_async((pk,), queue=settings.CELERY_TASK_DEFAULT_QUEUE))
     return request
 
 
 @transaction.atomic
 def derive_request_reject(*, request: DeriveRequest, user, comment: str = "") -> DeriveRequest:
+    request = DeriveRequest.objects.select_for_update().get(pk=request.pk)
     _derive_request_decide(request, DeriveRequest.Status.REJECTED, user=user, comment=comment)
     return request

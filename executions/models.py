@@ -45,6 +45,8 @@ class Execution(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
     ended_reason = models.CharField(max_length=200, blank=True, help_text="Which limit or error ended the run.")
     escalation = models.JSONField(null=True, blank=True, help_text="While escalated: the node, its error and who should act.")
+    domain = models.CharField(max_length=200, blank=True, help_text="The knowledge domain: the input's `domain`, else the workflow's.")
+    quality_gate = models.JSONField(null=True, blank=True, help_text="The workflow's gate as judged on the run's evaluation: passed, failed scores.")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -98,6 +100,7 @@ class NodeRun(models.Model):
     output = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     error_code = models.CharField(max_length=50, blank=True)
+    error_details = models.JSONField(null=True, blank=True, help_text="e.g. the missing skills or tools of a CAPABILITY_GAP")
     available_at = models.DateTimeField(null=True, blank=True, help_text="Not before: the backoff of a retry.")
     dispatches = models.PositiveIntegerField(default=0, help_text="Times sent to a worker (re-sent by the sweep).")
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
@@ -163,6 +166,11 @@ class Evaluation(models.Model):
         REJECT = "reject"
         REVISE = "revise"
 
+    class Method(models.TextChoices):
+        COMPUTED = "computed"  # by the rules (and judge) after a run
+        AGGREGATE = "aggregate"  # an agent's or workflow's recent evaluations combined
+        MANUAL = "manual"  # given by a person, or imported
+
     evaluation_id = models.CharField(max_length=100, unique=True, validators=[identifier])
     target_type = models.CharField(max_length=20, choices=TargetType.choices)
     target_id = models.CharField(max_length=100)
@@ -173,12 +181,24 @@ class Evaluation(models.Model):
     passed = models.BooleanField()
     feedback = models.JSONField(default=list, blank=True)
     action = models.CharField(max_length=10, choices=Action.choices)
+    method = models.CharField(max_length=10, choices=Method.choices, default=Method.MANUAL)
+    execution = models.ForeignKey(Execution, null=True, blank=True, on_delete=models.CASCADE, related_name="evaluations",
+                                  help_text="The run a computed evaluation was computed from.")
+    details = models.JSONField(default=dict, blank=True, help_text="Each score's formula and the figures it used.")
     created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
     created_by = models.CharField(max_length=150, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["target_type", "target_id"])]
+        indexes = [models.Index(fields=["target_type", "target_id", "created_at"])]
+        constraints = [
+            # A run is evaluated once per target however often the task is delivered.
+            models.UniqueConstraint(fields=["execution", "target_type", "target_id"],
+                                    condition=models.Q(method="computed"), name="one_computed_evaluation_per_target"),
+            models.UniqueConstraint(fields=["target_type", "target_id"], condition=models.Q(method="aggregate"),
+                                    name="one_aggregate_evaluation_per_target"),
+        ]
 
     def __str__(self) -> str:
         return self.evaluation_id

@@ -35,11 +35,13 @@ TOT_SKILL = "tot_orchestrate"  # the skill of an agent whose node is a Tree-of-T
 
 
 class NodeFailure(Exception):
-    def __init__(self, message: str, *, code: str, retryable: bool, record: dict | None = None):
+    def __init__(self, message: str, *, code: str, retryable: bool, record: dict | None = None,
+                 details: dict | None = None):
         super().__init__(message)
         self.code = code
         self.retryable = retryable
         self.record = record or {}
+        self.details = details or None
 
 
 @dataclass
@@ -110,7 +112,8 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
         try:
             response = backend.complete(request)
         except BackendError as error:
-            raise NodeFailure(str(error), code=error.code, retryable=error.retryable, record=record) from None
+            raise NodeFailure(str(error), code=error.code, retryable=error.retryable, record=record,
+                              details=error.details) from None
         replies.append(response.output)
         tokens_in += response.tokens_in
         tokens_out += response.tokens_out
@@ -255,17 +258,25 @@ def bounded(report: dict) -> dict:
     return report
 
 
-def check_contracts(node: Node, plan: Plan, output: Any, record: dict, contracts: list[Contract]) -> None:
-    """Blueprint contracts (core-data-structures §3.1) from this node's agent to the agent of
-    a node downstream: the output must match the contract's schema."""
+def contract_results(node: Node, plan: Plan, output: Any, contracts: list[Contract]) -> list[tuple[Contract, str | None]]:
+    """Each blueprint contract (core-data-structures §3.1) from this node's agent to the
+    agent of a node downstream, with what is wrong with `output` under it (None: it holds)."""
     downstream = {d for u, d in plan.edges if u == node.node_id} | {
         t["to"] for t in plan.transitions if t["from"] == node.node_id}
     agents = {plan.agents.get(node_id) for node_id in downstream}
+    results = []
     for contract in contracts:
         if contract.from_agent_id != node.agent_id or contract.to_agent_id not in agents:
             continue
         errors = sorted(Draft202012Validator(contract.schema).iter_errors(output), key=lambda e: list(e.absolute_path))
-        if errors:
-            where = "/".join(map(str, errors[0].absolute_path)) or "output"
-            raise NodeFailure(f"output breaks the contract '{contract.key}' at {where}: {errors[0].message}",
+        where = "/".join(map(str, errors[0].absolute_path)) or "output" if errors else ""
+        results.append((contract, f"at {where}: {errors[0].message}" if errors else None))
+    return results
+
+
+def check_contracts(node: Node, plan: Plan, output: Any, record: dict, contracts: list[Contract]) -> None:
+    """The output must match every contract it feeds, or the node run fails."""
+    for contract, error in contract_results(node, plan, output, contracts):
+        if error:
+            raise NodeFailure(f"output breaks the contract '{contract.key}' {error}",
                               code="CONTRACT_VIOLATION", retryable=True, record=record)

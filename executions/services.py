@@ -219,10 +219,17 @@ def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None
         execution = Execution.objects.create(
             execution_id=execution_id or f"exec_{now:%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}",
             workflow=workflow, status=Execution.Status.RUNNING, input=input or {}, state={},
+            domain=_domain_of(input, workflow),
             started_at=now, created_by=actor if getattr(actor, "pk", None) else None,
         )
         _advance(_locked(execution), completed=None)
     return execution
+
+
+def _domain_of(input: dict | None, workflow: Workflow) -> str:
+    """The knowledge domain a run works in: the input's `domain`, else the workflow's."""
+    named = (input or {}).get("domain")
+    return named.strip()[:200] if isinstance(named, str) and named.strip() else workflow.domain
 
 
 # Inline continuation: the first node that a node run makes ready (the next node of a
@@ -346,6 +353,7 @@ def _node_failed(run: NodeRun, claim: str, failure) -> None:
         execution = _locked(run.execution)
         stored = NodeRun.objects.filter(pk=run.pk, status=NodeRun.Status.RUNNING, worker=claim).update(
             status=NodeRun.Status.FAILED, error=str(failure), error_code=failure.code, completed_at=ended,
+            error_details=getattr(failure, "details", None),
             duration_ms=_ms(run.started_at, ended), **_fields(failure.record))
         if stored != 1 or execution.status != Execution.Status.RUNNING:
             return
@@ -505,6 +513,14 @@ def _end(execution: Execution, status: str, reason: str) -> None:
     if status != Execution.Status.SUCCESS:
         execution.node_runs.filter(status=NodeRun.Status.PENDING).update(status=NodeRun.Status.CANCELLED,
                                                                            completed_at=now)
+    if status in (Execution.Status.SUCCESS, Execution.Status.FAILED):  # a cancelled run is not judged
+        _evaluate_after_commit(execution.pk)
+
+
+def _evaluate_after_commit(execution_pk: int) -> None:
+    from executions.tasks import evaluate
+
+    transaction.on_commit(lambda: evaluate.apply_async((execution_pk,), queue=settings.CELERY_TASK_DEFAULT_QUEUE))
 
 
 def _any_active(execution: Execution) -> bool:

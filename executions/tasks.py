@@ -1,6 +1,7 @@
 """Celery tasks: ids in, one service call each; safe to deliver twice."""
 from celery import shared_task
 
+from executions.evaluations import execution_evaluate
 from executions.services import node_run_execute, node_runs_sweep
 
 
@@ -12,3 +13,9 @@ def run_node(self, node_run_id: int) -> str:
 @shared_task(name="executions.sweep", ignore_result=True)
 def sweep() -> dict:
     return node_runs_sweep()
+
+
+@shared_task(name="executions.evaluate", ignore_result=True)
+def evaluate(execution_pk: int) -> str | None:
+    evaluation = execution_evaluate(execution_pk=execution_pk)
+    return evaluation.evaluation_id if evaluation else None

@@ -187,6 +187,33 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-node-runs": {"task": "executions.sweep", "schedule": SWEEP_EVERY_SECONDS},
 }
 
+# Evaluations (core-data-structures §7): overall_score = the weighted scores; a run passes
+# at EVALUATION_PASS_SCORE, is sent back for revision from EVALUATION_REVISE_SCORE, and is
+# rejected below it. An agent's or workflow's aggregate is the mean of its last
+# EVALUATION_AGGREGATE_WINDOW evaluations.
+EVALUATION_WEIGHTS = {
+    "accuracy": env_float("EVALUATION_WEIGHT_ACCURACY", 0.4),
+    "completeness": env_float("EVALUATION_WEIGHT_COMPLETENESS", 0.4),
+    "efficiency": env_float("EVALUATION_WEIGHT_EFFICIENCY", 0.2),
+}
+EVALUATION_PASS_SCORE = env_float("EVALUATION_PASS_SCORE", 0.7)
+EVALUATION_REVISE_SCORE = env_float("EVALUATION_REVISE_SCORE", 0.4)
+EVALUATION_AGGREGATE_WINDOW = env_int("EVALUATION_AGGREGATE_WINDOW", 20)
+
+# The rules that raise derive requests (core-data-structures §6), checked after each run
+# is evaluated. Evidence counts only since the last decision on the same agent and trigger.
+# quality_issue: the mean overall_score of an agent's last DERIVE_QUALITY_WINDOW
+# evaluations (at least DERIVE_QUALITY_MIN_EVALUATIONS of them) is below the threshold.
+DERIVE_QUALITY_THRESHOLD = env_float("DERIVE_QUALITY_THRESHOLD", 0.6)
+DERIVE_QUALITY_WINDOW = env_int("DERIVE_QUALITY_WINDOW", 5)
+DERIVE_QUALITY_MIN_EVALUATIONS = env_int("DERIVE_QUALITY_MIN_EVALUATIONS", 3)
+# capability_gap: this many node runs of an agent failed with CAPABILITY_GAP.
+DERIVE_CAPABILITY_GAP_FAILURES = env_int("DERIVE_CAPABILITY_GAP_FAILURES", 1)
+# frequency_threshold: an agent ran this many successful nodes in runs of one knowledge
+# domain within the last DERIVE_FREQUENCY_WINDOW_DAYS days.
+DERIVE_FREQUENCY_THRESHOLD = env_int("DERIVE_FREQUENCY_THRESHOLD", 20)
+DERIVE_FREQUENCY_WINDOW_DAYS = env_int("DERIVE_FREQUENCY_WINDOW_DAYS", 30)
+
 # HTTPS hardening, switched on by the environment for deployments behind TLS.
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", SECURE_SSL_REDIRECT)

@@ -76,6 +76,12 @@ class Workflow(models.Model):
     # Limits of a run: a state machine may loop, so its steps are bounded.
     max_steps = models.PositiveIntegerField(default=50)
     max_wall_seconds = models.PositiveIntegerField(default=3600)
+    # Evaluation (core-data-structures §7): the knowledge domain its runs work in (the
+    # frequency rule counts an agent's uses per domain), an optional judge agent, and an
+    # optional quality gate: score name → the minimum a run's evaluation must reach.
+    domain = models.CharField(max_length=200, blank=True)
+    judge_agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    quality_gate = models.JSONField(null=True, blank=True)
     # Where the workflow came from, when it was imported in another shape (e.g. a task chain).
     source_format = models.CharField(max_length=30, default="workflow")
     created_at = models.DateTimeField(default=timezone.now)

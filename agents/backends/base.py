@@ -40,12 +40,15 @@ class BackendResponse:
 
 class BackendError(Exception):
     """A backend could not answer. `retryable` says whether trying again may help;
-    `code` is e.g. CAPABILITY_GAP, TIMEOUT, HTTP_429, BAD_OUTPUT."""
+    `code` is e.g. CAPABILITY_GAP, TIMEOUT, HTTP_429, BAD_OUTPUT; `details` what a
+    program can act on (a CAPABILITY_GAP names `missing_skills` and `missing_tools`)."""
 
-    def __init__(self, message: str, *, code: str = "BACKEND_ERROR", retryable: bool = True):
+    def __init__(self, message: str, *, code: str = "BACKEND_ERROR", retryable: bool = True,
+                 details: dict | None = None):
         super().__init__(message)
         self.code = code
         self.retryable = retryable
+        self.details = details or {}
 
 
 class Backend(ABC):

@@ -59,6 +59,7 @@ def choose_skill(request: BackendRequest) -> str:
         f"{_names(request.required_skills)} (its agent's), and {agent} has {_names(request.skills)}",
         code="CAPABILITY_GAP",
         retryable=False,
+        details={"missing_skills": list(request.required_skills)},
     )
 
 
@@ -648,7 +649,7 @@ def compliance_check(request: BackendRequest) -> dict:
 
 def legal_review(request: BackendRequest) -> dict:
     raise BackendError("legal_review needs the legal_database tool, which no agent here has",
-                       code="CAPABILITY_GAP", retryable=False)
+                       code="CAPABILITY_GAP", retryable=False, details={"missing_tools": ["legal_database"]})
 
 
 # --------------------------------------------------------------------------- orchestration

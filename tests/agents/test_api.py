@@ -260,9 +260,19 @@ def test_it_raises_a_derive_request_that_starts_pending(api, tree):
         "decided_by": None, "decided_at": None, "comment": "",
     }
     assert DeriveRequest.objects.get(derive_request_id=body["derive_request_id"]).status == "pending"
-    named = api.author.post("/api/derive-requests", derive(derive_request_id="dr_3d"))
+    named = api.author.post("/api/derive-requests", derive(derive_request_id="dr_3d", trigger="quality_issue"))
     assert named.status_code == 201 and named.json()["derive_request_id"] == "dr_3d"
     assert api.viewer.get("/api/derive-requests/dr_3d").json() == named.json()
+
+
+def test_it_refuses_a_second_pending_request_for_the_same_agent_and_trigger(api, tree):
+    first = api.author.post("/api/derive-requests", derive()).json()["derive_request_id"]
+    again = api.author.post("/api/derive-requests", derive(derive_request_id="dr_again"))
+    assert again.status_code == 409
+    assert f"derive request '{first}' for agent 'scholar' and trigger 'capability_gap' is pending" in again.json()["message"]
+    assert list(DeriveRequest.objects.values_list("derive_request_id", flat=True)) == [first]
+    assert api.approver.post(f"/api/derive-requests/{first}/reject", {"comment": "no"}).status_code == 200
+    assert api.author.post("/api/derive-requests", derive(derive_request_id="dr_again")).status_code == 201
 
 
 def test_it_names_what_is_wrong_with_a_derive_request(api, tree, pending):

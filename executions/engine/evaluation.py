@@ -1,0 +1,203 @@
+"""Scoring a run (core-data-structures §7): plain facts in, the seed's scores out, with
+each score's formula and the figures it used, so a person can check the arithmetic.
+
+The service (`executions/evaluations.py`) gathers the facts from the database: one
+`RunFact` per node run, the verifiable `Check`s (contract checks, verified answers) and
+an optional judge's verdict. The same function scores a whole execution and the slice of
+it that one agent performed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+SCORES = ("accuracy", "completeness", "efficiency")
+GATE_KEYS = (*SCORES, "overall_score")
+
+FORMULAS = {
+    "completeness": "completed nodes / expected nodes — a node is completed when its last run succeeded "
+                    "and its output meets every contract it feeds",
+    "accuracy": "mean of (passed checks / checks) and the judge's score, of those present; 1.0 when the run "
+                "has nothing verifiable — checks are contract checks of every output produced and "
+                "verified answers (e.g. a Game-of-24 expression recomputed exactly)",
+    "efficiency": "(token efficiency + time efficiency) / 2, where token efficiency = 1 − tokens used "
+                  "(all attempts, in + out) / token budget (max input + output tokens of each expected "
+                  "node's agent) and time efficiency = 1 − elapsed / the workflow's max_wall_seconds, each "
+                  "clamped to [0, 1]",
+    "overall_score": "weights · (accuracy, completeness, efficiency)",
+    "pass": "overall_score ≥ the pass score",
+    "action": "approve when passed; revise when overall_score ≥ the revise score; reject below it",
+}
+
+
+@dataclass(frozen=True)
+class RunFact:
+    """One node run, as scoring sees it."""
+
+    node_id: str
+    agent_id: str
+    status: str
+    tokens: int = 0  # in + out
+    token_budget: int = 0  # max input + output tokens of the agent that ran it
+    duration_ms: int = 0
+    error_code: str = ""
+
+
+@dataclass(frozen=True)
+class Check:
+    """Something verifiable about the run's outputs, and whether it held."""
+
+    name: str
+    passed: bool
+    node_id: str = ""
+    agent_id: str = ""
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judge agent's score in [0, 1] and what it said."""
+
+    agent_id: str
+    score: float
+    feedback: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The weights and thresholds from settings."""
+
+    weights: dict[str, float] = field(default_factory=lambda: {"accuracy": 0.4, "completeness": 0.4, "efficiency": 0.2})
+    pass_score: float = 0.7
+    revise_score: float = 0.4
+
+
+@dataclass(frozen=True)
+class Scored:
+    accuracy: float
+    completeness: float
+    efficiency: float
+    overall_score: float
+    passed: bool
+    action: str
+    feedback: list[str]
+    details: dict[str, Any]
+
+    def scores(self) -> dict[str, float]:
+        return {"accuracy": self.accuracy, "completeness": self.completeness, "efficiency": self.efficiency,
+                "overall_score": self.overall_score}
+
+
+def clamp(value: float) -> float:
+    return max(0.0, min(1.0, value))
+
+
+def _round(value: float) -> float:
+    return round(clamp(value), 4)
+
+
+def decide(overall: float, policy: Policy) -> tuple[bool, str]:
+    passed = overall >= policy.pass_score
+    return passed, "approve" if passed else "revise" if overall >= policy.revise_score else "reject"
+
+
+def score_run(*, expected: Iterable[str], runs: list[RunFact], checks: list[Check], verdict: Verdict | None = None,
+              elapsed_seconds: float, wall_seconds: float, policy: Policy = Policy()) -> Scored:
+    """Score the node runs of a run (or of one agent's part of it).
+
+    1. Completeness: of the expected nodes, those whose last run succeeded and whose
+       contract checks on the final output passed.
+    2. Accuracy: the share of checks that passed, averaged with the judge's score.
+    3. Efficiency: tokens of every attempt against the expected nodes' budget, and
+       elapsed time against the wall-time limit.
+    4. Overall: the weighted sum; pass and action from the policy's thresholds.
+    """
+    expected = list(dict.fromkeys(expected))
+    last: dict[str, RunFact] = {}
+    for run in runs:
+        last[run.node_id] = run
+    broken = {check.node_id for check in checks if not check.passed and check.name.startswith("contract") and check.node_id}
+    completed = [n for n in expected if n in last and last[n].status == "success" and n not in broken]
+    incomplete = [n for n in expected if n not in completed]
+    completeness = len(completed) / len(expected) if expected else 0.0
+
+    passed_checks = sum(check.passed for check in checks)
+    parts = []
+    if checks:
+        parts.append(passed_checks / len(checks))
+    if verdict is not None:
+        parts.append(clamp(verdict.score))
+    accuracy = sum(parts) / len(parts) if parts else 1.0
+
+    budgets: dict[str, int] = {}
+    for run in runs:
+        if run.node_id in expected:
+            budgets.setdefault(run.node_id, run.token_budget)
+    token_budget = sum(budgets.values())
+    tokens_used = sum(run.tokens for run in runs)
+    token_efficiency = clamp(1 - tokens_used / token_budget) if token_budget else 1.0
+    time_efficiency = clamp(1 - elapsed_seconds / wall_seconds) if wall_seconds > 0 else 1.0
+    efficiency = (token_efficiency + time_efficiency) / 2
+
+    weights = policy.weights
+    overall = sum(weights[name] * value for name, value in
+                  (("accuracy", accuracy), ("completeness", completeness), ("efficiency", efficiency)))
+    overall = overall / sum(weights.values())
+    passed, action = decide(overall, policy)
+
+    feedback = []
+    if incomplete:
+        feedback.append(f"completeness: {len(completed)} of {len(expected)} nodes completed; not completed: "
+                        + ", ".join(incomplete))
+    for check in checks:
+        if not check.passed:
+            where = f" ({check.node_id})" if check.node_id else ""
+            feedback.append(f"accuracy: {check.name}{where} failed" + (f": {check.detail}" if check.detail else ""))
+    if not parts:
+        feedback.append("accuracy: nothing verifiable in this run (no contract, verified answer or judge): 1.0 by default")
+    if verdict is not None:
+        feedback.extend(f"judge {verdict.agent_id}: {line}" for line in verdict.feedback)
+    if token_efficiency < 0.5:
+        feedback.append(f"efficiency: {tokens_used} tokens used of a {token_budget}-token budget")
+    if time_efficiency < 0.5:
+        feedback.append(f"efficiency: {elapsed_seconds:.1f} s of a {wall_seconds:.0f} s limit")
+
+    details = {
+        "formulas": FORMULAS,
+        "completeness": {"expected": expected, "completed": completed, "incomplete": incomplete},
+        "accuracy": {"checks": [check.__dict__ for check in checks], "checks_passed": passed_checks,
+                     "judge": verdict.__dict__ | {"feedback": list(verdict.feedback)} if verdict else None,
+                     "unverified": not parts},
+        "efficiency": {"tokens_used": tokens_used, "token_budget": token_budget,
+                       "token_efficiency": _round(token_efficiency), "elapsed_seconds": round(elapsed_seconds, 3),
+                       "wall_seconds": wall_seconds, "time_efficiency": _round(time_efficiency)},
+        "policy": {"weights": weights, "pass_score": policy.pass_score, "revise_score": policy.revise_score},
+    }
+    return Scored(_round(accuracy), _round(completeness), _round(efficiency), _round(overall), passed, action,
+                  feedback, details)
+
+
+def aggregate(evaluations: list[dict[str, Any]], policy: Policy = Policy()) -> Scored:
+    """The mean of each score over evaluations (dicts with accuracy, completeness,
+    efficiency, overall_score and evaluation_id); pass and action from the mean overall."""
+    if not evaluations:
+        raise ValueError("nothing to aggregate")
+    means = {name: sum(e[name] for e in evaluations) / len(evaluations) for name in (*SCORES, "overall_score")}
+    passed, action = decide(means["overall_score"], policy)
+    feedback = [f"the mean of {len(evaluations)} evaluation(s), newest first: "
+                + ", ".join(e["evaluation_id"] for e in evaluations)]
+    failing = [e["evaluation_id"] for e in evaluations if e["overall_score"] < policy.pass_score]
+    if failing:
+        feedback.append(f"{len(failing)} below the pass score {policy.pass_score}: " + ", ".join(failing))
+    details = {"formulas": {name: f"mean of {name} over the evaluations" for name in (*SCORES, "overall_score")}
+               | {"pass": FORMULAS["pass"], "action": FORMULAS["action"]},
+               "evaluations": [e["evaluation_id"] for e in evaluations],
+               "policy": {"pass_score": policy.pass_score, "revise_score": policy.revise_score}}
+    return Scored(_round(means["accuracy"]), _round(means["completeness"]), _round(means["efficiency"]),
+                  _round(means["overall_score"]), passed, action, feedback, details)
+
+
+def gate_failures(scores: dict[str, float], gate: dict[str, float]) -> list[dict[str, Any]]:
+    """The scores below the gate's minimums, in the gate's order."""
+    return [{"score": name, "value": scores[name], "minimum": minimum}
+            for name, minimum in gate.items() if scores[name] < minimum]

@@ -1,0 +1,272 @@
+"""Evaluating runs (core-data-structures §7): the writes after a run ends.
+
+`execution_evaluate` runs on a worker (the task `executions.evaluate`, sent when a run
+ends in success or failure). It gathers the facts the pure scorer
+(`executions.engine.evaluation`) needs, asks the workflow's judge agent when it has one,
+and stores, in one transaction:
+
+1. the run's evaluation (target `execution`, method `computed`);
+2. one evaluation per agent that ran a node, scored on that agent's node runs only;
+3. the workflow's quality gate as judged on (1), on the execution;
+4. the aggregate evaluations of the workflow and of those agents (the mean of their
+   recent evaluations, one row per target, refreshed in place).
+
+A second delivery of the task finds (1) stored and does nothing.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from agents.backends import BackendError, BackendRequest, get_backend
+from executions.engine.evaluation import Check, Policy, RunFact, Scored, Verdict, aggregate, gate_failures, score_run
+from executions.engine.tot.game24 import verify
+from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
+from executions.runner import contract_results, skills
+
+logger = logging.getLogger(__name__)
+
+EVALUATED = (Execution.Status.SUCCESS, Execution.Status.FAILED)
+JUDGE_SKILL = "judge_outputs"
+JUDGE_OUTPUT_LIMIT = 20_000  # characters of the outputs shown to a judge
+
+
+def evaluation_policy() -> Policy:
+    return Policy(weights=dict(settings.EVALUATION_WEIGHTS), pass_score=settings.EVALUATION_PASS_SCORE,
+                  revise_score=settings.EVALUATION_REVISE_SCORE)
+
+
+def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
+    """Evaluate an ended run once; returns its evaluation (None: the run has not ended in
+    success or failure)."""
+    execution = Execution.objects.select_related("workflow", "workflow__judge_agent").get(pk=execution_pk)
+    if execution.status not in EVALUATED:
+        return None
+    stored = _computed(execution).first()
+    if stored is not None:
+        return stored
+    from executions.services import workflow_graph  # the services import this module's callers
+
+    graph = workflow_graph(execution.workflow)
+    runs = list(execution.node_runs.select_related("agent").order_by("sequence", "id"))
+    checks = _checks(execution, runs, graph)
+    verdict, judge_problem = _judge(execution, runs, checks)
+    policy = evaluation_policy()
+    expected = _expected_nodes(graph, runs)
+    wall = execution.workflow.max_wall_seconds
+    elapsed = ((execution.completed_at or timezone.now()) - (execution.started_at or execution.created_at)).total_seconds()
+    scored = score_run(expected=expected, runs=[_fact(run) for run in runs], checks=checks, verdict=verdict,
+                       elapsed_seconds=elapsed, wall_seconds=wall, policy=policy)
+    if judge_problem:
+        scored.feedback.append(judge_problem)
+        scored.details["accuracy"]["judge_problem"] = judge_problem
+    gate = execution.workflow.quality_gate or None
+    failures = gate_failures(scored.scores(), gate) if gate else []
+    scored = _with_gate(scored, gate, failures)
+
+    try:
+        with transaction.atomic():
+            locked = Execution.objects.select_for_update().get(pk=execution.pk)
+            if _computed(locked).exists():
+                return _computed(locked).first()
+            evaluation = _store(scored, "execution", execution.execution_id, execution=locked,
+                                evaluation_id=_evaluation_id(f"eval_{execution.execution_id}"))
+            agents = {}
+            for run in runs:
+                agents.setdefault(run.agent_id, run.agent)
+            for agent in agents.values():
+                mine = [run for run in runs if run.agent_id == agent.pk]
+                part = score_run(
+                    expected=[run.node_id for run in mine if run.node_id in expected],
+                    runs=[_fact(run) for run in mine],
+                    checks=[check for check in checks if check.agent_id == agent.agent_id],
+                    elapsed_seconds=sum(run.duration_ms or 0 for run in mine) / 1000, wall_seconds=wall, policy=policy)
+                part.details["execution_id"] = execution.execution_id
+                _store(part, "agent", agent.agent_id, execution=locked,
+                       evaluation_id=_evaluation_id(f"eval_{execution.execution_id}_{agent.agent_id}"))
+            if gate:
+                Execution.objects.filter(pk=locked.pk).update(quality_gate={
+                    "passed": not failures, "failed": failures, "gate": gate,
+                    "evaluation_id": evaluation.evaluation_id})
+            evaluation_aggregate_refresh(target_type="workflow", target_id=execution.workflow.workflow_id)
+            for agent in agents.values():
+                evaluation_aggregate_refresh(target_type="agent", target_id=agent.agent_id)
+    except IntegrityError:  # evaluated at the same moment by another delivery
+        return _computed(execution).first()
+    _after_commit_raise_derive_requests(execution.pk)
+    return evaluation
+
+
+def _after_commit_raise_derive_requests(execution_pk: int) -> None:
+    from agents.tasks import raise_derive_requests
+
+    transaction.on_commit(lambda: raise_derive_requests.apply_async(
+        (execution_pk,), queue=settings.CELERY_TASK_DEFAULT_QUEUE))
+
+
+def _computed(execution: Execution):
+    return Evaluation.objects.filter(execution=execution, method=Evaluation.Method.COMPUTED,
+                                     target_type=Evaluation.TargetType.EXECUTION)
+
+
+def _evaluation_id(wanted: str) -> str:
+    """An id as readable as its 100 characters allow."""
+    if len(wanted) <= 100:
+        return wanted
+    return f"{wanted[:70]}_{hashlib.sha256(wanted.encode()).hexdigest()[:16]}"
+
+
+def _fact(run: NodeRun) -> RunFact:
+    agent = run.agent
+    return RunFact(node_id=run.node_id, agent_id=agent.agent_id, status=run.status,
+                   tokens=(run.tokens_in or 0) + (run.tokens_out or 0),
+                   token_budget=agent.max_input_tokens + agent.max_output_tokens,
+                   duration_ms=run.duration_ms or 0, error_code=run.error_code)
+
+
+def _expected_nodes(graph, runs: list[NodeRun]) -> list[str]:
+    """Every node of a seq, par or dag; the nodes a state machine entered (it visits only some)."""
+    if graph.plan.topology == "state_machine":
+        return list(dict.fromkeys(run.node_id for run in runs))
+    return list(graph.plan.nodes)
+
+
+def _checks(execution: Execution, runs: list[NodeRun], graph) -> list[Check]:
+    """What can be verified: every output checked against the contracts it feeds (the
+    attempts whose output broke one, and the final output of each node, re-checked, so a
+    person's output given on resume is checked too), and every Game-of-24 answer."""
+    checks = []
+    final = {}
+    for run in runs:
+        if run.error_code == "CONTRACT_VIOLATION":
+            checks.append(Check("contract", False, run.node_id, run.agent.agent_id, run.error))
+        if run.status == NodeRun.Status.SUCCESS:
+            final[run.node_id] = run
+    for node_id, run in final.items():
+        node = graph.nodes.get(node_id)
+        if node is None:
+            continue
+        for contract, error in contract_results(node, graph.plan, run.output, graph.contracts):
+            checks.append(Check(f"contract {contract.key}", error is None, node_id, run.agent.agent_id, error or ""))
+    by_pk = {run.pk: run for run in runs}
+    for search in ThoughtSearch.objects.filter(execution=execution).order_by("id"):
+        if not search.final_solution:
+            continue  # no answer: the node failed, which completeness counts
+        answer = search.final_solution.get("answer", "")
+        try:
+            errors = verify(answer, search.problem)
+        except ValueError:  # not a Game-of-24 problem: trust the search's own verification
+            errors = search.final_solution.get("verification", {}).get("validation_errors", [])
+            if not search.final_solution.get("verification", {}).get("is_valid"):
+                errors = errors or ["the search's verification says the answer is not valid"]
+        run = by_pk.get(search.node_run_id)
+        checks.append(Check("verified answer", not errors, run.node_id if run else "", run.agent.agent_id if run else "",
+                            f"{answer!r}: " + "; ".join(errors) if errors else str(answer)))
+    return checks
+
+
+def _judge(execution: Execution, runs: list[NodeRun], checks: list[Check]) -> tuple[Verdict | None, str]:
+    """Ask the workflow's judge agent, when it has one, to score the run's final outputs.
+
+    The judge gets the outputs as a structured input (`inputs["outputs"]`) and rendered in
+    the prompt, and must answer `{"score": 0..1, "feedback": ["…"]}`. A judge that fails or
+    answers in another shape is reported, and accuracy rests on the checks alone."""
+    judge = execution.workflow.judge_agent
+    if judge is None:
+        return None, ""
+    outputs = {run.node_id: run.output for run in runs if run.status == NodeRun.Status.SUCCESS}
+    shown = json.dumps(outputs, ensure_ascii=False, indent=1, default=str)[:JUDGE_OUTPUT_LIMIT]
+    instructions = ((judge.prompt_config or {}).get("output_constraint")
+                    or 'Answer with JSON only: {"score": <a number from 0 to 1>, "feedback": ["<one line each>"]}.')
+    prompt = (f"Judge the outputs of run {execution.execution_id} of workflow {execution.workflow.workflow_id} "
+              f"(status {execution.status}).\n\n## Outputs by node\n\n{shown}\n\n## Instructions\n\n{instructions}")
+    request = BackendRequest(
+        agent_id=judge.agent_id, skills=skills(judge), required_skills=skills(judge),
+        system_prompt=(judge.prompt_config or {}).get("system_prompt", ""), prompt=prompt,
+        inputs={"outputs": outputs, "checks": [check.__dict__ for check in checks]},
+        execution_input=dict(execution.input), node_id="judge", execution_id=execution.execution_id,
+        model=judge.model, max_output_tokens=judge.max_output_tokens,
+    )
+    try:
+        reply = get_backend(judge.backend).complete(request).output
+    except BackendError as error:
+        return None, f"judge {judge.agent_id} could not answer ({error.code}): {error}"
+    score = reply.get("score") if isinstance(reply, dict) else None
+    feedback = reply.get("feedback", []) if isinstance(reply, dict) else None
+    if isinstance(feedback, str):
+        feedback = [feedback]
+    if (isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1
+            or not isinstance(feedback, list) or not all(isinstance(line, str) for line in feedback)):
+        return None, (f"judge {judge.agent_id} answered in another shape than "
+                      f'{{"score": 0..1, "feedback": [...]}}: {json.dumps(reply, default=str)[:200]}')
+    return Verdict(judge.agent_id, float(score), tuple(line[:500] for line in feedback[:20])), ""
+
+
+def _with_gate(scored: Scored, gate: dict | None, failures: list[dict]) -> Scored:
+    """A workflow's gate is part of passing: a run that misses a minimum does not pass."""
+    if not gate:
+        return scored
+    feedback = list(scored.feedback)
+    details = dict(scored.details, quality_gate={"gate": gate, "failed": failures})
+    if not failures:
+        feedback.append("quality gate passed: " + ", ".join(f"{k} ≥ {v}" for k, v in gate.items()))
+        return Scored(**{**scored.__dict__, "feedback": feedback, "details": details})
+    feedback.append("quality gate failed: " + ", ".join(
+        f"{f['score']} {f['value']:.2f} < {f['minimum']}" for f in failures))
+    action = "revise" if scored.action == "approve" else scored.action
+    return Scored(**{**scored.__dict__, "passed": False, "action": action, "feedback": feedback, "details": details})
+
+
+def _store(scored: Scored, target_type: str, target_id: str, *, execution: Execution | None, evaluation_id: str,
+           method: str = Evaluation.Method.COMPUTED) -> Evaluation:
+    return Evaluation.objects.create(
+        evaluation_id=evaluation_id, target_type=target_type, target_id=target_id, method=method,
+        execution=execution, accuracy=scored.accuracy, completeness=scored.completeness,
+        efficiency=scored.efficiency, overall_score=scored.overall_score, passed=scored.passed,
+        feedback=scored.feedback, action=scored.action, details=scored.details, created_by="switchyard",
+    )
+
+
+def recent_evaluations(*, target_type: str, target_id: str, limit: int | None = None):
+    """The evaluations an agent's or a workflow's aggregate is made of, newest first: an
+    agent's own (computed per run, or given by people); a workflow's runs' evaluations and
+    its own given by people."""
+    limit = limit or settings.EVALUATION_AGGREGATE_WINDOW
+    if target_type == "workflow":
+        query = (Q(target_type="execution", method=Evaluation.Method.COMPUTED, execution__workflow__workflow_id=target_id)
+                 | Q(target_type="workflow", target_id=target_id, method=Evaluation.Method.MANUAL))
+    else:
+        query = Q(target_type=target_type, target_id=target_id) & ~Q(method=Evaluation.Method.AGGREGATE)
+    return Evaluation.objects.filter(query).order_by("-created_at", "-id")[:limit]
+
+
+@transaction.atomic
+def evaluation_aggregate_refresh(*, target_type: str, target_id: str) -> Evaluation | None:
+    """Recompute the aggregate evaluation of an agent or workflow from its recent ones."""
+    if target_type not in ("agent", "workflow"):
+        return None
+    rows = list(recent_evaluations(target_type=target_type, target_id=target_id)
+                .values("evaluation_id", "accuracy", "completeness", "efficiency", "overall_score"))
+    current = Evaluation.objects.select_for_update().filter(
+        target_type=target_type, target_id=target_id, method=Evaluation.Method.AGGREGATE).first()
+    if not rows:
+        if current is not None:
+            current.delete()
+        return None
+    scored = aggregate(rows, evaluation_policy())
+    values = dict(accuracy=scored.accuracy, completeness=scored.completeness, efficiency=scored.efficiency,
+                  overall_score=scored.overall_score, passed=scored.passed, action=scored.action,
+                  feedback=scored.feedback, details=scored.details, updated_at=timezone.now())
+    if current is None:
+        return _store(scored, target_type, target_id, execution=None, method=Evaluation.Method.AGGREGATE,
+                      evaluation_id=_evaluation_id(f"agg_{target_type}_{target_id}"))
+    Evaluation.objects.filter(pk=current.pk).update(**values)
+    current.refresh_from_db()
+    return current
