@@ -256,8 +256,8 @@ def derive_request_create_child(*, request_pk: int) -> Agent | None:
     try:
         with transaction.atomic():
             request = (DeriveRequest.objects.select_for_update().select_related("parent_agent", "decided_by")
-                       .get(pk=request_pk))
-            if request.status != DeriveRequest.Status.APPROVED:
+                       .filter(pk=request_pk).first())
+            if request is None or request.status != DeriveRequest.Status.APPROVED:
                 return None
             if request.result_agent_id:
                 return request.result_agent

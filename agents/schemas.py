@@ -143,6 +143,14 @@ class SpecializationOut(Schema):
     additional_constraints: list[str]
 
 
+class DeriveRequestEventOut(Schema):
+    event: str = Field(..., description="raised, approved, rejected, child_created or child_failed")
+    status: DeriveStatus = Field(..., description="the request's status after the event")
+    actor: str = Field(..., description="a username, or rule:<trigger> for a request a rule raised")
+    at: str
+    comment: str
+
+
 class DeriveRequestOut(Schema):
     """A derive request as core-data-structures §6, plus who raised and who decided it."""
 
@@ -160,3 +168,5 @@ class DeriveRequestOut(Schema):
     decided_by: str | None = Field(..., description="the approver's username; null while pending")
     decided_at: str | None
     comment: str
+    result_error: str = Field("", description="why creating the child agent failed, if it did")
+    history: list[DeriveRequestEventOut] = Field(default_factory=list, description="every event, oldest first")

@@ -98,11 +98,14 @@ def derive_request_full_document(request: DeriveRequest) -> dict[str, Any]:
         "decided_by": request.decided_by.get_username() if request.decided_by_id else None,
         "decided_at": iso(request.decided_at),
         "comment": request.comment,
+        "result_error": request.result_error,
+        "history": [{"event": event.kind, "status": event.status, "actor": event.actor, "at": iso(event.at),
+                     "comment": event.comment} for event in request.events.all()],
     }
 
 
 def _derive_requests() -> QuerySet:
-    return DeriveRequest.objects.select_related("parent_agent", "result_agent", "decided_by")
+    return DeriveRequest.objects.select_related("parent_agent", "result_agent", "decided_by").prefetch_related("events")
 
 
 def derive_request_list(*, status: str | None = None, trigger: str | None = None,

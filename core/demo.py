@@ -160,6 +160,9 @@ AGENTS = [
     # Needs a skill nobody in the workflow has, so it escalates to a person.
     _agent("Compliance_Checker", "Compliance Checker", skills=["legal_review"],
            prompt="You check release notes for legal problems."),
+    # Scores each run's outputs for its evaluation (the workflows' `evaluation.judge_agent`).
+    _agent("Judge", "Judge", type="meta", skills=["judge_outputs"],
+           prompt="You judge the outputs of a workflow run: are they present, complete and free of placeholders?"),
     *TOT_AGENTS,
 ]
 
@@ -268,6 +271,8 @@ PARALLEL_ANALYSIS = {
         {"from": "task_c", "to": "task_d"},
     ],
     "error_handling": {"retry_count": 1, "fallback_agent": None, "escalate_to": "Orchestrator"},
+    "domain": "software_engineering",
+    "evaluation": {"judge_agent": "Judge", "quality_gate": {"completeness": 1.0, "overall_score": 0.7}},
 }
 
 RELEASE_REVIEW = {
@@ -291,6 +296,7 @@ RELEASE_REVIEW = {
     ],
     "error_handling": {"retry_count": 2, "fallback_agent": "Backup_Publisher", "escalate_to": "Orchestrator"},
     "limits": {"max_steps": 12, "max_wall_seconds": 600},
+    "domain": "release_management",
 }
 
 # One node that runs a whole search; the run's input is {"numbers": [4, 9, 10, 13]} or
@@ -317,6 +323,9 @@ GAME24 = {
     ],
     "error_handling": {"retry_count": 0, "fallback_agent": None, "escalate_to": None},
     "limits": {"max_steps": 10, "max_wall_seconds": 600},
+    "domain": "math_reasoning",
+    # A wrong answer must never pass: every answer is verified with exact arithmetic.
+    "evaluation": {"quality_gate": {"accuracy": 1.0}},
 }
 
 DOCUMENTS = [*AGENTS, BLUEPRINT, THESIS_CHAIN, PARALLEL_ANALYSIS, RELEASE_REVIEW, GAME24]

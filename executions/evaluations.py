@@ -46,8 +46,8 @@ def evaluation_policy() -> Policy:
 def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
     """Evaluate an ended run once; returns its evaluation (None: the run has not ended in
     success or failure)."""
-    execution = Execution.objects.select_related("workflow", "workflow__judge_agent").get(pk=execution_pk)
-    if execution.status not in EVALUATED:
+    execution = Execution.objects.select_related("workflow", "workflow__judge_agent").filter(pk=execution_pk).first()
+    if execution is None or execution.status not in EVALUATED:
         return None
     stored = _computed(execution).first()
     if stored is not None:

@@ -178,7 +178,11 @@ class EvaluationOut(Record):
     passed: bool = Field(..., alias="pass")
     feedback: list[str]
     action: Action
+    method: str = Field(..., description="computed (after a run), aggregate (recent evaluations combined) or manual")
+    execution_id: str | None = Field(None, description="the run a computed evaluation was computed from")
+    details: dict[str, Any] = Field(..., description="each score's formula and the figures it used")
     created_at: str
+    updated_at: str | None
     created_by: str
 
 
@@ -186,3 +190,5 @@ class EvaluationFilters(Schema):
     target_type: TargetType | None = None
     target_id: str | None = Field(None, pattern=ID_PATTERN)
     passed: bool | None = Field(None, description="only evaluations that passed (true) or did not (false)")
+    method: Literal["computed", "aggregate", "manual"] | None = Field(
+        None, description="computed after a run, aggregate of a target's recent ones, or manual (given by a person)")

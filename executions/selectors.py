@@ -147,24 +147,28 @@ def node_run_get(execution: Execution, node_run_id: int) -> dict[str, Any]:
 
 def evaluation_out(evaluation: Evaluation) -> dict[str, Any]:
     """§7, plus when and by whom it was recorded."""
-    return {**evaluation_document(evaluation), "created_at": iso(evaluation.created_at),
-            "created_by": evaluation.created_by}
+    return {**evaluation_document(evaluation), "method": evaluation.method,
+            "execution_id": evaluation.execution.execution_id if evaluation.execution_id else None,
+            "details": evaluation.details, "created_at": iso(evaluation.created_at),
+            "updated_at": iso(evaluation.updated_at), "created_by": evaluation.created_by}
 
 
 def evaluations_list(*, target_type: str | None = None, target_id: str | None = None,
-                     passed: bool | None = None) -> Rendered:
-    evaluations = Evaluation.objects.all()
+                     passed: bool | None = None, method: str | None = None) -> Rendered:
+    evaluations = Evaluation.objects.select_related("execution")
     if target_type:
         evaluations = evaluations.filter(target_type=target_type)
     if target_id:
         evaluations = evaluations.filter(target_id=target_id)
     if passed is not None:
         evaluations = evaluations.filter(passed=passed)
+    if method:
+        evaluations = evaluations.filter(method=method)
     return Rendered(evaluations, lambda page: [evaluation_out(evaluation) for evaluation in page])
 
 
 def evaluation_get(evaluation_id: str) -> dict[str, Any]:
-    evaluation = Evaluation.objects.filter(evaluation_id=evaluation_id).first()
+    evaluation = Evaluation.objects.select_related("execution").filter(evaluation_id=evaluation_id).first()
     if evaluation is None:
         raise NotFound(f"evaluation '{evaluation_id}' does not exist", details={"where": "evaluation_id"})
     return evaluation_out(evaluation)

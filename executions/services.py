@@ -20,6 +20,7 @@ from agents.services import get_agent
 from core.errors import DocumentError, IllegalTransition, SwitchyardError
 from core.states import change_status
 from core.jsonutil import check_shape, parse_datetime
+from executions.evaluations import evaluation_aggregate_refresh
 from executions.documents import EVALUATION_SHAPE, EXECUTION_SHAPE, evaluation_document, execution_document
 from executions.models import Evaluation, Execution, NodeRun
 from executions import runner
@@ -763,4 +764,5 @@ def evaluation_create(*, document: dict[str, Any], actor: str = "") -> Evaluatio
     if outcome != "created":
         raise SwitchyardError(f"evaluation_id: evaluation '{evaluation.evaluation_id}' exists already; "
                               "evaluations are not rewritten", code="CONFLICT")
+    evaluation_aggregate_refresh(target_type=evaluation.target_type, target_id=evaluation.target_id)
     return evaluation

@@ -99,6 +99,33 @@ def celery_worker_process():
         log_path.unlink(missing_ok=True)
 
 
+UNCONSUMED_QUEUE = f"switchyard-test-unconsumed-{os.getpid()}"
+
+
+@pytest.fixture(autouse=True)
+def unconsumed_queue(settings):
+    """Tasks a test sends without a worker for them (a run that ends enqueues its
+    evaluation) go to a queue of the test session's own, never the default one that a
+    developer's worker reads; tests with workers point the setting at theirs."""
+    settings.CELERY_TASK_DEFAULT_QUEUE = UNCONSUMED_QUEUE
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_unconsumed_queue():
+    yield
+    from django.conf import settings
+
+    if not _redis_answers(settings.CELERY_BROKER_URL):
+        return
+    try:
+        from project.celery import app
+
+        with app.connection_for_write() as connection:
+            connection.default_channel.queue_delete(UNCONSUMED_QUEUE)
+    except Exception:  # noqa: BLE001 - best-effort cleanup of a shared Redis
+        pass
+
+
 class ApiClient:
     """A Django test client that sends one user's API token with every request."""
 

@@ -199,6 +199,20 @@ WORKFLOW_SHAPE: dict[str, Any] = {
                 "max_wall_seconds": {"type": "integer", "minimum": 1, "maximum": 7 * 24 * 3600},
             },
         },
+        "domain": {"type": "string", "maxLength": 200},
+        "evaluation": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "judge_agent": OPTIONAL_STRING,
+                "quality_gate": {
+                    "type": ["object", "null"],
+                    "additionalProperties": False,
+                    "properties": {name: {"type": "number", "minimum": 0, "maximum": 1}
+                                   for name in ("accuracy", "completeness", "efficiency", "overall_score")},
+                },
+            },
+        },
     },
 }
 TASK_CHAIN_SHAPE: dict[str, Any] = {
@@ -306,6 +320,11 @@ def workflow_document(workflow: Workflow) -> dict[str, Any]:
             "escalate_to": workflow.escalate_to.agent_id if workflow.escalate_to_id else None,
         },
         "limits": {"max_steps": workflow.max_steps, "max_wall_seconds": workflow.max_wall_seconds},
+        "domain": workflow.domain,
+        "evaluation": {
+            "judge_agent": workflow.judge_agent.agent_id if workflow.judge_agent_id else None,
+            "quality_gate": workflow.quality_gate or None,
+        },
     }
 
 

@@ -91,6 +91,18 @@ class WorkflowLimitsOut(_Document):
     max_wall_seconds: int
 
 
+class QualityGateOut(_Document):
+    accuracy: float | None = None
+    completeness: float | None = None
+    efficiency: float | None = None
+    overall_score: float | None = None
+
+
+class WorkflowEvaluationOut(_Document):
+    judge_agent: str | None = Field(None, description="an agent that scores each run's outputs (accuracy)")
+    quality_gate: QualityGateOut | None = Field(None, description="score → the minimum a run's evaluation must reach")
+
+
 class WorkflowOut(_Document):
     workflow_id: str
     name: str
@@ -99,6 +111,8 @@ class WorkflowOut(_Document):
     transitions: list[TransitionOut] = Field(default_factory=list)
     error_handling: ErrorHandlingOut | None = None
     limits: WorkflowLimitsOut | None = None
+    domain: str = Field("", description="the knowledge domain its runs work in (a run's input may name another)")
+    evaluation: WorkflowEvaluationOut | None = None
 
 
 class WorkflowSummaryOut(Schema):

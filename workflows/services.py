@@ -41,6 +41,8 @@ def _graph_problems(document: dict[str, Any]) -> list[dict[str, Any]]:
     """Problems of a shape-checked workflow document, with the agents it names looked up once."""
     referenced = {node["agent_ref"] for node in document["nodes"]}
     referenced |= {v for v in document.get("error_handling", {}).values() if isinstance(v, str)}
+    if isinstance(document.get("evaluation", {}).get("judge_agent"), str):
+        referenced.add(document["evaluation"]["judge_agent"])
     known = Agent.objects.filter(agent_id__in=referenced).values_list("agent_id", flat=True)
     return validate_workflow(document, known)
 
@@ -55,6 +57,7 @@ def workflow_import_document(document: dict[str, Any], *, actor: str = "", sourc
 
     handling = document.get("error_handling", {})
     limits = document.get("limits", {})
+    evaluation = document.get("evaluation", {})
     defaults = {field.name: field.get_default() for field in Workflow._meta.fields if field.name in ("max_steps", "max_wall_seconds")}
     values = {
         "name": document["name"],
@@ -65,6 +68,9 @@ def workflow_import_document(document: dict[str, Any], *, actor: str = "", sourc
         "max_steps": limits.get("max_steps", defaults["max_steps"]),
         "max_wall_seconds": limits.get("max_wall_seconds", defaults["max_wall_seconds"]),
         "source_format": source_format,
+        "domain": document.get("domain", ""),
+        "judge_agent": Agent.objects.get(agent_id=evaluation["judge_agent"]) if evaluation.get("judge_agent") else None,
+        "quality_gate": evaluation.get("quality_gate") or None,
     }
     workflow = Workflow.objects.select_for_update().filter(workflow_id=document["workflow_id"]).first()
     before = workflow_document(workflow) if workflow else None

@@ -678,6 +678,35 @@ def review_escalation(request: BackendRequest) -> dict:
 # --------------------------------------------------------------------------- benchmarking
 
 
+_PLACEHOLDER = re.compile(r"^\s*(TODO|TBD|XXX|FIXME|lorem ipsum)\b|^\s*(\.\.\.|…)\s*$", re.I)
+
+
+def judge_outputs(request: BackendRequest) -> dict:
+    """A rule-based judge of a run's final outputs (`inputs["outputs"]`, node id → output),
+    for the evaluation's accuracy: each output must be present, free of placeholder text
+    and not an error object. Score: the share of those checks that hold."""
+    outputs = request.inputs.get("outputs") or {}
+    if not isinstance(outputs, dict) or not outputs:
+        return {"score": 0.0, "feedback": ["no node produced an output"]}
+    passed, total, feedback = 0, 0, []
+    for node_id, output in outputs.items():
+        text = _text_of(output)
+        # A value that is a placeholder ("TBD", "TODO: write this"), not one that mentions one.
+        placeholder = any(_PLACEHOLDER.match(piece) for piece in _texts(output))
+        for holds, problem in (
+            (bool(text.strip()), "is empty"),
+            (not placeholder, "has a placeholder where a value should be"),
+            (not (isinstance(output, dict) and "error" in output and len(output) == 1), "is only an error"),
+        ):
+            total += 1
+            passed += holds
+            if not holds:
+                feedback.append(f"the output of {node_id} {problem}")
+    return {"score": round(passed / total, 4),
+            "feedback": feedback or [f"{len(outputs)} output(s) present, without placeholders or errors"],
+            "judge": "builtin rules (not a model)"}
+
+
 def noop(request: BackendRequest) -> dict:
     """Nothing at all: what `benchmark_execution` runs to time the orchestration around a node."""
     return {"ok": True}
@@ -734,6 +763,7 @@ SKILLS: dict[str, Skill] = {
     "plan": plan,
     "review_escalation": review_escalation,
     "noop": noop,
+    "judge_outputs": judge_outputs,
     **{skill: (lambda request, skill=skill: game24(request, skill)) for skill in GAME24_ROLES},
 }
 # The search itself (orchestrator and explorer) is the node run, not a backend: executions/tot.py.

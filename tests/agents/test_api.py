@@ -251,13 +251,16 @@ def test_it_raises_a_derive_request_that_starts_pending(api, tree):
     assert response.status_code == 201
     body = response.json()
     assert body["derive_request_id"].startswith("dr_")
+    history = body.pop("history")
+    assert [(e["event"], e["status"], e["actor"], e["comment"]) for e in history] == [
+        ("raised", "pending", "author-user", "raised by hand")]
     assert body | {"derive_request_id": None, "created_at": None} == {
         "derive_request_id": None, "parent_agent_id": "scholar", "trigger": "capability_gap",
         "trigger_context": {"node_id": "extract"},
         "specialization": {"new_name": "Scholar (3D)", "domain_focus": "point clouds",
                            "additional_skills": ["read_meshes"], "additional_constraints": ["cite datasets"]},
         "status": "pending", "result_agent_id": None, "created_at": None, "created_by": "author-user",
-        "decided_by": None, "decided_at": None, "comment": "",
+        "decided_by": None, "decided_at": None, "comment": "", "result_error": "",
     }
     assert DeriveRequest.objects.get(derive_request_id=body["derive_request_id"]).status == "pending"
     named = api.author.post("/api/derive-requests", derive(derive_request_id="dr_3d", trigger="quality_issue"))

@@ -348,10 +348,14 @@ def test_it_records_an_evaluation_by_hand_and_reads_it_back(api):
     assert response.status_code == 201, response.json()
     body = response.json()
     assert body == {**evaluation(), "scores": {"accuracy": 0.9, "completeness": 0.8, "efficiency": 1.0},
-                    "created_at": body["created_at"], "created_by": "author-user"}
+                    "method": "manual", "execution_id": None, "details": {},
+                    "created_at": body["created_at"], "updated_at": body["updated_at"], "created_by": "author-user"}
     assert api.viewer.get("/api/evaluations/eval_001").json() == body
-    stored = Evaluation.objects.get()
+    stored = Evaluation.objects.get(evaluation_id="eval_001")
     assert (stored.passed, stored.efficiency, stored.created_by) == (True, 1.0, "author-user")
+    combined = Evaluation.objects.get(method="aggregate")  # the target's aggregate takes it in
+    assert (combined.target_type, combined.target_id, combined.overall_score) == (stored.target_type, stored.target_id, 0.85)
+    assert combined.details["evaluations"] == ["eval_001"]
 
 
 def test_it_makes_up_an_evaluation_id_when_none_is_given(api):
@@ -393,7 +397,7 @@ def test_it_does_not_rewrite_an_evaluation_recorded_before(api):
     assert api.author.post("/api/evaluations", evaluation()).status_code == 201
     response = api.author.post("/api/evaluations", evaluation(overall_score=0.1, **{"pass": False}, action="reject"))
     assert response.status_code == 409 and "eval_001" in response.json()["message"]
-    stored = Evaluation.objects.get()
+    stored = Evaluation.objects.get(method="manual")
     assert (stored.overall_score, stored.passed, stored.action) == (0.85, True, "approve")
 
 
@@ -402,13 +406,16 @@ def test_it_lists_evaluations_by_target_and_verdict(api):
     api.author.post("/api/evaluations", evaluation(evaluation_id="e1"))
     api.author.post("/api/evaluations", evaluation(evaluation_id="e2", **{"pass": False}, action="revise"))
     api.author.post("/api/evaluations", evaluation(evaluation_id="e3", target_type="execution", target_id=execution.execution_id))
-    ids = lambda **params: [e["evaluation_id"] for e in api.viewer.get("/api/evaluations", **params).json()["items"]]  # noqa: E731
+    ids = lambda **params: [e["evaluation_id"] for e in api.viewer.get("/api/evaluations", **params).json()["items"]  # noqa: E731
+                            if e["method"] == "manual"]
     assert ids() == ["e3", "e2", "e1"]
+    assert [e["evaluation_id"] for e in api.viewer.get("/api/evaluations", method="aggregate").json()["items"]] == [
+        "agg_agent_Code_Analyzer"]
     assert ids(target_type="agent") == ["e2", "e1"]
     assert ids(target_type="execution", target_id=execution.execution_id) == ["e3"]
     assert ids(passed="false") == ["e2"]
     assert ids(passed="true", target_id="Code_Analyzer") == ["e1"]
-    assert api.viewer.get("/api/evaluations", limit=1).json()["count"] == 3
+    assert api.viewer.get("/api/evaluations", limit=1, method="manual").json()["count"] == 3
     assert api.viewer.get("/api/evaluations", target_type="blueprint").status_code == 422
     missing = api.viewer.get("/api/evaluations/e9")
     assert missing.status_code == 404 and missing.json()["message"] == "evaluation 'e9' does not exist"

@@ -256,3 +256,19 @@ def test_it_does_nothing_for_the_noop_skill_whatever_the_inputs():
     response = backend.complete(request("noop", {"paper": paper_markdown()}, state={"x": 1}))
     assert response.output == {"ok": True} and response.text == '{"ok": true}'
     assert (response.backend, response.model) == ("builtin", "builtin") and response.tokens_out > 0
+
+
+def test_it_judges_outputs_by_rules_it_names():
+    from agents.backends.builtin import judge_outputs
+
+    def judged(outputs):
+        return judge_outputs(BackendRequest(agent_id="Judge", skills=["judge_outputs"], required_skills=["judge_outputs"],
+                                            system_prompt="", prompt="", inputs={"outputs": outputs}))
+
+    clean = judged({"a": {"report": "3 TODO/FIXME markers found"}, "b": "done"})
+    assert clean["score"] == 1.0
+    flawed = judged({"a": {"summary": "TBD"}, "b": "", "c": {"error": "boom"}})
+    assert flawed["score"] == round(6 / 9, 4)
+    assert flawed["feedback"] == ["the output of a has a placeholder where a value should be", "the output of b is empty",
+                                  "the output of c is only an error"]
+    assert judged({}) == {"score": 0.0, "feedback": ["no node produced an output"]}
