@@ -30,6 +30,7 @@
 
   // -- the editor's state ---------------------------------------------------------------
 
+  const GATE_SCORES = ["accuracy", "completeness", "efficiency", "overall_score"];
   let keySequence = 0;
   const newKey = (prefix) => `${prefix}${++keySequence}`;
 
@@ -51,6 +52,11 @@
       max_steps: String((initial.limits || {}).max_steps ?? ""),
       max_wall_seconds: String((initial.limits || {}).max_wall_seconds ?? ""),
     },
+    domain: initial.domain || "",
+    judge_agent: (initial.evaluation || {}).judge_agent || "",
+    // score → the minimum a run's evaluation must reach, as typed ("" = no minimum)
+    gate: Object.fromEntries(GATE_SCORES.map((score) =>
+      [score, String(((initial.evaluation || {}).quality_gate || {})[score] ?? "")])),
     changes: 0, // counts edits, so a save knows whether more came while it was in flight
     savedChanges: 0,
   };
@@ -157,6 +163,22 @@
     const maxWall = integer(state.limits.max_wall_seconds, "limits.max_wall_seconds", null);
     if (maxSteps !== null) document.limits.max_steps = maxSteps;
     if (maxWall !== null) document.limits.max_wall_seconds = maxWall;
+    document.domain = state.domain.trim();
+    const gate = {};
+    GATE_SCORES.forEach((score) => {
+      const value = state.gate[score].trim();
+      if (value === "") return;
+      const number = Number(value);
+      if (!Number.isFinite(number) || number < 0 || number > 1) {
+        add(`evaluation.quality_gate.${score}`, `'${value}' is not a number from 0 to 1`);
+      } else {
+        gate[score] = number;
+      }
+    });
+    document.evaluation = {
+      judge_agent: state.judge_agent.trim() || null,
+      quality_gate: Object.keys(gate).length ? gate : null,
+    };
     return { document, problems };
   }
 
@@ -684,6 +706,18 @@
           oninput: (event) => { limits.max_steps = event.target.value; changed(); } }), "limits.max_steps"),
         field("Max seconds", el("input", { type: "number", min: "1", value: limits.max_wall_seconds,
           oninput: (event) => { limits.max_wall_seconds = event.target.value; changed(); } }), "limits.max_wall_seconds")),
+      el("h3", {}, "Evaluation"),
+      el("p", { class: "small muted" }, "Each run is scored when it ends. A judge agent adds its score to accuracy; "
+        + "a quality gate sets the minimum scores a run must reach to pass."),
+      field("Knowledge domain", textInput(state.domain, (value) => { state.domain = value; changed(); },
+        { placeholder: "e.g. oncology", "data-field": "domain" }), "domain"),
+      field("Judge agent", textInput(state.judge_agent, (value) => { state.judge_agent = value; changed(); },
+        { list: "agent-options", placeholder: "none", "data-field": "judge_agent" }), "evaluation.judge_agent"),
+      el("div", { class: "two" }, ...GATE_SCORES.map((score) => field(`Minimum ${score.replace("_", " ")}`,
+        el("input", { type: "number", min: "0", max: "1", step: "0.05", value: state.gate[score], placeholder: "none",
+          "data-field": `gate-${score}`,
+          oninput: (event) => { state.gate[score] = event.target.value; changed(); } }),
+        `evaluation.quality_gate.${score}`))),
       el("h3", {}, `Nodes (${state.nodes.length})`),
       nodes,
     ];
