@@ -103,11 +103,14 @@ UNCONSUMED_QUEUE = f"switchyard-test-unconsumed-{os.getpid()}"
 
 
 @pytest.fixture(autouse=True)
-def unconsumed_queue(settings):
+def unconsumed_queue():
     """Tasks a test sends without a worker for them (a run that ends enqueues its
     evaluation) go to a queue of the test session's own, never the default one that a
     developer's worker reads; tests with workers point the setting at theirs."""
-    settings.CELERY_TASK_DEFAULT_QUEUE = UNCONSUMED_QUEUE
+    from django.test import override_settings
+
+    with override_settings(CELERY_TASK_DEFAULT_QUEUE=UNCONSUMED_QUEUE):
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)
