@@ -104,6 +104,18 @@ def workers(transactional_db, settings):
         made.stop()
 
 
+@pytest.fixture
+def demo(workers, settings, tmp_path):
+    """The demo data, and a factory of real workers that can read its workspace (a test
+    module with a `demo` of its own uses that one instead)."""
+    from django.core.management import call_command
+
+    settings.WORKSPACE_ROOT = tmp_path
+    workers.env["WORKSPACE_ROOT"] = str(tmp_path)
+    call_command("load_demo", stdout=open(os.devnull, "w"))
+    return workers
+
+
 def wait_for(execution, statuses=("success", "failed", "cancelled", "escalated"), timeout=60, workers=None):
     deadline = time.monotonic() + timeout
     while True:

@@ -4,7 +4,6 @@ approves through the API → the worker creates the child agent."""
 import time
 
 import pytest
-from django.core.management import call_command
 
 from agents.models import Agent, DeriveRequest
 from executions.models import Evaluation
@@ -13,14 +12,6 @@ from tests.executions.conftest import wait_for
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def demo(workers, settings, tmp_path):
-    settings.WORKSPACE_ROOT = tmp_path
-    workers.env["WORKSPACE_ROOT"] = str(tmp_path)
-    call_command("load_demo", stdout=open("/dev/null", "w"))
-    return workers
 
 
 def eventually(find, workers, timeout=30):

@@ -17,14 +17,6 @@ from workflows.models import Workflow
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def demo(workers, settings, tmp_path):
-    settings.WORKSPACE_ROOT = tmp_path
-    workers.env["WORKSPACE_ROOT"] = str(tmp_path)
-    call_command("load_demo", stdout=open("/dev/null", "w"))
-    return workers
-
-
 def test_it_waits_and_prints_the_final_execution_with_its_node_records(demo):
     from django.db import connection
 

@@ -1,6 +1,5 @@
 """Running the demo workflows on real Celery workers against the real Redis."""
 import pytest
-from django.core.management import call_command
 from django.utils import timezone
 
 from executions.services import execution_resume, execution_start
@@ -8,14 +7,6 @@ from tests.executions.conftest import wait_for
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def demo(workers, settings, tmp_path):
-    settings.WORKSPACE_ROOT = tmp_path
-    workers.env["WORKSPACE_ROOT"] = str(tmp_path)
-    call_command("load_demo", stdout=open("/dev/null", "w"))
-    return workers
 
 
 def start(workflow_id, **input):
