@@ -255,7 +255,7 @@ def derive_request_create_child(*, request_pk: int) -> Agent | None:
 
     try:
         with transaction.atomic():
-            request = (DeriveRequest.objects.select_for_update().select_related("parent_agent", "decided_by")
+            request = (DeriveRequest.objects.select_for_update(of=("self",)).select_related("parent_agent", "decided_by")
                        .filter(pk=request_pk).first())
             if request is None or request.status != DeriveRequest.Status.APPROVED:
                 return None

@@ -316,3 +316,35 @@ def test_it_refuses_the_command_without_the_permission_or_for_a_decided_request(
         with pytest.raises(CommandError, match=message) as bad:
             command("approve_derive_request", *args)
         assert bad.value.returncode == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_creates_one_child_when_two_workers_get_the_task_at_once(author, approver):
+    """Two deliveries of `agents.derive_child` at the same moment, each in its own thread
+    and database connection: the request's row lock lets one create the child."""
+    import threading
+
+    from django.db import connection
+
+    from agents.tasks import derive_child
+
+    parent = make_agent("scholar")
+    request = by_hand(parent, author)
+    derive_request_approve(request=request, user=approver)
+    start, results = threading.Barrier(2), []
+
+    def deliver():
+        try:
+            start.wait()
+            results.append(derive_child(request.pk))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=deliver) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert results == ["Scholar_3D", "Scholar_3D"]
+    assert Agent.objects.filter(parent=parent).count() == 1
+    assert [e.kind for e in DeriveRequest.objects.get().events.all()] == ["raised", "approved", "child_created"]
