@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from agents.documents import agent_document
 from agents.models import Agent, DeriveRequest, DeriveRequestEvent
+from agents.services import agent_import_document, derive_request_event
 from core.errors import SwitchyardError
 
 Trigger = DeriveRequest.Trigger
@@ -192,11 +193,6 @@ def derive_requests_raise_for_execution(*, execution_pk: int) -> list[DeriveRequ
     return [request for agent in agents for request in derive_requests_raise(agent=agent)]
 
 
-def derive_request_event(request: DeriveRequest, kind: str, *, actor: str, comment: str = "") -> DeriveRequestEvent:
-    return DeriveRequestEvent.objects.create(request=request, kind=kind, status=request.status, actor=actor,
-                                             comment=comment)
-
-
 # -- the child agent --------------------------------------------------------------------
 
 
@@ -251,8 +247,6 @@ def derive_request_create_child(*, request_pk: int) -> Agent | None:
     """Create the child agent of an approved request, once: the request row is locked and
     a request that has its child already keeps it (a task delivered twice creates one).
     A request that is not approved creates nothing. A failure is recorded on the request."""
-    from agents.services import agent_import_document
-
     try:
         with transaction.atomic():
             request = (DeriveRequest.objects.select_for_update(of=("self",)).select_related("parent_agent", "decided_by")

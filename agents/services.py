@@ -243,7 +243,7 @@ def derive_request_import_document(document: dict[str, Any], *, actor: str = "")
         request = DeriveRequest.objects.create(
             derive_request_id=document["derive_request_id"], status=status, created_by=actor, **values
         )
-        _event(request, DeriveRequestEvent.Kind.RAISED, actor=actor or "import", comment="imported")
+        derive_request_event(request, DeriveRequestEvent.Kind.RAISED, actor=actor or "import", comment="imported")
         return request, "created"
     if status != request.status:
         raise DocumentError(
@@ -422,7 +422,7 @@ def derive_request_create(
                 created_by=user.get_username(),
                 **spec,
             )
-            _event(request, DeriveRequestEvent.Kind.RAISED, actor=user.get_username(), comment="raised by hand")
+            derive_request_event(request, DeriveRequestEvent.Kind.RAISED, actor=user.get_username(), comment="raised by hand")
             return request
     except IntegrityError:  # created by someone else since the check above
         raise taken from None
@@ -441,13 +441,13 @@ def _derive_request_decide(request: DeriveRequest, status: str, *, user, comment
             details={"derive_request_id": request.derive_request_id, "status": request.status},
         )
     change_status(request, DeriveRequest.STATES, status, decided_by=user, decided_at=timezone.now(), comment=comment)
-    _event(request, status, actor=user.get_username(), comment=comment)
+    derive_request_event(request, status, actor=user.get_username(), comment=comment)
 
 
-def _event(request: DeriveRequest, kind: str, *, actor: str, comment: str = "") -> None:
-    from agents.derivation import derive_request_event
-
-    derive_request_event(request, kind, actor=actor, comment=comment)
+def derive_request_event(request: DeriveRequest, kind: str, *, actor: str, comment: str = "") -> DeriveRequestEvent:
+    """Record what happened to the request, by whom (a username, or rule:<trigger>), now."""
+    return DeriveRequestEvent.objects.create(request=request, kind=kind, status=request.status, actor=actor,
+                                             comment=comment)
 
 
 @transaction.atomic

@@ -269,8 +269,11 @@ def contract_results(node: Node, plan: Plan, output: Any, contracts: list[Contra
         if contract.from_agent_id != node.agent_id or contract.to_agent_id not in agents:
             continue
         errors = sorted(Draft202012Validator(contract.schema).iter_errors(output), key=lambda e: list(e.absolute_path))
-        where = "/".join(map(str, errors[0].absolute_path)) or "output" if errors else ""
-        results.append((contract, f"at {where}: {errors[0].message}" if errors else None))
+        if errors:
+            where = "/".join(map(str, errors[0].absolute_path)) or "output"
+            results.append((contract, f"at {where}: {errors[0].message}"))
+        else:
+            results.append((contract, None))
     return results
 
 
