@@ -194,9 +194,10 @@ def test_it_reads_the_agent_page_in_the_same_number_of_queries_however_much_ther
         Evaluation(evaluation_id=f"eval_{n}", target_type="execution", target_id=f"exec_{n % 50}", accuracy=0.5,
                    completeness=0.5, efficiency=0.5, overall_score=0.5, passed=False, action="revise")
         for n in range(60)])
-    for n in range(25):
-        services.derive_request_create(parent_agent_id="Scholar", trigger="quality_issue", new_name=f"Child {n}",
-                                       user=api.author.user)
+    for n in range(25):  # decided, as one agent has one pending request per trigger at most
+        raised = services.derive_request_create(parent_agent_id="Scholar", trigger="quality_issue",
+                                                new_name=f"Child {n}", user=api.author.user)
+        services.derive_request_reject(request=raised, user=api.approver.user)
     assert queries() == small
     with django_assert_max_num_queries(16):
         response = viewer.get("/agents/Scholar/")
