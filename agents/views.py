@@ -255,7 +255,15 @@ def derive_request_list(request):
     })
 
 
-EVIDENCE_URLS = {"execution": "executions:detail", "agent": "agents:detail"}
+EVIDENCE_URLS = {"execution": "executions:detail", "agent": "agents:detail", "evaluation": "evaluations:detail"}
+# What each event of a request's history is called on its page (derive_requests.js: the same).
+EVENT_LABELS = {"raised": "Raised", "approved": "Approved", "rejected": "Rejected",
+                "child_created": "Child agent created", "child_failed": "Creating the child agent failed"}
+
+
+def _rule(actor: str) -> str:
+    """The trigger a rule acted for ("rule:quality_issue" → "quality issue"); "" for a person."""
+    return actor.removeprefix("rule:").replace("_", " ") if actor.startswith("rule:") else ""
 
 
 def derive_request_detail(request, derive_request_id: str):
@@ -266,6 +274,10 @@ def derive_request_detail(request, derive_request_id: str):
         "evidence": _with_urls(selectors.derive_request_evidence(derive_request.trigger_context)),
         "evidence_json": json.dumps(derive_request.trigger_context, indent=2, ensure_ascii=False),
         "document": document,
+        "history": [{"kind": event.kind, "label": EVENT_LABELS.get(event.kind, event.kind), "actor": event.actor,
+                     "rule": _rule(event.actor), "at": event.at, "comment": event.comment}
+                    for event in derive_request.events.all()],
+        "raised_by_rule": _rule(derive_request.created_by),
         "evaluations_url": reverse("evaluations:list"),
     })
 
@@ -277,10 +289,7 @@ def _with_urls(item: dict[str, Any]) -> dict[str, Any]:
         node = stack.pop()
         kind = node.get("type")
         if kind == "link":
-            if node["kind"] == "evaluation":
-                node["url"] = f"{reverse('evaluations:list')}?evaluation={node['id']}"
-            else:
-                node["url"] = reverse(EVIDENCE_URLS[node["kind"]], args=[node["id"]])
+            node["url"] = reverse(EVIDENCE_URLS[node["kind"]], args=[node["id"]])
         elif kind == "fields":
             stack.extend(field["value"] for field in node["fields"])
         elif kind == "list":

@@ -1,4 +1,5 @@
-"""Reads for the execution pages (the list, a run's inspection page, a node's plan).
+"""Reads for the execution pages (the list, a run's inspection page, a node's plan) and
+the evaluation pages (an evaluation explained: each score's formula and figures).
 
 The inspection page is rendered from a fixed number of queries whatever the number of
 node runs: the graph's colours come from one grouped read of each node's latest run, and
@@ -13,7 +14,7 @@ from typing import Any
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
-from executions.models import Execution, NodeRun
+from executions.models import Evaluation, Execution, NodeRun
 from workflows.models import Workflow
 from workflows.selectors import ID_PATTERN
 from workflows.validation import dependency_edges
@@ -138,3 +139,202 @@ def workflow_node(workflow_id: str, node_id: str) -> tuple[Workflow, dict[str, A
     if node is None:
         return None
     return workflow, node
+
+
+# -- evaluations ------------------------------------------------------------------------------
+
+GATE_LABELS = {"overall_score": "overall score"}
+# The order scores are shown in. A JSON column may not keep the order keys were written in
+# (PostgreSQL's jsonb sorts them by length), so pages put them back in this one.
+SCORE_ORDER = ("accuracy", "completeness", "efficiency", "overall_score", "pass", "action")
+
+
+def _in_score_order(mapping: dict) -> list[tuple[str, Any]]:
+    rank = {name: index for index, name in enumerate(SCORE_ORDER)}
+    return sorted(mapping.items(), key=lambda item: (rank.get(item[0], len(rank)), item[0]))
+
+
+def evaluation_for_page(evaluation_id: str) -> Evaluation | None:
+    """One evaluation with the run it was computed from (None when there is no such id)."""
+    if not is_identifier(evaluation_id):
+        return None
+    return Evaluation.objects.select_related("execution__workflow").filter(evaluation_id=evaluation_id).first()
+
+
+def evaluations_averaged(evaluation: Evaluation) -> list[dict[str, Any]]:
+    """The evaluations an aggregate is the mean of, in its order (newest first), one query;
+    an id whose evaluation is gone since (its run was deleted) comes with `row` None."""
+    ids = [value for value in _dict(evaluation.details).get("evaluations") or [] if isinstance(value, str)]
+    if evaluation.method != Evaluation.Method.AGGREGATE or not ids:
+        return []
+    rows = Evaluation.objects.in_bulk(ids, field_name="evaluation_id")
+    return [{"evaluation_id": value, "row": rows.get(value)} for value in ids]
+
+
+def evaluations_of_same_run(evaluation: Evaluation) -> list[Evaluation]:
+    """The other evaluations computed from the same run: the run's own and each agent's part."""
+    if evaluation.execution_id is None or evaluation.method != Evaluation.Method.COMPUTED:
+        return []
+    return list(Evaluation.objects.filter(execution_id=evaluation.execution_id, method=Evaluation.Method.COMPUTED)
+                .exclude(pk=evaluation.pk).order_by("target_type", "target_id"))
+
+
+def execution_evaluation(execution: Execution) -> Evaluation | None:
+    """The evaluation computed from a run when it ended (None until a worker has made it)."""
+    return (Evaluation.objects.filter(execution=execution, target_type=Evaluation.TargetType.EXECUTION,
+                                      method=Evaluation.Method.COMPUTED).first())
+
+
+def gate_summary(gate: Any) -> dict[str, Any] | None:
+    """A quality gate's outcome as one line: "Quality gate failed: accuracy 0.50 < 0.80".
+
+    Takes an execution's `quality_gate` ({passed, failed, gate}) or an evaluation's
+    `details["quality_gate"]` ({gate, failed}); None when there is no gate."""
+    gate = _dict(gate)
+    minimums = {name: value for name, value in _in_score_order(_dict(gate.get("gate"))) if _number(value) is not None}
+    if not gate or not minimums:
+        return None
+    failed = [item for item in gate.get("failed") or [] if isinstance(item, dict)
+              and _number(item.get("value")) is not None and _number(item.get("minimum")) is not None]
+    if failed:
+        parts = [f"{_label(item.get('score'))} {_below(item['value'], item['minimum'])} < {_minimum(item['minimum'])}"
+                 for item in failed]
+        return {"passed": False, "text": "Quality gate failed: " + ", ".join(parts),
+                "failed": [str(item.get("score")) for item in failed]}
+    parts = [f"{_label(name)} ≥ {_minimum(value)}" for name, value in minimums.items()]
+    return {"passed": True, "text": "Quality gate passed: " + ", ".join(parts), "failed": []}
+
+
+def evaluation_explained(evaluation: Evaluation) -> dict[str, Any]:
+    """What the evaluation page shows of `details`: each score's formula and the figures it
+    used, with the arithmetic written out so a person can check it. Plain data; a shape it
+    does not know (a manual evaluation's details are {}) gives no section rather than an error."""
+    details = _dict(evaluation.details)
+    formulas = {name: text for name, text in _in_score_order(_dict(details.get("formulas"))) if isinstance(text, str)}
+    sections: dict[str, Any] = {}
+
+    completeness = _dict(details.get("completeness"))
+    if completeness:
+        expected = _strings(completeness.get("expected"))
+        completed = _strings(completeness.get("completed"))
+        share = len(completed) / len(expected) if expected else 0.0
+        sections["completeness"] = {
+            "expected": expected, "completed": completed, "incomplete": _strings(completeness.get("incomplete")),
+            "arithmetic": (f"{len(completed)} completed / {len(expected)} expected = {_figure(share)}"
+                           if expected else "no node was expected: 0.00"),
+        }
+
+    accuracy = _dict(details.get("accuracy"))
+    if accuracy:
+        checks = [{"name": str(check.get("name", "")), "passed": check.get("passed") is True,
+                   "node_id": str(check.get("node_id") or ""), "agent_id": str(check.get("agent_id") or ""),
+                   "detail": str(check.get("detail") or "")}
+                  for check in accuracy.get("checks") or [] if isinstance(check, dict)]
+        judge = _dict(accuracy.get("judge")) or None
+        judge_score = _number(judge.get("score")) if judge else None
+        parts = []
+        passed = sum(check["passed"] for check in checks)
+        if checks:
+            parts.append((f"{passed} of {len(checks)} checks passed", passed / len(checks)))
+        if judge_score is not None:
+            parts.append((f"the judge's {_figure(judge_score)}", judge_score))
+        if len(parts) == 2:
+            arithmetic = (f"mean of {_figure(parts[0][1])} ({parts[0][0]}) and {parts[1][0]} = "
+                          f"{_figure((parts[0][1] + parts[1][1]) / 2)}")
+        elif parts:
+            arithmetic = f"{parts[0][0]} = {_figure(parts[0][1])}"
+        else:
+            arithmetic = "nothing verifiable: 1.00 by default"
+        sections["accuracy"] = {
+            "checks": checks, "checks_passed": passed, "arithmetic": arithmetic,
+            "judge": {"agent_id": str(judge.get("agent_id") or ""), "score": judge_score,
+                      "feedback": _strings(judge.get("feedback"))} if judge else None,
+            "judge_problem": str(accuracy.get("judge_problem") or ""),
+            "unverified": accuracy.get("unverified") is True,
+        }
+
+    efficiency = _dict(details.get("efficiency"))
+    if efficiency:
+        used, budget = _number(efficiency.get("tokens_used")), _number(efficiency.get("token_budget"))
+        elapsed, wall = _number(efficiency.get("elapsed_seconds")), _number(efficiency.get("wall_seconds"))
+        tokens, time = _number(efficiency.get("token_efficiency")), _number(efficiency.get("time_efficiency"))
+        section = {"tokens_used": used, "token_budget": budget, "elapsed_seconds": elapsed, "wall_seconds": wall,
+                   "token_efficiency": tokens, "time_efficiency": time}
+        if used is not None and tokens is not None:
+            section["token_arithmetic"] = (f"1 − {used:,.0f} / {budget:,.0f} = {_figure(tokens)}" if budget
+                                           else f"no token budget: {_figure(tokens)}")
+        if elapsed is not None and time is not None:
+            section["time_arithmetic"] = (f"1 − {_seconds(elapsed)} s / {wall:,.0f} s = {_figure(time)}" if wall
+                                          else f"no time limit: {_figure(time)}")
+        if tokens is not None and time is not None:
+            section["arithmetic"] = f"({_figure(tokens)} + {_figure(time)}) / 2 = {_figure((tokens + time) / 2)}"
+        sections["efficiency"] = section
+
+    policy = _dict(details.get("policy"))
+    weights = {name: _number(value) for name, value in _in_score_order(_dict(policy.get("weights")))
+               if _number(value) is not None}
+    overall = None
+    if policy:
+        scores = {"accuracy": evaluation.accuracy, "completeness": evaluation.completeness,
+                  "efficiency": evaluation.efficiency}
+        rows = [{"score": name, "weight": weight, "value": scores[name], "product": weight * scores[name]}
+                for name, weight in weights.items() if name in scores]
+        total = sum(row["weight"] for row in rows)
+        arithmetic = ""
+        if rows and total:
+            terms = " + ".join(f"{_figure(row['weight'])} × {_figure(row['value'])}" for row in rows)
+            arithmetic = (f"{terms} = {_figure(evaluation.overall_score)}" if abs(total - 1) < 1e-9
+                          else f"({terms}) / {_figure(total)} = {_figure(evaluation.overall_score)}")
+        overall = {"weights": rows, "arithmetic": arithmetic, "pass_score": _number(policy.get("pass_score")),
+                   "revise_score": _number(policy.get("revise_score"))}
+
+    return {
+        "formulas": formulas,
+        "sections": sections,
+        "overall": overall,
+        "aggregate": evaluation.method == Evaluation.Method.AGGREGATE,
+        "gate": gate_summary(details.get("quality_gate")),
+        "gate_minimums": [(name, _number(value)) for name, value in
+                          _in_score_order(_dict(_dict(details.get("quality_gate")).get("gate")))
+                          if _number(value) is not None],
+    }
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _strings(value: Any) -> list[str]:
+    return [str(item) for item in value] if isinstance(value, list) else []
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _label(score: Any) -> str:
+    return GATE_LABELS.get(str(score), str(score))
+
+
+def _figure(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def _minimum(value: float) -> str:
+    """A gate's minimum as it was set: 0.8 → 0.80, 0.725 → 0.725."""
+    return _figure(value) if round(value, 2) == value else f"{value:g}"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:,.1f}" if value >= 10 else f"{value:.3g}"
+
+
+def _below(value: float, minimum: float) -> str:
+    """A score under its minimum, with as many digits as it takes not to look equal to it."""
+    for digits in (2, 3, 4):
+        text = f"{value:.{digits}f}"
+        if float(text) < minimum:
+            return text
+    return repr(value)

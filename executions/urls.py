@@ -10,4 +10,5 @@ execution_patterns = [
 ]
 evaluation_patterns = [
     path("", views.evaluation_list, name="list"),
+    path("<str:evaluation_id>/", views.evaluation_detail, name="detail"),
 ]

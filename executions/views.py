@@ -1,5 +1,6 @@
 import json
 from collections import Counter
+from datetime import timedelta
 
 from django.db.models import Avg, Count, F, Q
 from django.http import Http404
@@ -11,6 +12,7 @@ from django.utils.dateparse import parse_date
 from core.errors import NotFound
 from core.pages import paginate
 from executions import page_selectors, selectors
+from executions.evaluations import EVALUATED
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 
 
@@ -47,9 +49,13 @@ def execution_detail(request, execution_id: str):
     for run in context["page"]:
         run.output_preview = page_selectors.output_preview(run.output)
     escalated = execution.status == Execution.Status.ESCALATED and execution.escalation
+    evaluation = page_selectors.execution_evaluation(execution)
     return render(request, "executions/execution_detail.html", {
         **context,
         "execution": execution,
+        "evaluation": evaluation,
+        "gate": page_selectors.gate_summary(execution.quality_gate),
+        "awaiting_evaluation": evaluation is None and _scored_soon(execution),
         "graph": graph,
         "progress": page_selectors.progress(graph, states),
         "counts": counts,
@@ -67,6 +73,17 @@ def execution_detail(request, execution_id: str):
             "plan_url": reverse("executions:node_plan", args=[execution.workflow.workflow_id, "NODE"]),
         },
     })
+
+
+# How long after a run ends its page still expects a worker to score it: a run that ended
+# before evaluations existed (or whose scoring failed) is not waited for forever.
+SCORING_WINDOW = timedelta(minutes=15)
+
+
+def _scored_soon(execution: Execution) -> bool:
+    """A run that ended in success or failure is scored by a worker a moment later."""
+    return (execution.status in EVALUATED and execution.completed_at is not None
+            and timezone.now() - execution.completed_at < SCORING_WINDOW)
 
 
 def node_plan(request, workflow_id: str, node_id: str):
@@ -106,25 +123,49 @@ def duration_text(start, end, *, now=None) -> str:
 
 def evaluation_list(request):
     """Evaluations, newest first, filtered by what they are of (`target_type`, `target_id`),
-    whether they passed, or one `evaluation` id; with the averages of what the filter keeps
-    (one aggregate query), so `?target_type=agent&target_id=X` is that agent's report."""
-    filters = {key: request.GET.get(key, "").strip() for key in ("target_type", "target_id", "pass", "evaluation")}
+    how they were made (`method`), whether they passed, or one `evaluation` id; with the
+    averages of what the filter keeps (one aggregate query), so
+    `?target_type=agent&target_id=X` is that agent's report. Aggregates are left out of
+    the averages unless they are what was asked for: each is itself a mean of the others,
+    and counting both would weigh the same runs twice."""
+    filters = {key: request.GET.get(key, "").strip()
+               for key in ("target_type", "target_id", "method", "pass", "evaluation")}
     evaluations = Evaluation.objects.order_by("-created_at", "-id")
     if filters["target_type"] in Evaluation.TargetType.values:
         evaluations = evaluations.filter(target_type=filters["target_type"])
     if filters["target_id"]:
         evaluations = evaluations.filter(target_id=filters["target_id"])
+    if filters["method"] in Evaluation.Method.values:
+        evaluations = evaluations.filter(method=filters["method"])
     if filters["pass"] in ("true", "false"):
         evaluations = evaluations.filter(passed=filters["pass"] == "true")
     if filters["evaluation"]:
         evaluations = evaluations.filter(evaluation_id=filters["evaluation"])
+    aggregate = Q(method=Evaluation.Method.AGGREGATE)
+    averaged = aggregate if filters["method"] == Evaluation.Method.AGGREGATE else ~aggregate
     summary = evaluations.aggregate(
-        count=Count("id"), passed=Count("id", filter=Q(passed=True)), accuracy=Avg("accuracy"),
-        completeness=Avg("completeness"), efficiency=Avg("efficiency"), overall_score=Avg("overall_score"),
+        count=Count("id", filter=averaged), passed=Count("id", filter=averaged & Q(passed=True)),
+        aggregates=Count("id", filter=~averaged),
+        **{name: Avg(name, filter=averaged) for name in ("accuracy", "completeness", "efficiency", "overall_score")},
     )
     return render(request, "executions/evaluation_list.html", {
         **paginate(request, evaluations), "filters": filters, "summary": summary,
-        "target_types": Evaluation.TargetType.choices, "filtered": any(filters.values()),
+        "target_types": Evaluation.TargetType.choices, "methods": Evaluation.Method.choices,
+        "filtered": any(filters.values()),
+    })
+
+
+def evaluation_detail(request, evaluation_id: str):
+    """One evaluation: its scores, pass and action, feedback, and for a computed one each
+    score's formula with the figures it used; an aggregate's evaluations; the gate."""
+    evaluation = page_selectors.evaluation_for_page(evaluation_id)
+    if evaluation is None:
+        raise Http404(f"no evaluation '{evaluation_id}'")
+    return render(request, "executions/evaluation_detail.html", {
+        "evaluation": evaluation,
+        "explained": page_selectors.evaluation_explained(evaluation),
+        "averaged": page_selectors.evaluations_averaged(evaluation),
+        "same_run": page_selectors.evaluations_of_same_run(evaluation),
     })
 
 

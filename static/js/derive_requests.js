@@ -1,7 +1,9 @@
 // A derive request's page: approvers approve or reject it through the API
-// (POST /api/derive-requests/{id}/approve|reject); the page shows the decision without a
-// reload, the API's refusal (e.g. 409: decided already) next to the buttons, and — once
-// approved — the child agent as soon as a worker has created it.
+// (POST /api/derive-requests/{id}/approve|reject); the page shows the decision and the
+// history without a reload, the API's refusal (e.g. 409: decided already) next to the
+// buttons, and — once approved — "creating the child agent…" until a worker has created it
+// (then the child, linked) or has failed to (then why, as an error): it asks
+// GET /api/derive-requests/{id} until one of them is there.
 (function () {
   "use strict";
   const { api, el } = window.switchyard;
@@ -9,8 +11,13 @@
   if (!root) return;
   const id = root.dataset.id;
   const path = `/derive-requests/${encodeURIComponent(id)}`;
-  const POLL_MS = 2000;
-  const POLL_LIMIT = 60;  // two minutes; after that, say so rather than ask forever
+  const POLL_MS = 1000;
+  const POLL_LIMIT = 180;  // three minutes; after that, say so rather than ask forever
+  // What each event is called (agents/views.py EVENT_LABELS: the same).
+  const EVENT_LABELS = {
+    raised: "Raised", approved: "Approved", rejected: "Rejected",
+    child_created: "Child agent created", child_failed: "Creating the child agent failed",
+  };
 
   function field(name) { return root.querySelector(`[data-field="${name}"]`); }
 
@@ -30,6 +37,12 @@
     }
   }
 
+  function waitingNote() {
+    return el("p", { class: "progress-note", id: "result-waiting", role: "status" },
+      "Creating the child agent… a worker is making it from the approved request; it shows here as soon as it exists.");
+  }
+
+  // The child agent, or why it could not be made; false while neither is known yet.
   function showResult(document_) {
     const result = document.getElementById("result");
     result.hidden = document_.status !== "approved";
@@ -41,7 +54,33 @@
       );
       return true;
     }
+    if (document_.result_error) {
+      field("result").replaceChildren(el("p", { class: "error", id: "result-error", role: "alert" },
+        `Creating the child agent failed: ${document_.result_error}`));
+      return true;
+    }
     return false;
+  }
+
+  function ruleOf(actor) {
+    return actor && actor.startsWith("rule:") ? actor.slice(5).replaceAll("_", " ") : "";
+  }
+
+  let shownHistory = "";
+  function showHistory(history) {
+    const list = document.getElementById("history-list");
+    if (!list || !Array.isArray(history) || !history.length) return;
+    const key = JSON.stringify(history);
+    if (key === shownHistory) return; // the same events: leave the list as it is
+    shownHistory = key;
+    list.replaceChildren(...history.map((event) => {
+      const rule = ruleOf(event.actor);
+      return el("li", { class: `history-event ${event.event}`, "data-event": event.event },
+        el("div", { class: "history-line" }, el("strong", {}, EVENT_LABELS[event.event] || event.event), " ",
+          rule ? ["by the rule ", el("span", { class: "chip rule" }, rule)] : ["by ", el("span", { class: "history-actor" }, event.actor)],
+          " ", el("time", { class: "small muted", datetime: event.at }, when(event.at))),
+        event.comment ? el("p", { class: "history-comment small" }, event.comment) : null);
+    }));
   }
 
   function show(document_) {
@@ -54,22 +93,29 @@
       const form = document.getElementById("decide-form");
       if (form) form.remove();
     }
+    showHistory(document_.history);
     if (document_.status === "approved" && !showResult(document_)) {
-      field("result").replaceChildren(el("span", { class: "muted", id: "result-waiting" },
-        "Being created by a worker… this page shows it as soon as it exists."));
+      field("result").replaceChildren(waitingNote());
       waitForResult(0);
     }
   }
 
+  let polling = false;
   async function waitForResult(attempt) {
+    if (attempt === 0) {
+      if (polling) return; // one loop at a time
+      polling = true;
+    }
     if (attempt >= POLL_LIMIT) {
       document.getElementById("result-waiting").textContent =
         "Not created yet. A worker creates it from the approved request; reload this page later.";
+      document.getElementById("result-waiting").classList.add("stalled");
       return;
     }
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     try {
       const latest = await api.get(path);
+      showHistory(latest.history);
       if (showResult(latest)) return;
     } catch (error) {
       // A passing network problem: keep trying until the limit.
@@ -104,5 +150,5 @@
     }));
   }
 
-  if (root.dataset.status === "approved" && !root.dataset.result) waitForResult(0);
+  if (root.dataset.status === "approved" && !root.dataset.result && !root.dataset.resultError) waitForResult(0);
 })();

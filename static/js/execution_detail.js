@@ -1,7 +1,8 @@
 // A run's inspection page. The server renders the header and a page of node runs; this
 // script reads the whole record from GET /api/executions/{id} and keeps the page live
 // while the run goes on (one request a second, no reload): the status, the graph's
-// colours, the timeline, the progress, the escalation, and the open node's panel.
+// colours, the timeline, the progress, the escalation, and the open node's panel; once the
+// run has ended, its evaluation and quality gate as soon as a worker has scored it.
 (function () {
   "use strict";
 
@@ -587,6 +588,99 @@
     keepGraphAligned();
   }
 
+  // -- the evaluation ----------------------------------------------------------------------
+  // A worker scores a run a moment after it ends in success or failure. Until the page has
+  // the evaluation it asks GET /api/evaluations for it, then shows the overall score, the
+  // result and the quality gate's outcome (the same line the server writes).
+
+  const EVALUATED = new Set(["success", "failed"]);
+  const EVALUATION_POLL_MS = 1000;
+  const EVALUATION_POLL_LIMIT = 120;
+  const evaluationBox = document.getElementById("run-evaluation");
+  const evaluationState = {
+    shown: evaluationBox.dataset.shown === "true",
+    // Expected: the run ended moments ago (the server says so), or this page saw it end.
+    expected: evaluationBox.dataset.awaiting === "true" || ACTIVE.has(data.status),
+    waiting: false,
+  };
+  const SCORE_LABELS = { overall_score: "overall score" };
+
+  function scorebar(label, value) {
+    const level = value < 0.5 ? "low" : value < 0.75 ? "mid" : "high";
+    return el("div", { class: "scorebar overall", title: `${label}: ${value.toFixed(2)}` },
+      el("span", { class: "scorebar-label" }, label),
+      el("span", { class: "scorebar-track" }, el("span", { class: level, style: `width: ${Math.round(value * 100)}%` })),
+      el("span", { class: "scorebar-value" }, value.toFixed(2)));
+  }
+
+  const minimumText = (minimum) => (Math.round(minimum * 100) / 100 === minimum ? minimum.toFixed(2) : String(minimum));
+  function belowText(value, minimum) { // as many digits as it takes not to look equal to the minimum
+    for (const digits of [2, 3, 4]) if (Number(value.toFixed(digits)) < minimum) return value.toFixed(digits);
+    return String(value);
+  }
+
+  /** "Quality gate failed: accuracy 0.50 < 0.80" from an evaluation's details.quality_gate. */
+  function gateSummary(gate) {
+    const order = ["accuracy", "completeness", "efficiency", "overall_score"]; // as the server lists them
+    const rank = (score) => (order.includes(score) ? order.indexOf(score) : order.length);
+    const minimums = Object.entries((gate && gate.gate) || {}).filter(([, value]) => typeof value === "number")
+      .sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b));
+    if (!minimums.length) return null;
+    const failed = (gate.failed || []).filter((item) => item && typeof item.value === "number" && typeof item.minimum === "number");
+    if (failed.length) {
+      return { passed: false, text: "Quality gate failed: " + failed.map((item) =>
+        `${SCORE_LABELS[item.score] || item.score} ${belowText(item.value, item.minimum)} < ${minimumText(item.minimum)}`).join(", ") };
+    }
+    return { passed: true, text: "Quality gate passed: " + minimums.map(([score, minimum]) =>
+      `${SCORE_LABELS[score] || score} ≥ ${minimumText(minimum)}`).join(", ") };
+  }
+
+  function renderEvaluation(evaluation) {
+    const href = `${evaluationBox.dataset.evaluationsUrl}${encodeURIComponent(evaluation.evaluation_id)}/`;
+    evaluationBox.replaceChildren(
+      el("strong", { class: "run-evaluation-title" }, "Evaluation"),
+      scorebar("overall", evaluation.overall_score),
+      el("span", { class: `badge ${evaluation.pass ? "pass" : "fail"}`, "data-field": "evaluation-result" }, evaluation.pass ? "pass" : "fail"),
+      el("span", { class: "small" }, "action: ", el("strong", { "data-field": "evaluation-action" }, evaluation.action)),
+      el("a", { id: "evaluation-link", class: "small", href }, "How it was scored →"));
+    evaluationBox.hidden = false;
+    const gate = gateSummary((evaluation.details || {}).quality_gate);
+    const banner = document.getElementById("quality-gate");
+    if (gate) {
+      banner.className = `gate ${gate.passed ? "passed" : "failed"}`;
+      banner.textContent = gate.text;
+      banner.hidden = false;
+    }
+    evaluationState.shown = true;
+    keepGraphAligned();
+  }
+
+  async function awaitEvaluation() {
+    if (evaluationState.shown || evaluationState.waiting) return;
+    evaluationState.waiting = true;
+    if (!document.getElementById("evaluation-waiting")) {
+      evaluationBox.replaceChildren(el("strong", { class: "run-evaluation-title" }, "Evaluation"), " ",
+        el("span", { class: "muted small", id: "evaluation-waiting" }, "Scoring the run… it shows here as soon as a worker has scored it."));
+    }
+    evaluationBox.hidden = false;
+    keepGraphAligned();
+    const query = new URLSearchParams({ target_type: "execution", target_id: data.execution_id, method: "computed", limit: "1" });
+    for (let attempt = 0; attempt < EVALUATION_POLL_LIMIT; attempt += 1) {
+      try {
+        const found = await api.get(`/evaluations?${query}`);
+        if (found.items && found.items.length) {
+          renderEvaluation(found.items[0]);
+          return;
+        }
+      } catch (error) {
+        // A passing network problem: ask again.
+      }
+      await new Promise((resolve) => setTimeout(resolve, EVALUATION_POLL_MS));
+    }
+    document.getElementById("evaluation-waiting").textContent =
+      "Not scored yet: a worker scores each run when it ends. Reload the page later to see it.";
+  }
+
   // Cytoscape keeps where its canvas is on the page; when the header above it grows or
   // shrinks (the progress bar goes, an escalation comes) it must be told, or clicks miss.
   let graphTop = null;
@@ -612,8 +706,11 @@
       connection.hidden = true;
       update(record);
       if (ACTIVE.has(record.status)) {
+        evaluationState.expected = true;
         // A large record takes longer to read: never ask more often than twice its cost.
         schedule(Math.max(POLL_MS, 2 * (performance.now() - began)));
+      } else if (EVALUATED.has(record.status) && evaluationState.expected) {
+        awaitEvaluation();
       }
     } catch (error) {
       page.failures += 1;

@@ -1,6 +1,9 @@
 """The derive-request queue and a request's page: its trigger and evidence, the
-specialisation, the decision; approve / reject only for approvers (in the browser too)."""
+specialisation, the decision and its history; approve / reject only for approvers (in the
+browser too), and the child agent a real worker creates, shown without a reload."""
 import io
+import re
+from unittest import mock
 
 import pytest
 from django.contrib.auth.models import User
@@ -10,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agents import services
-from agents.models import DeriveRequest
+from agents.models import DeriveRequest, DeriveRequestEvent
 from tests.pages.test_agents import derive, evaluation, finished_run, signed_in
 
 pytestmark = pytest.mark.django_db
@@ -51,10 +54,11 @@ def evidence(demo):
 
 
 def test_it_puts_pending_requests_first_and_links_each_to_its_page(api, evidence):
+    # (One pending request per agent and trigger: the two pending ones differ in their trigger.)
     raise_request(api.author.user, request_id="dr_old_pending")
-    decided = raise_request(api.author.user, request_id="dr_decided")
+    decided = raise_request(api.author.user, request_id="dr_decided", trigger="capability_gap")
     services.derive_request_reject(request=decided, user=api.approver.user, comment="not now")
-    raise_request(api.author.user, request_id="dr_new_pending")
+    raise_request(api.author.user, request_id="dr_new_pending", trigger="frequency_threshold")
     DeriveRequest.objects.filter(pk=decided.pk).update(created_at=timezone.now())  # the newest of all, but decided
     response = signed_in(api.viewer.user).get("/derive-requests/")
     order = [item.derive_request_id for item in response.context["page"]]
@@ -73,7 +77,7 @@ def test_it_shows_the_trigger_its_evidence_with_links_and_the_specialisation(api
     assert "Derive Scholar for medicine from Scholar" in page
     assert "Trigger: quality issue" in page
     for link in ('href="/executions/exec_medical_1/"', 'href="/executions/exec_medical_2/"',
-                 'href="/agents/Scholar/"', 'href="/evaluations/?evaluation=eval_low_1"'):
+                 'href="/agents/Scholar/"', 'href="/evaluations/eval_low_1/"'):
         assert link in page, link
     assert "exec_gone" in page and 'href="/executions/exec_gone/"' not in page  # named, but no such run
     assert "<th>overall score</th>" in page and "0.42" in page  # a list of records reads as a table
@@ -84,7 +88,7 @@ def test_it_shows_the_trigger_its_evidence_with_links_and_the_specialisation(api
 def test_it_reads_a_requests_page_in_a_fixed_number_of_queries(api, evidence):
     viewer = signed_in(api.viewer.user)
     raise_request(api.author.user)
-    raise_request(api.author.user, request_id="dr_big", trigger_context={
+    raise_request(api.author.user, request_id="dr_big", trigger="capability_gap", trigger_context={
         "evaluations": [{"evaluation_id": f"eval_{n}", "target_id": f"exec_{n}"} for n in range(300)]})
     counts = []
     for request_id in ("dr_medicine", "dr_big"):
@@ -122,6 +126,51 @@ def test_it_links_the_agent_an_approved_request_produced(api, evidence):
     assert 'Made by derive request <a href="/derive-requests/dr_medicine/">' in agent_page
 
 
+def test_it_shows_the_history_oldest_first_with_who_when_and_why(api, evidence):
+    request = raise_request(api.author.user)
+    services.derive_request_approve(request=request, user=api.approver.user, comment="Needs <b>its own</b> reader.")
+    response = signed_in(api.viewer.user).get("/derive-requests/dr_medicine/")
+    assert [event["kind"] for event in response.context["history"]] == ["raised", "approved"]
+    page = response.content.decode()
+    history = page[page.index('id="history-list"'):]
+    assert history.index('data-event="raised"') < history.index('data-event="approved"')
+    assert re.search(r'<strong>Raised</strong>\s*by <span class="history-actor">author-user</span>', history)
+    assert re.search(r'<strong>Approved</strong>\s*by <span class="history-actor">approver-user</span>', history)
+    assert "Needs &lt;b&gt;its own&lt;/b&gt; reader." in history and "<b>its own</b>" not in page
+    assert 'id="result-waiting"' in page and "Creating the child agent…" in page  # approved, not made yet
+
+
+def rule_raised(request: DeriveRequest) -> DeriveRequest:
+    """As the rules raise a request: its author and its first event are the rule."""
+    actor = f"rule:{request.trigger}"
+    DeriveRequest.objects.filter(pk=request.pk).update(created_by=actor)
+    request.events.filter(kind="raised").update(actor=actor)
+    return request
+
+
+def test_it_says_a_rule_raised_a_request_on_its_page_and_in_the_queue(api, evidence):
+    rule_raised(raise_request(api.author.user))
+    raise_request(api.author.user, request_id="dr_by_hand", trigger="capability_gap")
+    viewer = signed_in(api.viewer.user)
+    page = viewer.get("/derive-requests/dr_medicine/").content.decode()
+    assert 'by the rule <span class="chip rule">quality issue</span>' in page
+    queue = viewer.get("/derive-requests/").content.decode()
+    rows = {row_id: queue[queue.index(f'href="/derive-requests/{row_id}/"'):] for row_id in ("dr_medicine", "dr_by_hand")}
+    assert rows["dr_medicine"][:rows["dr_medicine"].index("</tr>")].count(">by rule</span>") == 1
+    assert "by author-user" in rows["dr_by_hand"][:rows["dr_by_hand"].index("</tr>")]
+
+
+def test_it_shows_why_the_child_agent_could_not_be_created(api, evidence):
+    request = raise_request(api.author.user)
+    services.derive_request_approve(request=request, user=api.approver.user)
+    DeriveRequest.objects.filter(pk=request.pk).update(result_error="agent 'Scholar_for_medicine' exists already")
+    page = signed_in(api.viewer.user).get("/derive-requests/dr_medicine/").content.decode()
+    assert ('<p class="error" id="result-error" role="alert">Creating the child agent failed: '
+            "agent &#x27;Scholar_for_medicine&#x27; exists already</p>") in page
+    assert 'id="result-waiting"' not in page and 'data-result-error="true"' in page
+    assert "could not be created" in signed_in(api.viewer.user).get("/derive-requests/").content.decode()
+
+
 def test_it_answers_404_for_a_request_that_does_not_exist(api, demo):
     assert signed_in(api.viewer.user).get("/derive-requests/dr_nothing/").status_code == 404
 
@@ -136,8 +185,15 @@ def watch_errors(page) -> list[str]:
     return errors
 
 
+@pytest.fixture
+def evidence_and_workers(workers, evidence, settings):
+    workers.env["WORKSPACE_ROOT"] = str(settings.WORKSPACE_ROOT)
+    return workers
+
+
+@pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
-def test_it_lets_an_approver_approve_a_request_and_shows_the_new_agent_when_it_exists(page_for, api, evidence):
+def test_it_lets_an_approver_approve_and_shows_the_child_agent_a_worker_creates(page_for, api, evidence_and_workers):
     from playwright.sync_api import expect
 
     from tests.pages.conftest import screenshot
@@ -148,21 +204,61 @@ def test_it_lets_an_approver_approve_a_request_and_shows_the_new_agent_when_it_e
     page.goto("/derive-requests/")
     page.click("text=dr_medicine")
     page.wait_for_url("**/derive-requests/dr_medicine/")
+    expect(page.locator("#history-list .history-event")).to_have_count(1)
     page.fill("#decision-comment", "Medical papers need their own reader.")
     page.get_by_role("button", name="Approve").click()
     expect(page.locator("#dr-status")).to_have_text("approved")
     expect(page.locator('[data-field="decided_by"]')).to_have_text("approver-user")
     expect(page.locator('[data-field="comment"]')).to_have_text("Medical papers need their own reader.")
     expect(page.get_by_role("button", name="Approve")).to_have_count(0)
-    expect(page.locator("#result-waiting")).to_be_visible()
+    # No worker yet: the task waits on its queue, and the page says the child is being made.
+    expect(page.locator("#result-waiting")).to_contain_text("Creating the child agent…")
+    expect(page.locator("#history-list .history-event")).to_have_count(2)
+    expect(page.locator("#history-list .history-event.approved")).to_contain_text("Medical papers need their own reader.")
     request = DeriveRequest.objects.get(derive_request_id="dr_medicine")
-    assert (request.status, request.decided_by.username) == ("approved", "approver-user")
-    # A worker creates the child and links it: the page shows it without a reload.
-    child = derive("Scholar", "Scholar_Medicine", "Scholar for medicine")
-    DeriveRequest.objects.filter(pk=request.pk).update(result_agent=child)
-    expect(page.locator("#result-agent")).to_have_attribute("href", "/agents/Scholar_Medicine/")
-    assert errors == []
+    assert (request.status, request.decided_by.username, request.result_agent) == ("approved", "approver-user", None)
+    page.evaluate("window.__samePage = true")
+
+    evidence_and_workers.start(1)
+    link = page.locator("#result-agent")
+    expect(link).to_be_visible(timeout=30_000)
+    request.refresh_from_db()
+    child = request.result_agent
+    assert child is not None and child.parent.agent_id == "Scholar"
+    expect(link).to_have_attribute("href", f"/agents/{child.agent_id}/")
+    expect(page.locator("#result-waiting")).to_have_count(0)
+    events = page.locator("#history-list .history-event")
+    expect(events).to_have_count(3)
+    assert [events.nth(n).get_attribute("data-event") for n in range(3)] == ["raised", "approved", "child_created"]
+    expect(events.nth(2)).to_contain_text(f"created agent {child.agent_id}")
+    assert page.evaluate("window.__samePage") is True and errors == []
     screenshot(page, "derive_request")
+    link.click()
+    page.wait_for_url(f"**/agents/{child.agent_id}/")
+    expect(page.locator("h1")).to_have_text(child.name)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_shows_why_the_child_agent_could_not_be_made_without_a_reload(page_for, api, evidence):
+    from playwright.sync_api import expect
+
+    request = raise_request(api.author.user)
+    with mock.patch("agents.tasks.derive_child.apply_async"):  # no worker: the test plays its part
+        services.derive_request_approve(request=request, user=api.approver.user, comment="go")
+    page = page_for(api.viewer.user)
+    errors = watch_errors(page)
+    page.goto("/derive-requests/dr_medicine/")
+    expect(page.locator("#result-waiting")).to_contain_text("Creating the child agent…")
+    page.evaluate("window.__samePage = true")
+    reason = "agent 'Scholar_for_medicine' exists already <b>twice</b>"
+    DeriveRequest.objects.filter(pk=request.pk).update(result_error=reason)
+    DeriveRequestEvent.objects.create(request=request, kind="child_failed", status="approved", actor="switchyard",
+                                      comment=reason)
+    expect(page.locator("#result-error")).to_have_text(f"Creating the child agent failed: {reason}")
+    expect(page.locator("#result-waiting")).to_have_count(0)
+    expect(page.locator("#history-list .history-event.child_failed")).to_contain_text(reason)
+    assert page.locator("#history b").count() == 0  # shown as text, never as markup
+    assert page.evaluate("window.__samePage") is True and errors == []
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,12 +1,23 @@
-"""The evaluations page: filters (what it is of, which one, pass), links to the targets,
-the scores as bars, and the per-target report (`?target_type=agent&target_id=X`)."""
+"""The evaluations page: filters (what it is of, which one, how made, pass), links to the
+targets and to each evaluation, the scores as bars, the per-target report
+(`?target_type=agent&target_id=X`); and one evaluation's page: each score's formula and
+the figures it used, an aggregate's evaluations, the quality gate."""
 import io
 import re
+from unittest import mock
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
+from django.utils.html import escape
 
+from agents.models import Agent
+from executions.evaluations import execution_evaluate
+from executions.models import Evaluation, Execution
+from executions.services import execution_start
+from tests.executions.conftest import drain
 from tests.pages.test_agents import evaluation, finished_run, signed_in
+from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db
 
@@ -107,3 +118,187 @@ def test_it_goes_from_an_agent_to_its_evaluations(page_for, api, evaluations):
     page.goto("/evaluations/")
     expect(page.locator("tbody tr")).to_have_count(5)
     screenshot(page, "evaluations")
+
+
+def test_it_links_each_evaluation_to_its_page(api, evaluations):
+    page = signed_in(api.viewer.user).get("/evaluations/").content.decode()
+    for evaluation_id in ("eval_run_good", "eval_scholar_low", "eval_workflow"):
+        assert f'<a class="mono" href="/evaluations/{evaluation_id}/">{evaluation_id}</a>' in page
+    agent_page = signed_in(api.viewer.user).get("/agents/Scholar/").content.decode()
+    assert 'href="/evaluations/eval_scholar_low/"' in agent_page and 'href="/evaluations/eval_run_good/"' in agent_page
+
+
+def test_it_filters_by_method_and_leaves_aggregates_out_of_the_averages(api, evaluations):
+    evaluation("agg_agent_Scholar", "agent", "Scholar", 0.6, method="aggregate",
+               details={"evaluations": ["eval_scholar_low", "eval_scholar_ok"]})
+    viewer = signed_in(api.viewer.user)
+    everything = viewer.get("/evaluations/", {"target_type": "agent", "target_id": "Scholar"})
+    assert ids(everything) == ["agg_agent_Scholar", "eval_scholar_low", "eval_scholar_ok"]
+    summary = everything.context["summary"]
+    assert (summary["count"], summary["aggregates"]) == (2, 1)  # the mean of two, not of the two and their mean
+    assert summary["overall_score"] == pytest.approx(0.6) and summary["accuracy"] == pytest.approx(0.55)
+    assert "without the 1 aggregate listed" in everything.content.decode()
+    aggregates = viewer.get("/evaluations/", {"method": "aggregate"})
+    assert ids(aggregates) == ["agg_agent_Scholar"]
+    assert (aggregates.context["summary"]["count"], aggregates.context["summary"]["aggregates"]) == (1, 0)
+    assert ids(viewer.get("/evaluations/", {"method": "manual", "target_id": "Scholar"})) == [
+        "eval_scholar_low", "eval_scholar_ok"]
+    assert ids(viewer.get("/evaluations/", {"method": "computed"})) == []
+
+
+# --- one evaluation's page -------------------------------------------------------------
+
+def test_it_shows_a_manual_evaluation_with_its_scores_and_feedback_only(api, evaluations):
+    response = signed_in(api.viewer.user).get("/evaluations/eval_scholar_low/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Evaluation of agent <span class=\"mono\">Scholar</span>" in page
+    assert 'title="accuracy: 0.30"' in page and 'title="overall: 0.40"' in page
+    assert "misses methodology" in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<script>alert(1)" not in page
+    assert "Given by a person (or imported)" in page
+    assert 'class="formula"' not in page and 'id="quality-gate"' not in page
+    assert 'href="/agents/Scholar/"' in page
+
+
+def test_it_lists_and_links_what_an_aggregate_averages(api, evaluations):
+    evaluation("agg_agent_Scholar", "agent", "Scholar", 0.6, method="aggregate", details={
+        "formulas": {"accuracy": "mean of accuracy over the evaluations"},
+        "evaluations": ["eval_scholar_ok", "eval_scholar_low", "eval_deleted_since"],
+        "policy": {"pass_score": 0.7, "revise_score": 0.4}})
+    page = signed_in(api.viewer.user).get("/evaluations/agg_agent_Scholar/").content.decode()
+    assert "The 3 evaluations it averages" in page
+    assert page.index('href="/evaluations/eval_scholar_ok/"') < page.index('href="/evaluations/eval_scholar_low/"')
+    assert "eval_deleted_since" in page and 'href="/evaluations/eval_deleted_since/"' not in page
+    assert "mean of accuracy over the evaluations" in page
+    assert "pass score 0.70, revise score 0.40" in page
+
+
+DETAILS = {
+    "formulas": {"completeness": "completed / expected", "accuracy": "checks and judge", "efficiency": "tokens and time",
+                 "overall_score": "weights · scores", "pass": "overall ≥ pass score", "action": "approve, revise, reject"},
+    "completeness": {"expected": ["draft", "review", "publish"], "completed": ["draft", "review"],
+                     "incomplete": ["publish"]},
+    "accuracy": {"checks": [{"name": "contract Drafter → Reviewer", "passed": True, "node_id": "draft",
+                             "agent_id": "Drafter", "detail": ""},
+                            {"name": "contract Reviewer → Publisher", "passed": False, "node_id": "review",
+                             "agent_id": "Reviewer", "detail": "<img src=x onerror=alert(1)> is not a string"}],
+                 "checks_passed": 1, "judge": None, "unverified": False,
+                 "judge_problem": "judge Judge could not answer (TIMEOUT): no answer in 30 s"},
+    "efficiency": {"tokens_used": 12000, "token_budget": 48000, "token_efficiency": 0.75, "elapsed_seconds": 90.0,
+                   "wall_seconds": 600, "time_efficiency": 0.85},
+    "policy": {"weights": {"accuracy": 0.4, "completeness": 0.4, "efficiency": 0.2}, "pass_score": 0.7,
+               "revise_score": 0.4},
+    "quality_gate": {"gate": {"accuracy": 0.8, "overall_score": 0.7},
+                     "failed": [{"score": "accuracy", "value": 0.5, "minimum": 0.8},
+                                {"score": "overall_score", "value": 0.6267, "minimum": 0.7}]},
+}
+
+
+def test_it_writes_out_each_scores_formula_and_the_arithmetic_on_its_figures(api, evaluations):
+    finished_run("exec_review_1", "release_review", ["Drafter", "Reviewer"], status="failed")
+    evaluation("eval_review_1", "execution", "exec_review_1", 0.6267, accuracy=0.5, completeness=0.6667,
+               efficiency=0.8, method="computed", details=DETAILS,
+               execution=Execution.objects.get(execution_id="exec_review_1"))
+    page = signed_in(api.viewer.user).get("/evaluations/eval_review_1/").content.decode()
+    assert "2 completed / 3 expected = 0.67" in page
+    assert re.search(r'id="incomplete-nodes"><li class="chip mono missing">publish</li>', page)
+    assert "1 of 2 checks passed = 0.50" in page
+    assert re.search(r'<tr class="failed"><td>contract Reviewer → Publisher</td>', page)
+    assert "&lt;img src=x onerror=alert(1)&gt; is not a string" in page and "<img src=x" not in page
+    assert "judge Judge could not answer (TIMEOUT)" in page and 'id="judge-problem"' in page
+    assert "1 − 12,000 / 48,000 = 0.75" in page and "1 − 90.0 s / 600 s = 0.85" in page
+    assert "(0.75 + 0.85) / 2 = 0.80" in page
+    assert "0.40 × 0.50 + 0.40 × 0.67 + 0.20 × 0.80 = 0.63" in page
+    assert "Quality gate failed: accuracy 0.50 &lt; 0.80, overall score 0.63 &lt; 0.70" in page
+    assert '<a id="evaluation-run" class="mono" href="/executions/exec_review_1/">exec_review_1</a>' in page
+
+
+def test_it_says_when_nothing_in_a_run_could_be_verified(api, evaluations):
+    details = DETAILS | {"accuracy": {"checks": [], "checks_passed": 0, "judge": None, "unverified": True}}
+    evaluation("eval_unverified", "execution", "exec_thesis_1", 0.9, method="computed", details=details)
+    page = signed_in(api.viewer.user).get("/evaluations/eval_unverified/").content.decode()
+    assert 'id="unverified"' in page and "nothing verifiable: 1.00 by default" in page
+
+
+@pytest.mark.parametrize("evaluation_id", ["eval_nope", "eval%00nul", "%3Cscript%3E"])
+def test_it_answers_404_for_an_evaluation_that_does_not_exist(api, evaluations, evaluation_id):
+    assert signed_in(api.viewer.user).get(f"/evaluations/{evaluation_id}/").status_code == 404
+
+
+def test_it_sends_anonymous_visitors_of_an_evaluation_to_the_login_page(evaluations):
+    response = Client().get("/evaluations/eval_run_good/")
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
+
+
+# --- a computed evaluation, from a run driven in this process ----------------------------
+
+@pytest.fixture
+def no_tasks(settings):
+    """Nothing sent to a worker: the test runs the nodes (drain) and the evaluation itself."""
+    settings.NODE_RETRY_BACKOFF_SECONDS = 0
+    with mock.patch("executions.tasks.run_node.apply_async"), mock.patch("executions.tasks.evaluate.apply_async"), \
+            mock.patch("agents.tasks.raise_derive_requests.apply_async"):
+        yield
+
+
+def finished_in_process(workflow_id: str, *, judge: str | None = None, gate: dict | None = None,
+                        **input) -> Execution:
+    """Run a demo workflow to its end in this process (with `no_tasks`), not yet evaluated;
+    `judge` and `gate` set the workflow's judge agent and quality gate first."""
+    if judge or gate:
+        Workflow.objects.filter(workflow_id=workflow_id).update(
+            judge_agent=Agent.objects.get(agent_id=judge) if judge else None, quality_gate=gate)
+    execution = drain(execution_start(workflow=Workflow.objects.get(workflow_id=workflow_id), input=input))
+    assert execution.status == "success"
+    return execution
+
+
+def evaluated_run(workflow_id: str, **options) -> Evaluation:
+    """A run driven in this process and evaluated as the worker would evaluate it."""
+    return execution_evaluate(execution_pk=finished_in_process(workflow_id, **options).pk)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_explains_a_computed_evaluation_of_a_real_run(api, demo, no_tasks, django_assert_max_num_queries):
+    evaluation_ = evaluated_run("thesis_reading", judge="Judge", gate={"accuracy": 0.8, "efficiency": 0.99})
+    viewer = signed_in(api.viewer.user)
+    with django_assert_max_num_queries(6):  # session, user, roles, the evaluation and its run, the same run's others
+        response = viewer.get(f"/evaluations/{evaluation_.evaluation_id}/")
+    page = response.content.decode()
+    for name in ("completeness", "accuracy", "efficiency", "overall_score"):
+        assert f'<p class="formula">{escape(evaluation_.details["formulas"][name])}</p>' in page, name
+    assert "3 completed / 3 expected = 1.00" in page
+    assert "2 of 2 checks passed" in page and "contract Scholar → Validator" in page
+    assert re.search(r'href="/agents/Judge/">Judge</a> scored the outputs\s*<strong>1.00</strong>', page)
+    assert re.search(r"1 − [\d,]+ / 240,000 = 0\.\d\d", page)
+    assert re.search(r"Quality gate failed: efficiency 0\.9\d+ &lt; 0\.99", page)
+    assert f'href="/executions/{evaluation_.target_id}/"' in page
+    for agent_id in ("Scholar", "Validator", "Knowledge_Vault"):  # each agent's part of the same run
+        assert f'href="/evaluations/{evaluation_.evaluation_id}_{agent_id}/"' in page
+    part = viewer.get(f"/evaluations/{evaluation_.evaluation_id}_Scholar/").content.decode()
+    assert "1 completed / 1 expected = 1.00" in part and f'href="/evaluations/{evaluation_.evaluation_id}/"' in part
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_shows_how_a_run_was_scored_in_the_browser(page_for, api, demo, no_tasks):
+    from playwright.sync_api import expect
+
+    from tests.pages.conftest import screenshot
+
+    evaluation_ = evaluated_run("thesis_reading", judge="Judge", gate={"accuracy": 0.8, "efficiency": 0.99})
+    page = page_for(api.viewer.user)
+    page.goto("/evaluations/?method=computed&target_type=execution")
+    page.get_by_role("link", name=evaluation_.evaluation_id).click()
+    page.wait_for_url(f"**/evaluations/{evaluation_.evaluation_id}/")
+    expect(page.locator("#quality-gate")).to_contain_text("Quality gate failed: efficiency")
+    expect(page.locator("#accuracy .formula")).to_contain_text("mean of (passed checks / checks)")
+    expect(page.locator("#accuracy table.checks tbody tr")).to_have_count(2)
+    expect(page.locator("#accuracy table.checks tbody tr").first).to_contain_text("pass")
+    expect(page.locator("#judge")).to_contain_text("Judge scored the outputs 1.00")
+    expect(page.locator("#efficiency #token-efficiency")).to_contain_text("240,000")
+    expect(page.locator("#overall .arithmetic")).to_contain_text("0.40 × 1.00 + 0.40 × 1.00 + 0.20 ×")
+    screenshot(page, "evaluation_detail")
+    page.locator("#evaluation-run").click()
+    page.wait_for_url(f"**/executions/{evaluation_.target_id}/")
+    expect(page.locator("#quality-gate")).to_contain_text("Quality gate failed: efficiency")

@@ -1,6 +1,7 @@
-"""A run's inspection page in a real browser: live to success on a real Celery worker, a
-node's budget bar, actions and resolution failures, the plan page, HTML in outputs shown
-as text, and who may steer an escalated run."""
+"""A run's inspection page in a real browser: live to success on a real Celery worker (and
+its evaluation when the worker has scored it), a node's budget bar, actions and resolution
+failures, the plan page, the evaluation and quality gate appearing without a reload, HTML
+in outputs shown as text, and who may steer an escalated run."""
 import io
 import re
 
@@ -9,7 +10,10 @@ from django.core.management import call_command
 from playwright.sync_api import expect
 
 from executions.services import execution_start
+from executions.evaluations import execution_evaluate
 from tests.pages.conftest import screenshot
+from tests.pages.test_derive_requests import watch_errors
+from tests.pages.test_evaluations import finished_in_process, no_tasks  # noqa: F401 - a fixture
 from tests.pages.test_executions import escalated, make_execution
 from workflows.models import Workflow
 
@@ -54,6 +58,11 @@ def test_it_follows_a_run_live_to_success_and_shows_a_nodes_context(page_for, ap
 
     demo_with_workers.start(1)
     expect(status).to_have_text("success", timeout=30_000)
+    # The worker scores the run a moment after it ends: the page shows it when it comes.
+    evaluation = page.locator("#run-evaluation")
+    expect(evaluation.locator("#evaluation-link")).to_have_text("How it was scored →", timeout=30_000)
+    expect(evaluation.locator("[data-field=evaluation-result]")).to_have_text("pass")
+    expect(evaluation.locator(".scorebar.overall")).to_be_visible()
     assert page.evaluate("window.__samePage") is True
     expect(page.locator("#run-progress")).to_be_hidden()
     expect(page.locator("#run-live")).to_be_hidden()
@@ -103,6 +112,30 @@ def test_it_follows_a_run_live_to_success_and_shows_a_nodes_context(page_for, ap
     page.get_by_role("button", name="Plan with these values").click()
     expect(page.locator(".field-error[data-for='outputs']")).to_contain_text("no_such_node")
     expect(page.locator("#plan-error")).to_contain_text("Could not plan the node")
+
+
+def test_it_shows_the_evaluation_and_a_failed_gate_as_soon_as_the_run_is_scored(page_for, api, demo, no_tasks):
+    execution = finished_in_process("thesis_reading", gate={"accuracy": 0.8, "efficiency": 0.99})
+    page = page_for(api.viewer.user)
+    errors = watch_errors(page)
+    page.goto(f"/executions/{execution.execution_id}/")
+    expect(page.locator("#evaluation-waiting")).to_contain_text("Scoring the run…")
+    expect(page.locator("#quality-gate")).to_be_hidden()
+    page.evaluate("window.__samePage = true")
+
+    evaluation = execution_evaluate(execution_pk=execution.pk)  # what the worker's task does
+    gate = page.locator("#quality-gate")
+    expect(gate).to_have_text(re.compile(r"^Quality gate failed: efficiency 0\.9\d+ < 0\.99$"))
+    expect(gate).to_have_class("gate failed")
+    expect(page.locator("#run-evaluation [data-field=evaluation-result]")).to_have_text("fail")
+    expect(page.locator("#run-evaluation [data-field=evaluation-action]")).to_have_text("revise")
+    expect(page.locator("#evaluation-link")).to_have_attribute("href", f"/evaluations/{evaluation.evaluation_id}/")
+    assert page.evaluate("window.__samePage") is True
+    # The text the script wrote is the server's, on a reload.
+    shown = gate.inner_text()
+    page.reload()
+    expect(page.locator("#quality-gate")).to_have_text(shown)
+    assert errors == []
 
 
 def test_it_shows_html_in_a_node_output_as_text_and_never_runs_it(page_for, api, demo):

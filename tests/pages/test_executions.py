@@ -1,6 +1,7 @@
 """The execution pages, server side: the list, a run's inspection page, a node's plan page."""
 import io
 import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -10,13 +11,13 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from executions.models import Execution, NodeRun
+from executions.models import Evaluation, Execution, NodeRun
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db
 
 XSS = "<script>window.pwned=1</script><b>bold</b>"
-PAGE_QUERIES = 10  # session, user, roles, the run, its graph, node states, one page of node runs…
+PAGE_QUERIES = 11  # session, user, roles, the run, its graph, node states, one page of node runs, its evaluation…
 API_QUERIES = 4  # session, user, the run, its node runs (with their agents)
 
 
@@ -178,6 +179,58 @@ def test_it_escapes_a_node_output_error_and_reason_that_hold_html(api, demo):
     page = signed_in(api.viewer.user).get(f"/executions/{execution.execution_id}/").content.decode()
     assert "<script>window.pwned" not in page and "<b>bold</b>" not in page
     assert "&lt;script&gt;window.pwned=1&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;" in page
+
+
+# -- the evaluation and the quality gate -------------------------------------------------------
+
+GATE = {"accuracy": 0.8, "overall_score": 0.7}
+
+
+def scored(execution: Execution, overall: float, **fields) -> Evaluation:
+    values = {"accuracy": 0.5, "completeness": 1.0, "efficiency": 0.9, "passed": False, "action": "revise"} | fields
+    return Evaluation.objects.create(
+        evaluation_id=f"eval_{execution.execution_id}", target_type="execution", target_id=execution.execution_id,
+        execution=execution, method="computed", overall_score=overall, **values)
+
+
+def test_it_shows_a_failed_quality_gate_naming_each_score_below_its_minimum(api, demo):
+    execution = make_execution("thesis_reading", [], execution_id="exec_gated", quality_gate={
+        "passed": False, "gate": GATE, "evaluation_id": "eval_exec_gated",
+        "failed": [{"score": "accuracy", "value": 0.5, "minimum": 0.8},
+                   {"score": "overall_score", "value": 0.6999, "minimum": 0.7}]})
+    scored(execution, 0.6999)
+    page = signed_in(api.viewer.user).get("/executions/exec_gated/").content.decode()
+    assert ('<p id="quality-gate" class="gate failed" role="status" >'
+            "Quality gate failed: accuracy 0.50 &lt; 0.80, overall score 0.6999 &lt; 0.70</p>") in page
+    assert 'title="overall: 0.70"' in page and '<span class="badge fail" data-field="evaluation-result">fail</span>' in page
+    assert '<strong data-field="evaluation-action">revise</strong>' in page
+    assert '<a id="evaluation-link" class="small" href="/evaluations/eval_exec_gated/">' in page
+
+
+def test_it_shows_a_passed_quality_gate_with_its_minimums(api, demo):
+    execution = make_execution("thesis_reading", [], execution_id="exec_gate_ok", quality_gate={
+        "passed": True, "gate": GATE, "failed": [], "evaluation_id": "eval_exec_gate_ok"})
+    scored(execution, 0.9, passed=True, action="approve")
+    page = signed_in(api.viewer.user).get("/executions/exec_gate_ok/").content.decode()
+    assert "Quality gate passed: accuracy ≥ 0.80, overall score ≥ 0.70" in page
+    assert 'class="gate passed"' in page
+
+
+def test_it_says_a_run_that_just_ended_is_being_scored_and_others_nothing(api, demo):
+    viewer = signed_in(api.viewer.user)
+    make_execution("thesis_reading", [], execution_id="exec_just_ended")
+    ended = viewer.get("/executions/exec_just_ended/")
+    assert ended.context["awaiting_evaluation"] is True
+    assert 'id="evaluation-waiting"' in ended.content.decode()
+    assert ended.context["gate"] is None and 'id="quality-gate" class="gate" role="status" hidden' in ended.content.decode()
+    # One that ended long ago unscored (before evaluations existed) is not waited for.
+    make_execution("thesis_reading", [], execution_id="exec_long_ago", completed_at=timezone.now() - timedelta(days=2))
+    long_ago = viewer.get("/executions/exec_long_ago/")
+    assert long_ago.context["awaiting_evaluation"] is False and 'id="evaluation-waiting"' not in long_ago.content.decode()
+    make_execution("thesis_reading", [], execution_id="exec_still_running", status="running", completed_at=None)
+    running = viewer.get("/executions/exec_still_running/")
+    assert running.context["awaiting_evaluation"] is False and running.context["evaluation"] is None
+    assert re.search(r'id="run-evaluation"[^>]*hidden>', running.content.decode())
 
 
 def test_it_pages_the_node_runs_table(api, demo):

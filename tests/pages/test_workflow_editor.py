@@ -451,3 +451,61 @@ def test_it_renames_and_deletes_nodes_and_transitions_and_keeps_the_graph_consis
         ("critique", "draft", "output.verdict == 'revise' and state.rounds < 3"),
         ("critique", "publish", None)]
     assert errors == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_keeps_the_domain_judge_and_quality_gate_through_save_and_reload(api, page_for, settings, tmp_path):
+    from playwright.sync_api import expect
+
+    settings.WORKSPACE_ROOT = tmp_path
+    call_command("load_demo", stdout=io.StringIO())
+    page, errors = watched(page_for, api.author.user)
+    page.goto("/workflows/thesis_reading/")
+    page.wait_for_selector("#problems-summary:has-text('No problems')")
+    before = Workflow.objects.get(workflow_id="thesis_reading")
+    assert page.locator("[data-field=domain]").input_value() == before.domain
+    assert page.locator("[data-field=judge_agent]").input_value() == ""
+    page.fill("[data-field=domain]", "oncology")
+    page.fill("[data-field=judge_agent]", "Judge")
+    page.fill("[data-field=gate-completeness]", "1")
+
+    # A minimum above 1: the problem shows next to its field and in the list, and nothing is saved.
+    page.fill("[data-field=gate-accuracy]", "2")
+    problem = page.locator(".field:has([data-field=gate-accuracy]) .field-problem")
+    expect(problem).to_have_text("'2' is not a number from 0 to 1")
+    expect(page.locator("#problems-list")).to_contain_text("evaluation.quality_gate.accuracy")
+    page.click("#save-button")
+    expect(page.locator("#editor-banner")).to_contain_text("Not saved")
+    assert Workflow.objects.get(workflow_id="thesis_reading").domain == before.domain
+
+    page.fill("[data-field=gate-accuracy]", "0.8")
+    expect(problem).to_have_text("")
+    page.wait_for_selector("#problems-summary:has-text('No problems')")
+    page.click("#save-button")
+    page.wait_for_selector("#editor-status:has-text('Saved')")
+    stored = Workflow.objects.select_related("judge_agent").get(workflow_id="thesis_reading")
+    assert (stored.domain, stored.judge_agent.agent_id) == ("oncology", "Judge")
+    assert stored.quality_gate == {"accuracy": 0.8, "completeness": 1}
+
+    page.reload()
+    page.wait_for_selector("#problems-summary:has-text('No problems')")
+    assert page.locator("[data-field=domain]").input_value() == "oncology"
+    assert page.locator("[data-field=judge_agent]").input_value() == "Judge"
+    assert page.locator("[data-field=gate-accuracy]").input_value() == "0.8"
+    assert page.locator("[data-field=gate-completeness]").input_value() == "1"
+    assert page.locator("[data-field=gate-efficiency]").input_value() == ""
+    built = page.evaluate("window.workflowEditor.buildDocument()")
+    stored_document = workflow_document(stored)
+    assert built["problems"] == []
+    assert (built["document"]["domain"], built["document"]["evaluation"]) == (
+        stored_document["domain"], stored_document["evaluation"])
+
+    # Emptied, the judge and the gate go.
+    page.fill("[data-field=judge_agent]", "")
+    for score in ("accuracy", "completeness"):
+        page.fill(f"[data-field=gate-{score}]", "")
+    page.click("#save-button")
+    page.wait_for_selector("#editor-status:has-text('Saved')")
+    stored.refresh_from_db()
+    assert (stored.judge_agent, stored.quality_gate) == (None, None)
+    assert errors == []
