@@ -2,17 +2,21 @@ import json
 from collections import Counter
 from datetime import timedelta
 
+from django import forms
+from django.contrib import messages
 from django.db.models import Avg, Count, F, Q
 from django.http import Http404
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_date
 
-from core.errors import NotFound
+from core.errors import NotFound, SwitchyardError
 from core.pages import paginate
-from executions import page_selectors, selectors
-from executions.evaluations import EVALUATED
+from core.roles import AUTHOR, has_role
+from executions import page_selectors, selectors, services
+from executions.engine.evaluation import SCORES
+from executions.evaluations import EVALUATED, evaluation_policy
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 
 
@@ -153,6 +157,50 @@ def evaluation_list(request):
         "target_types": Evaluation.TargetType.choices, "methods": Evaluation.Method.choices,
         "filtered": any(filters.values()),
     })
+
+
+class EvaluationForm(forms.Form):
+    """An evaluation a person gives (§7). The overall score and pass follow from the scores
+    by the same weights and pass score as computed ones; the action is the person's call."""
+
+    target_type = forms.ChoiceField(label="Of", choices=Evaluation.TargetType.choices)
+    target_id = forms.CharField(label="Id", max_length=100, help_text="an execution, agent or workflow id")
+    accuracy = forms.FloatField(min_value=0, max_value=1)
+    completeness = forms.FloatField(min_value=0, max_value=1)
+    efficiency = forms.FloatField(min_value=0, max_value=1)
+    action = forms.ChoiceField(choices=Evaluation.Action.choices)
+    feedback = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}), help_text="one point a line")
+
+    def document(self) -> dict:
+        data = self.cleaned_data
+        scores = {name: data[name] for name in SCORES}
+        policy = evaluation_policy()
+        overall = sum(policy.weights[name] * value for name, value in scores.items()) / sum(policy.weights.values())
+        return {"target_type": data["target_type"], "target_id": data["target_id"].strip(), "scores": scores,
+                "overall_score": round(overall, 4), "pass": overall >= policy.pass_score, "action": data["action"],
+                "feedback": [line.strip() for line in data["feedback"].splitlines() if line.strip()]}
+
+
+def evaluation_add(request):
+    """Record an evaluation by hand (authors), through the service the API's POST uses."""
+    if not has_role(request.user, AUTHOR):
+        return render(request, "agents/forbidden.html", {"what": "record evaluations",
+                                                          "back": reverse("evaluations:list")}, status=403)
+    if request.method != "POST":
+        form = EvaluationForm(initial={key: request.GET.get(key, "") for key in ("target_type", "target_id")})
+    else:
+        form = EvaluationForm(request.POST)
+        if form.is_valid():
+            try:
+                evaluation = services.evaluation_create(document=form.document(), actor=request.user.get_username())
+            except SwitchyardError as error:
+                field = getattr(error, "where", None) if getattr(error, "where", None) in form.fields else None
+                form.add_error(field, error.problem if field else str(error))
+            else:
+                messages.success(request, f"Recorded evaluation {evaluation.evaluation_id}.")
+                return redirect("evaluations:detail", evaluation_id=evaluation.evaluation_id)
+    policy = evaluation_policy()
+    return render(request, "executions/evaluation_add.html", {"form": form, "policy": policy})
 
 
 def evaluation_detail(request, evaluation_id: str):

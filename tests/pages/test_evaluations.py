@@ -302,3 +302,49 @@ def test_it_shows_how_a_run_was_scored_in_the_browser(page_for, api, demo, no_ta
     page.locator("#evaluation-run").click()
     page.wait_for_url(f"**/executions/{evaluation_.target_id}/")
     expect(page.locator("#quality-gate")).to_contain_text("Quality gate failed: efficiency")
+
+
+# -- recording an evaluation by hand -------------------------------------------------------
+
+
+def test_it_lets_only_authors_record_an_evaluation(api, demo):
+    assert signed_in(api.viewer.user).get("/evaluations/new/").status_code == 403
+    assert signed_in(api.viewer.user).post("/evaluations/new/", {"target_type": "agent"}).status_code == 403
+    assert "record-evaluation" not in signed_in(api.viewer.user).get("/evaluations/").content.decode()
+    assert 'id="record-evaluation"' in signed_in(api.author.user).get("/evaluations/").content.decode()
+    assert not Evaluation.objects.exists()
+
+
+def test_it_names_what_is_wrong_with_a_hand_evaluation_and_stores_nothing(api, demo):
+    author = signed_in(api.author.user)
+    response = author.post("/evaluations/new/", {"target_type": "agent", "target_id": "Nobody", "accuracy": "0.5",
+                                                 "completeness": "1.5", "efficiency": "x", "action": "approve"})
+    assert response.status_code == 200
+    errors = response.context["form"].errors
+    assert "completeness" in errors and "efficiency" in errors
+    response = author.post("/evaluations/new/", {"target_type": "agent", "target_id": "Nobody", "accuracy": "0.5",
+                                                 "completeness": "0.5", "efficiency": "0.5", "action": "revise"})
+    assert response.context["form"].errors["target_id"] == ["agent 'Nobody' does not exist"]
+    assert not Evaluation.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_records_an_evaluation_from_the_page_and_shows_it(page_for, api, demo):
+    page = page_for(api.author.user)
+    page.goto("/evaluations/?target_type=agent&target_id=Scholar")
+    page.click("#record-evaluation")
+    assert page.input_value("#id_target_id") == "Scholar"
+    page.fill("#id_accuracy", "0.5")
+    page.fill("#id_completeness", "1")
+    page.fill("#id_efficiency", "1")
+    page.select_option("#id_action", "revise")
+    page.fill("#id_feedback", "misses the methods section\n<b>cites nothing</b>")
+    page.click("#save-evaluation")
+    page.wait_for_url(re.compile(r"/evaluations/eval_[^/]+/$"))
+    stored = Evaluation.objects.get(method="manual")
+    # 0.4 × 0.5 + 0.4 × 1 + 0.2 × 1 = 0.8: it passes by the same weights as computed ones
+    assert (stored.target_id, stored.overall_score, stored.passed, stored.action) == ("Scholar", 0.8, True, "revise")
+    assert stored.feedback == ["misses the methods section", "<b>cites nothing</b>"]
+    assert stored.created_by == api.author.user.username
+    assert page.get_by_text("<b>cites nothing</b>").count() == 1  # shown as text, not markup
+    assert Evaluation.objects.filter(method="aggregate", target_type="agent", target_id="Scholar").exists()
