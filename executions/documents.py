@@ -132,11 +132,14 @@ def node_run_record(run: NodeRun) -> dict[str, Any]:
 
 
 def execution_record(execution: Execution) -> dict[str, Any]:
-    """The §5 document plus the run's state, why it ended, and every node run in full."""
+    """The §5 document plus the run's state, why it ended, its domain and quality gate, and
+    every node run in full."""
     return {
         **execution_document(execution),
         "state": execution.state,
         "ended_reason": execution.ended_reason,
         "escalation": execution.escalation,
+        "domain": execution.domain,
+        "quality_gate": execution.quality_gate,
         "node_runs": [node_run_record(run) for run in execution.node_runs.select_related("agent", "agent_version")],
     }

@@ -133,6 +133,9 @@ class ExecutionOut(Record):
     state: dict[str, Any]
     ended_reason: str
     escalation: dict[str, Any] | None = Field(..., description="while escalated: the node, its error, who should act")
+    domain: str = Field("", description="the knowledge domain: the input's `domain`, else the workflow's")
+    quality_gate: dict[str, Any] | None = Field(
+        None, description="once evaluated, when the workflow has a gate: passed, the failed scores, the evaluation_id")
     node_runs: list[NodeRunOut]
 
 

@@ -125,6 +125,8 @@ def execution_detail(execution: Execution) -> dict[str, Any]:
         "state": execution.state,
         "ended_reason": execution.ended_reason,
         "escalation": execution.escalation,
+        "domain": execution.domain,
+        "quality_gate": execution.quality_gate,
         "node_runs": runs,
     }
 

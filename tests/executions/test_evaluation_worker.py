@@ -36,6 +36,8 @@ def test_it_evaluates_runs_raises_requests_and_derives_the_approved_child_on_a_w
     analysis.refresh_from_db()
     assert analysis.quality_gate["passed"] is True
     assert api.viewer.get("/api/evaluations", target_id=analysis.execution_id).json()["count"] == 1
+    record = api.viewer.get(f"/api/executions/{analysis.execution_id}").json()
+    assert (record["domain"], record["quality_gate"]["evaluation_id"]) == ("software_engineering", evaluation.evaluation_id)
 
     review = wait_for(execution_start(workflow=Workflow.objects.get(workflow_id="release_review"),
                                       input={"topic": "v2.0"}), workers=demo)
