@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from agents.models import Agent
-from executions.models import Execution, NodeRun
+from executions.models import Evaluation, Execution, NodeRun
 from tests.executions.conftest import database_url
 from workflows.models import Workflow
 
@@ -27,7 +27,7 @@ def bench_env(transactional_db, monkeypatch, settings):
 def left_behind():
     return (Workflow.objects.filter(workflow_id__startswith="bench_").count(),
             Agent.objects.filter(agent_id__startswith="bench_noop").count(), Execution.objects.count(),
-            NodeRun.objects.count())
+            NodeRun.objects.count(), Evaluation.objects.count())
 
 
 def test_it_prints_per_node_ratios_and_deletes_what_it_made(bench_env):
@@ -40,8 +40,9 @@ def test_it_prints_per_node_ratios_and_deletes_what_it_made(bench_env):
                      re.MULTILINE), text
     for label in ("chain of 3 nodes", "wide dag of 3 nodes"):
         assert re.search(rf"^{label} \(.*\): {NUMBER} ms per node vs bare Celery round trip {NUMBER} ms "
-                         rf"→ {NUMBER}× \(target ≤ 3× on PostgreSQL", text, re.MULTILINE), text
-    assert left_behind() == (0, 0, 0, 0)
+                         rf"→ {NUMBER}× \(target ≤ 3× on PostgreSQL.*; evaluated {NUMBER} ms after it ended", text,
+                         re.MULTILINE), text
+    assert left_behind() == (0, 0, 0, 0, 0)
     assert bench_env.CELERY_TASK_DEFAULT_QUEUE == queue
 
 
@@ -50,8 +51,9 @@ def test_it_prints_json(bench_env):
     call_command("benchmark_execution", "--chain", "2", "--wide", "2", "--json", stdout=out)
     report = json.loads(out.getvalue())
     assert report["error"] is None and len(report["baseline"]["per_task_s"]) == 2
+    assert all(f["evaluated_s"] > 0 for f in report["figures"])
     assert [(f["name"], f["nodes"]) for f in report["figures"]] == [("chain", 2), ("wide", 2)]
     assert [f["baseline_s"] for f in report["figures"]] == report["baseline"]["per_task_s"]
     assert all(f["ratio"] > 0 and f["ratio"] == pytest.approx(f["per_node_s"] / f["baseline_s"])
                for f in report["figures"])
-    assert left_behind() == (0, 0, 0, 0)
+    assert left_behind() == (0, 0, 0, 0, 0)

@@ -29,10 +29,11 @@ import dj_database_url
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
+from django.db.models import Q
 
 from agents.models import Agent
 from core.documents import import_documents
-from executions.models import Execution, NodeRun
+from executions.models import Evaluation, Execution, NodeRun
 from executions.services import execution_cancel, execution_start
 from workflows.models import Workflow
 
@@ -289,12 +290,23 @@ class Command(BaseCommand):
                                   f"{succeeded} of {nodes} nodes succeeded in {len(runs)} node runs\n"
                                   f"{worker.log_tail()}")
         recorded = (execution.completed_at - execution.started_at).total_seconds()
-        return {"execution_id": execution.execution_id, "wall_s": wall, "recorded_s": recorded}
+        # The worker evaluates every run that ends (executions.evaluate): wait for it, so that
+        # the next measurement does not queue behind it, and report what it took.
+        evaluations = Evaluation.objects.filter(execution=execution, target_type="execution")
+        while not evaluations.exists():
+            if time.perf_counter() > deadline or worker.process.poll() is not None:
+                raise BenchmarkFailed(f"{workflow_id}: its evaluation was not stored\n{worker.log_tail()}")
+            time.sleep(POLL_SECONDS)
+        evaluated = time.perf_counter() - now
+        return {"execution_id": execution.execution_id, "wall_s": wall, "recorded_s": recorded,
+                "evaluated_s": evaluated}
 
     def clean_up(self, agent_id: str, workflow_ids: list[str]) -> None:
         """Delete everything the benchmark made (after the worker has stopped)."""
         try:
             NodeRun.objects.filter(execution__workflow__workflow_id__in=workflow_ids).delete()
+            Evaluation.objects.filter(Q(target_type="workflow", target_id__in=workflow_ids)
+                                      | Q(target_type="agent", target_id=agent_id)).delete()
             Execution.objects.filter(workflow__workflow_id__in=workflow_ids).delete()
             Workflow.objects.filter(workflow_id__in=workflow_ids).delete()
             agents = Agent.objects.filter(agent_id=agent_id)
@@ -325,6 +337,8 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"{label} ({f['shape']}): {f['per_node_s'] * 1000:.2f} ms per node vs bare Celery round trip "
                 f"{f['baseline_s'] * 1000:.2f} ms → {f['ratio']:.2f}× (target ≤ {f['target']:g}× on PostgreSQL, "
-                f"{verdict}) — {f['wall_s']:.2f} s wall, {f['recorded_s']:.2f} s recorded on the execution")
+                f"{verdict}) — {f['wall_s']:.2f} s wall, {f['recorded_s']:.2f} s recorded on the execution; "
+                f"evaluated {f['evaluated_s'] * 1000:.0f} ms after it ended "
+                f"({f['evaluated_s'] / f['baseline_s']:.0f} round trips)")
         if report["error"]:
             self.stderr.write(f"benchmark_execution: {report['error']}")
