@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import uuid
 from typing import Any
 
 from django.conf import settings
@@ -52,7 +53,7 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
     stored = _computed(execution).first()
     if stored is not None:
         return stored
-    from executions.services import workflow_graph  # the services import this module's callers
+    from executions.services import workflow_graph  # executions.services imports this module
 
     graph = workflow_graph(execution.workflow)
     runs = list(execution.node_runs.select_related("agent").order_by("sequence", "id"))
@@ -117,10 +118,13 @@ def _computed(execution: Execution):
 
 
 def _evaluation_id(wanted: str) -> str:
-    """An id as readable as its 100 characters allow."""
-    if len(wanted) <= 100:
-        return wanted
-    return f"{wanted[:70]}_{hashlib.sha256(wanted.encode()).hexdigest()[:16]}"
+    """An id as readable as its 100 characters allow, and not taken (a person may have
+    recorded an evaluation under it)."""
+    if len(wanted) > 100:
+        wanted = f"{wanted[:70]}_{hashlib.sha256(wanted.encode()).hexdigest()[:16]}"
+    if Evaluation.objects.filter(evaluation_id=wanted).exists():
+        wanted = f"{wanted[:91]}_{uuid.uuid4().hex[:8]}"
+    return wanted
 
 
 def _fact(run: NodeRun) -> RunFact:

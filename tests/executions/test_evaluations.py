@@ -174,3 +174,14 @@ def test_it_refreshes_an_aggregate_when_a_person_adds_an_evaluation(api):
     assert combined.details["evaluations"][0] == "by_hand" and len(combined.details["evaluations"]) == 2
     computed = Evaluation.objects.get(execution=execution, target_type="agent", target_id="Code_Analyzer")
     assert combined.overall_score == pytest.approx(round(computed.overall_score / 2, 4), abs=1e-4)
+
+
+def test_it_evaluates_a_run_whose_natural_id_a_person_took(api):
+    execution = run("parallel_analysis", repository="acme")
+    api.author.post("/api/evaluations", {
+        "evaluation_id": f"eval_{execution.execution_id}", "target_type": "workflow", "target_id": "parallel_analysis",
+        "scores": {"accuracy": 1, "completeness": 1, "efficiency": 1}, "overall_score": 1, "pass": True,
+        "action": "approve"})
+    evaluation = execution_evaluate(execution_pk=execution.pk)
+    assert evaluation.evaluation_id.startswith(f"eval_{execution.execution_id}_")
+    assert (evaluation.target_type, evaluation.method) == ("execution", "computed")
