@@ -9,7 +9,8 @@ from the evidence a person already weighed:
   the threshold;
 - `capability_gap`: node runs of the agent failed with CAPABILITY_GAP (the node needed a
   skill or tool the agent lacks);
-- `frequency_threshold`: the agent ran many nodes in runs of one knowledge domain.
+- `frequency_threshold`: the agent ran many nodes in runs of one knowledge domain that
+  is not yet among its own.
 
 A rule never raises a second pending request for the same agent and trigger (a partial
 unique constraint backs this up). Nothing is created until a person approves: the
@@ -138,9 +139,11 @@ def frequency_threshold(agent: Agent) -> Proposal | None:
     uses = (NodeRun.objects.filter(agent=agent, status=NodeRun.Status.SUCCESS, completed_at__gte=start)
             .exclude(execution__domain=""))
     counts = list(uses.values("execution__domain").annotate(uses=Count("id")).order_by("-uses", "execution__domain"))
-    if not counts or counts[0]["uses"] < settings.DERIVE_FREQUENCY_THRESHOLD:
+    # A domain the agent already knows (its own, or its focus as a derived specialist) needs no new specialist.
+    candidates = [row for row in counts if row["execution__domain"] not in _domains(agent)]
+    if not candidates or candidates[0]["uses"] < settings.DERIVE_FREQUENCY_THRESHOLD:
         return None
-    domain, count = counts[0]["execution__domain"], counts[0]["uses"]
+    domain, count = candidates[0]["execution__domain"], candidates[0]["uses"]
     executions = list(uses.filter(execution__domain=domain).order_by("-completed_at")
                       .values_list("execution__execution_id", flat=True).distinct()[:20])
     return Proposal(

@@ -140,6 +140,12 @@ def test_it_raises_a_frequency_threshold_for_the_domain_an_agent_works_in_most(s
     assert (request.new_name, request.domain_focus) == ("Scholar (oncology)", "oncology")
 
 
+def test_it_does_not_count_a_domain_the_agent_already_knows(scholar, settings):
+    settings.DERIVE_FREQUENCY_THRESHOLD = 2
+    node_runs(scholar, 5, domain="deep_learning")  # its own knowledge domain
+    assert raised(scholar) == []
+
+
 def test_it_never_raises_a_second_pending_request_for_the_same_agent_and_trigger(scholar, settings, approver):
     settings.DERIVE_CAPABILITY_GAP_FAILURES = 1
     node_runs(scholar, 1, status="failed", error_code="CAPABILITY_GAP", details={"missing_skills": ["cite"]})
