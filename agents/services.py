@@ -30,6 +30,7 @@ from core.errors import DocumentError, IllegalTransition, SwitchyardError
 from core.jsonutil import check_shape, parse_datetime
 from core.roles import APPROVER, require_role
 from core.states import change_status
+from core.tasks import send_after_commit
 from executions.engine.tokens import OFFLINE_ENCODINGS
 
 DEFAULT_VERSION = "1.0.0"
@@ -457,8 +458,7 @@ def derive_request_approve(*, request: DeriveRequest, user, comment: str = "") -
     _derive_request_decide(request, DeriveRequest.Status.APPROVED, user=user, comment=comment)
     from agents.tasks import derive_child
 
-    pk = request.pk
-    transaction.on_commit(lambda: derive_child.apply_async((pk,), queue=settings.CELERY_TASK_DEFAULT_QUEUE))
+    send_after_commit(derive_child, request.pk)
     return request
 
 

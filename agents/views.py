@@ -278,7 +278,6 @@ def derive_request_detail(request, derive_request_id: str):
                      "rule": _rule(event.actor), "at": event.at, "comment": event.comment}
                     for event in derive_request.events.all()],
         "raised_by_rule": _rule(derive_request.created_by),
-        "evaluations_url": reverse("evaluations:list"),
     })
 
 

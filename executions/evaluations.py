@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from agents.backends import BackendError, BackendRequest, get_backend
 from executions.engine.evaluation import Check, Policy, RunFact, Scored, Verdict, aggregate, gate_failures, score_run
+from core.tasks import send_after_commit
 from executions.engine.tot.game24 import verify
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.runner import contract_results, skills
@@ -50,7 +51,7 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
     execution = Execution.objects.select_related("workflow", "workflow__judge_agent").filter(pk=execution_pk).first()
     if execution is None or execution.status not in EVALUATED:
         return None
-    stored = _computed(execution).first()
+    stored = run_evaluation(execution).first()
     if stored is not None:
         return stored
     from executions.services import workflow_graph  # executions.services imports this module
@@ -75,8 +76,9 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
     try:
         with transaction.atomic():
             locked = Execution.objects.select_for_update().get(pk=execution.pk)
-            if _computed(locked).exists():
-                return _computed(locked).first()
+            stored = run_evaluation(locked).first()
+            if stored is not None:  # evaluated meanwhile by another delivery
+                return stored
             evaluation = _store(scored, "execution", execution.execution_id, execution=locked,
                                 evaluation_id=_evaluation_id(f"eval_{execution.execution_id}"))
             agents = {}
@@ -100,7 +102,7 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
             for agent in agents.values():
                 evaluation_aggregate_refresh(target_type="agent", target_id=agent.agent_id)
     except IntegrityError:  # evaluated at the same moment by another delivery
-        return _computed(execution).first()
+        return run_evaluation(execution).first()
     _after_commit_raise_derive_requests(execution.pk)
     return evaluation
 
@@ -108,11 +110,11 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
 def _after_commit_raise_derive_requests(execution_pk: int) -> None:
     from agents.tasks import raise_derive_requests
 
-    transaction.on_commit(lambda: raise_derive_requests.apply_async(
-        (execution_pk,), queue=settings.CELERY_TASK_DEFAULT_QUEUE))
+    send_after_commit(raise_derive_requests, execution_pk)
 
 
-def _computed(execution: Execution):
+def run_evaluation(execution: Execution):
+    """The evaluation computed from a run when it ended, as a query (empty until a worker made it)."""
     return Evaluation.objects.filter(execution=execution, method=Evaluation.Method.COMPUTED,
                                      target_type=Evaluation.TargetType.EXECUTION)
 

@@ -181,8 +181,9 @@ def evaluations_of_same_run(evaluation: Evaluation) -> list[Evaluation]:
 
 def execution_evaluation(execution: Execution) -> Evaluation | None:
     """The evaluation computed from a run when it ended (None until a worker has made it)."""
-    return (Evaluation.objects.filter(execution=execution, target_type=Evaluation.TargetType.EXECUTION,
-                                      method=Evaluation.Method.COMPUTED).first())
+    from executions.evaluations import run_evaluation
+
+    return run_evaluation(execution).first()
 
 
 def gate_summary(gate: Any) -> dict[str, Any] | None:

@@ -19,6 +19,7 @@ from agents.models import Agent, AgentVersion
 from agents.services import get_agent
 from core.errors import DocumentError, IllegalTransition, SwitchyardError
 from core.states import change_status
+from core.tasks import send_after_commit
 from core.jsonutil import check_shape, parse_datetime
 from executions.evaluations import evaluation_aggregate_refresh
 from executions.documents import EVALUATION_SHAPE, EXECUTION_SHAPE, evaluation_document, execution_document
@@ -488,10 +489,7 @@ def _dispatch(node_run_id: int, delay: float = 0) -> None:
     by whoever calls this: creation sets 1, the sweep adds one)."""
     from executions.tasks import run_node
 
-    def send():
-        run_node.apply_async((node_run_id,), countdown=delay or None, queue=settings.CELERY_TASK_DEFAULT_QUEUE)
-
-    transaction.on_commit(send)
+    send_after_commit(run_node, node_run_id, countdown=delay)
 
 
 def _apply_output_mapping(execution: Execution, run: NodeRun, node=None) -> None:
@@ -521,7 +519,7 @@ def _end(execution: Execution, status: str, reason: str) -> None:
 def _evaluate_after_commit(execution_pk: int) -> None:
     from executions.tasks import evaluate
 
-    transaction.on_commit(lambda: evaluate.apply_async((execution_pk,), queue=settings.CELERY_TASK_DEFAULT_QUEUE))
+    send_after_commit(evaluate, execution_pk)
 
 
 def _any_active(execution: Execution) -> bool:

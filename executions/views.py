@@ -15,7 +15,7 @@ from core.errors import NotFound, SwitchyardError
 from core.pages import paginate
 from core.roles import AUTHOR, has_role
 from executions import page_selectors, selectors, services
-from executions.engine.evaluation import SCORES
+from executions.engine.evaluation import SCORES, decide, overall_of
 from executions.evaluations import EVALUATED, evaluation_policy
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 
@@ -174,10 +174,10 @@ class EvaluationForm(forms.Form):
     def document(self) -> dict:
         data = self.cleaned_data
         scores = {name: data[name] for name in SCORES}
-        policy = evaluation_policy()
-        overall = sum(policy.weights[name] * value for name, value in scores.items()) / sum(policy.weights.values())
+        overall = overall_of(scores, evaluation_policy())
+        passed, _ = decide(overall, evaluation_policy())
         return {"target_type": data["target_type"], "target_id": data["target_id"].strip(), "scores": scores,
-                "overall_score": round(overall, 4), "pass": overall >= policy.pass_score, "action": data["action"],
+                "overall_score": round(overall, 4), "pass": passed, "action": data["action"],
                 "feedback": [line.strip() for line in data["feedback"].splitlines() if line.strip()]}
 
 

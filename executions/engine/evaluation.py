@@ -96,6 +96,12 @@ def _round(value: float) -> float:
     return round(clamp(value), 4)
 
 
+def overall_of(scores: dict[str, float], policy: Policy) -> float:
+    """The weighted mean of accuracy, completeness and efficiency."""
+    weights = policy.weights
+    return sum(weights[name] * scores[name] for name in SCORES) / sum(weights.values())
+
+
 def decide(overall: float, policy: Policy) -> tuple[bool, str]:
     passed = overall >= policy.pass_score
     return passed, "approve" if passed else "revise" if overall >= policy.revise_score else "reject"
@@ -139,10 +145,7 @@ def score_run(*, expected: Iterable[str], runs: list[RunFact], checks: list[Chec
     time_efficiency = clamp(1 - elapsed_seconds / wall_seconds) if wall_seconds > 0 else 1.0
     efficiency = (token_efficiency + time_efficiency) / 2
 
-    weights = policy.weights
-    overall = sum(weights[name] * value for name, value in
-                  (("accuracy", accuracy), ("completeness", completeness), ("efficiency", efficiency)))
-    overall = overall / sum(weights.values())
+    overall = overall_of({"accuracy": accuracy, "completeness": completeness, "efficiency": efficiency}, policy)
     passed, action = decide(overall, policy)
 
     feedback = []
@@ -171,7 +174,7 @@ def score_run(*, expected: Iterable[str], runs: list[RunFact], checks: list[Chec
         "efficiency": {"tokens_used": tokens_used, "token_budget": token_budget,
                        "token_efficiency": _round(token_efficiency), "elapsed_seconds": round(elapsed_seconds, 3),
                        "wall_seconds": wall_seconds, "time_efficiency": _round(time_efficiency)},
-        "policy": {"weights": weights, "pass_score": policy.pass_score, "revise_score": policy.revise_score},
+        "policy": {"weights": policy.weights, "pass_score": policy.pass_score, "revise_score": policy.revise_score},
     }
     return Scored(_round(accuracy), _round(completeness), _round(efficiency), _round(overall), passed, action,
                   feedback, details)

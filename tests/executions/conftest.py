@@ -105,6 +105,25 @@ def workers(transactional_db, settings):
 
 
 @pytest.fixture
+def in_process(tmp_path, settings):
+    """The demo data, for running node runs in this process (`drain`): what the services
+    send to workers is recorded, not sent — `in_process.run_node`, `.evaluate` and
+    `.raise_derive_requests` are the mocked `apply_async` of those tasks."""
+    from types import SimpleNamespace
+    from unittest import mock
+
+    from django.core.management import call_command
+
+    settings.WORKSPACE_ROOT = tmp_path
+    settings.NODE_RETRY_BACKOFF_SECONDS = 0
+    call_command("load_demo", stdout=open(os.devnull, "w"))
+    with mock.patch("executions.tasks.run_node.apply_async") as run_node, \
+            mock.patch("executions.tasks.evaluate.apply_async") as evaluate, \
+            mock.patch("agents.tasks.raise_derive_requests.apply_async") as raise_derive_requests:
+        yield SimpleNamespace(run_node=run_node, evaluate=evaluate, raise_derive_requests=raise_derive_requests)
+
+
+@pytest.fixture
 def demo(workers, settings, tmp_path):
     """The demo data, and a factory of real workers that can read its workspace (a test
     module with a `demo` of its own uses that one instead)."""

@@ -3,7 +3,6 @@
 from unittest import mock
 
 import pytest
-from django.core.management import call_command
 
 from agents.models import Agent
 from executions.evaluations import execution_evaluate
@@ -17,14 +16,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
-def demo(tmp_path, settings):
-    settings.WORKSPACE_ROOT = tmp_path
-    settings.NODE_RETRY_BACKOFF_SECONDS = 0
-    call_command("load_demo", stdout=open("/dev/null", "w"))
-    with mock.patch("executions.tasks.run_node.apply_async"), \
-            mock.patch("executions.tasks.evaluate.apply_async") as evaluate, \
-            mock.patch("agents.tasks.raise_derive_requests.apply_async"):
-        yield evaluate
+def demo(in_process):
+    return in_process.evaluate
 
 
 def run(workflow_id, **input):
@@ -34,7 +27,7 @@ def run(workflow_id, **input):
 def test_it_asks_a_worker_to_evaluate_a_run_once_it_ends(demo):
     execution = run("parallel_analysis", repository="acme")
     assert execution.status == "success"
-    demo.assert_called_once_with((execution.pk,), queue=mock.ANY)
+    demo.assert_called_once_with((execution.pk,), countdown=None, queue=mock.ANY)
 
 
 def test_it_evaluates_a_run_with_its_judge_its_agents_and_its_gate():

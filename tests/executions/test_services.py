@@ -8,7 +8,6 @@ from datetime import timedelta
 from unittest import mock
 
 import pytest
-from django.core.management import call_command
 from django.db import transaction
 from django.utils import timezone
 
@@ -27,12 +26,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
-def demo(tmp_path, settings):
-    settings.WORKSPACE_ROOT = tmp_path
-    settings.NODE_RETRY_BACKOFF_SECONDS = 0
-    call_command("load_demo", stdout=open("/dev/null", "w"))
-    with mock.patch("executions.tasks.run_node.apply_async") as sent:
-        yield sent
+def demo(in_process):
+    return in_process.run_node
 
 
 def start(workflow_id, **input):
