@@ -39,9 +39,47 @@ def env_list(name: str, default: str) -> list[str]:
 DATA_DIR = Path(env_str("SWITCHYARD_DATA_DIR", str(BASE_DIR / "data")))
 DATA_DIR.mkdir(parents=True, exist_ok=True)  # the default SQLite file lives here
 
-DEBUG = env_bool("DEBUG", True)
-# The development key is only accepted while DEBUG is on; `check --deploy` rejects it.
-SECRET_KEY = env_str("SECRET_KEY", "django-insecure-switchyard-development-key-change-me")
+DEBUG = env_bool("DEBUG", False)
+DEVELOPMENT_SECRET_KEY = "django-insecure-switchyard-development-key-change-me"
+
+
+def secret_key(debug: bool, data_dir: Path) -> str:
+    """SECRET_KEY from the environment; else, with DEBUG on, the development key; else a
+    strong key generated once and kept in the data folder (mode 0600), so that a fresh
+    machine runs with one command and sessions survive restarts. A development key is
+    refused whenever DEBUG is off."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    key = os.environ.get("SECRET_KEY", "")
+    if not key:
+        if debug:
+            return DEVELOPMENT_SECRET_KEY
+        path = data_dir / "secret_key"
+        if not path.exists():
+            # Written whole to a private file, then linked into place: of processes starting
+            # at once, one key wins and nobody reads a half-written file.
+            import secrets
+            import tempfile
+
+            fd, temporary = tempfile.mkstemp(dir=data_dir, prefix=".secret_key.")  # mode 0600
+            try:
+                with os.fdopen(fd, "w") as file:
+                    file.write(secrets.token_urlsafe(50) + "\n")
+                os.link(temporary, path)
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(temporary)
+        key = path.read_text().strip()
+        if not key:
+            raise ImproperlyConfigured(f"{path} is empty: remove it to have a new key generated, or set SECRET_KEY.")
+    if not debug and key.startswith("django-insecure"):
+        raise ImproperlyConfigured("SECRET_KEY is a development key, which is refused with DEBUG off: "
+                                   "unset it to use the generated one in the data folder, or set a long random one.")
+    return key
+
+
+SECRET_KEY = secret_key(DEBUG, DATA_DIR)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 

@@ -45,8 +45,46 @@ def test_it_passes_check_deploy_with_https_settings():
     assert completed.returncode == 0, completed.stdout + completed.stderr
 
 
-def test_it_fails_check_deploy_with_the_development_secret_key():
-    completed = check_deploy(**HTTPS_SETTINGS)  # no SECRET_KEY: the settings' development default
+def test_it_refuses_the_development_secret_key_with_debug_off():
+    from project.settings import DEVELOPMENT_SECRET_KEY
+
+    completed = check_deploy(**HTTPS_SETTINGS, SECRET_KEY=DEVELOPMENT_SECRET_KEY)
 
     assert completed.returncode != 0
-    assert "security.W009" in completed.stdout + completed.stderr
+    assert "SECRET_KEY is a development key, which is refused with DEBUG off" in completed.stderr
+
+
+def test_it_generates_a_secret_key_once_in_the_data_folder(tmp_path):
+    data_dir = tmp_path / "data"
+
+    first = check_deploy(**HTTPS_SETTINGS, SWITCHYARD_DATA_DIR=str(data_dir))
+    key_file = data_dir / "secret_key"
+    key = key_file.read_text()
+    second = check_deploy(**HTTPS_SETTINGS, SWITCHYARD_DATA_DIR=str(data_dir))
+
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    assert len(key.strip()) >= 50
+    assert key_file.read_text() == key  # kept, not made anew at each start
+    assert [p.name for p in data_dir.iterdir() if p.name.startswith(".secret_key")] == []
+
+
+def test_it_uses_the_development_key_only_with_debug_on(tmp_path, monkeypatch):
+    from project.settings import DEVELOPMENT_SECRET_KEY, secret_key
+
+    monkeypatch.delenv("SECRET_KEY", raising=False)
+
+    assert secret_key(True, tmp_path) == DEVELOPMENT_SECRET_KEY
+    assert not (tmp_path / "secret_key").exists()
+    assert secret_key(False, tmp_path) != DEVELOPMENT_SECRET_KEY
+
+
+def test_debug_is_off_unless_asked_for():
+    env = {key: value for key, value in os.environ.items() if key != "DEBUG"}
+    completed = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; print(settings.DEBUG)"],
+        cwd=ROOT, env=dict(env, DJANGO_SETTINGS_MODULE="project.settings"), capture_output=True, text=True, timeout=60,
+    )
+
+    assert completed.stdout.strip() == "False", completed.stderr
