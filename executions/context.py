@@ -3,6 +3,8 @@ fed to the pure engine in `executions.engine.context`.
 """
 from __future__ import annotations
 
+import functools
+import socket
 from typing import Any, Callable
 
 from django.conf import settings
@@ -16,8 +18,12 @@ from executions.engine.tokens import TokenCounter
 from knowledge.registry import run_db_query
 
 
-def read_workspace_file(reference: dict) -> Any:
-    return read_file(reference, workspace_root=settings.WORKSPACE_ROOT, max_bytes=settings.REF_MAX_FILE_BYTES)
+def read_workspace_file(reference: dict, *, host: str = "") -> Any:
+    """`host` is the worker reading (a Celery node name, e.g. `worker@machine`), named when
+    the file is missing: workers on several machines each read their own mount of the
+    workspace. Outside a worker, this machine's name."""
+    return read_file(reference, workspace_root=settings.WORKSPACE_ROOT, max_bytes=settings.REF_MAX_FILE_BYTES,
+                     host=host or socket.gethostname())
 
 
 def query_database(reference: dict) -> list[dict]:
@@ -37,8 +43,9 @@ def outputs_from(outputs: dict[str, Any]) -> Callable[[str], Any]:
 
 def context_builder(*, limits: ContextLimits, encoding: str = "cl100k_base",
                     task_output: Callable[[str], Any] | None = None,
-                    abstractive: Callable[[str, int], str] | None = None) -> ContextBuilder:
-    sources = Sources(task_output=task_output, read_file=read_workspace_file, query=query_database)
+                    abstractive: Callable[[str, int], str] | None = None, host: str = "") -> ContextBuilder:
+    sources = Sources(task_output=task_output, read_file=functools.partial(read_workspace_file, host=host),
+                      query=query_database)
     resolver = Resolver(sources, wait_timeout_s=settings.REF_WAIT_SECONDS)
     return ContextBuilder(limits=limits, counter=TokenCounter(encoding), sources=sources, resolver=resolver,
                           abstractive=abstractive)
@@ -47,7 +54,8 @@ def context_builder(*, limits: ContextLimits, encoding: str = "cl100k_base",
 def assemble_node_context(*, limits: ContextLimits, encoding: str, task_id: str, node_input: dict,
                           task_output: Callable[[str], Any] | None = None, items: list[dict] = (),
                           messages: list[dict] = (),
-                          abstractive: Callable[[str, int], str] | None = None) -> ContextAssembly:
-    builder = context_builder(limits=limits, encoding=encoding, task_output=task_output, abstractive=abstractive)
+                          abstractive: Callable[[str, int], str] | None = None, host: str = "") -> ContextAssembly:
+    builder = context_builder(limits=limits, encoding=encoding, task_output=task_output, abstractive=abstractive,
+                              host=host)
     return builder.assemble(task_id=task_id, references=node_input.get("data_references", []),
                             transfer_config=node_input.get("transfer_config"), items=items, messages=messages)

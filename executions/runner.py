@@ -11,8 +11,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from agents.backends import BackendError, BackendRequest, get_backend
 from agents.models import Agent
 from executions.compression_cache import RedisCompressionCache
@@ -21,6 +19,7 @@ from executions.engine import compression
 from executions.engine.context.batching import aggregate
 from executions.engine.context.errors import RefError
 from executions.engine.context.resolution import NOT_READY, ResolutionAborted, select_path
+from executions.engine.json_schema import SchemaValidator
 from executions.engine.jsonpath import PathError
 from executions.engine.scheduling import Plan
 from executions.engine.tokens import TokenCounter
@@ -86,6 +85,7 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
             node_input={"data_references": references, "transfer_config": node_input.get("transfer_config")},
             task_output=task_output, items=items, messages=messages,
             abstractive=lambda text, target: backend.summarize(text, target, model=agent.model),
+            host=worker_name(run),
         )
     except ResolutionAborted as aborted:
         raise NodeFailure(str(aborted), code=aborted.failure.error_code, retryable=False,
@@ -123,6 +123,11 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
     record.update(prompt=prompt_text[:PROMPT_LIMIT], tokens_in=tokens_in, tokens_out=tokens_out)
     check_contracts(node, plan, output, record, graph.contracts)
     return Performed(output, record)
+
+
+def worker_name(run: NodeRun) -> str:
+    """The worker running `run`: its claim reads `<worker>/<nonce>`."""
+    return run.worker.rsplit("/", 1)[0]
 
 
 def needed_outputs(node: Node, plan: Plan) -> set[str] | None:
@@ -268,7 +273,7 @@ def contract_results(node: Node, plan: Plan, output: Any, contracts: list[Contra
     for contract in contracts:
         if contract.from_agent_id != node.agent_id or contract.to_agent_id not in agents:
             continue
-        errors = sorted(Draft202012Validator(contract.schema).iter_errors(output), key=lambda e: list(e.absolute_path))
+        errors = sorted(SchemaValidator(contract.schema).iter_errors(output), key=lambda e: list(e.absolute_path))
         if errors:
             where = "/".join(map(str, errors[0].absolute_path)) or "output"
             results.append((contract, f"at {where}: {errors[0].message}"))

@@ -60,3 +60,13 @@ def test_it_overflows_the_vault_window_and_records_every_decision(chain):
     inputs = {report.name: report for report in assembly.inputs}
     assert inputs["supplementary.md"].item.content == {"note": "no supplementary material"}
     assert inputs["knowledge_atoms_query"].batches > 1
+
+
+def test_it_names_this_machine_when_a_file_is_missing_outside_a_worker(chain):
+    import socket
+
+    outputs = {"task_scholar_001": SCHOLAR_OUTPUT, "task_validator_001": {"validation_results": []}}
+    (failure,) = assemble(chain["task_vault_001"], outputs).failures
+    assert failure["error_message"] == (
+        f"'/workspace/papers/supplementary.md' does not exist in the workspace on host {socket.gethostname()} "
+        "(the workspace must be one folder shared by every worker)")

@@ -63,3 +63,58 @@ def test_it_reads_the_graph_again_after_a_new_agent_version_or_new_contracts(cha
     import_documents(blueprint, actor="test")
     workflow.refresh_from_db()
     assert workflow_graph(workflow).contracts == []
+
+
+def test_it_names_the_worker_whose_workspace_lacks_a_referenced_file(in_process, settings, tmp_path):
+    from executions.services import execution_start, node_run_execute
+
+    settings.WORKSPACE_ROOT = tmp_path / "share-not-mounted"  # the demo paper is in tmp_path
+    execution = execution_start(workflow=Workflow.objects.get(workflow_id="thesis_reading"))
+    scholar = execution.node_runs.get(node_id="task_scholar_001")
+    node_run_execute(node_run_id=scholar.pk, worker="worker@host-b")
+    scholar.refresh_from_db()
+    (failure,) = scholar.resolution_failures
+    assert failure["error_code"] == "REF_NOT_FOUND"
+    assert "the workspace folder does not exist on host worker@host-b" in failure["error_message"]
+    assert "'/workspace/papers/transformer.pdf'" in failure["error_message"]
+
+
+class Hung(BaseException):
+    """Raised by the alarm: a BaseException, so that no `except Exception` on the way turns it into a node failure."""
+
+
+def test_it_finishes_a_run_whose_contract_pattern_backtracks_catastrophically(in_process, settings):
+    import signal
+    import sys
+
+    from core.documents import import_documents
+    from executions.services import execution_start
+    from tests.executions.conftest import drain
+
+    reply = "import json, sys; sys.stdin.read(); print(json.dumps({'text': 'a' * 40 + '!'}))"
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "command": {"kind": "command", "argv": [sys.executable, "-c", reply]}}
+    import_documents([
+        {"agent_id": "Echo", "name": "Echo", "version": "1.0.0", "type": "business", "status": "active",
+         "prompt_config": {"system_prompt": "Say it."}, "capabilities": {"skills": ["say"]},
+         "runtime": {"backend": "command"}},
+        {"blueprint_id": "echoes", "name": "Echoes", "agents": [{"agent_ref": "Echo", "source": "new"}],
+         # Python's `re` takes 2^40 steps to find that 'aaa…a!' does not match.
+         "contracts": {"Echo → Echo": {"data_type": "echo", "schema": {
+             "type": "object", "required": ["text"], "properties": {"text": {"not": {"pattern": "^(a+)+$"}}}}}}},
+        {"workflow_id": "echoes", "name": "Echoes", "topology": "seq",
+         "nodes": [{"id": "first", "agent_ref": "Echo"}, {"id": "second", "agent_ref": "Echo"}],
+         "error_handling": {"retry_count": 0}},
+    ], actor="test")
+
+    def hung(*_):
+        raise Hung("the run did not finish within 60 s")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        execution = drain(execution_start(workflow=Workflow.objects.get(workflow_id="echoes")))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert execution.status == "success", (execution.ended_reason, list(execution.node_runs.values("node_id", "status", "error")))
+    assert execution.node_runs.get(node_id="first").status == "success"

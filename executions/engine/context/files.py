@@ -6,6 +6,8 @@ json, txt), an encoding and optionally the sections to extract. Every failure is
 
 Messages name the path as the reference wrote it and call the root "the workspace":
 they end up in records and pages, which must not reveal where the workspace lives.
+When several machines run workers, each reads its own mount of the workspace; a file
+one of them cannot see is REF_NOT_FOUND naming that worker's host, never an empty value.
 """
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ from .errors import REF_FILTER_ERROR, REF_FORMAT_ERROR, REF_NOT_FOUND, REF_PERMI
 
 # Agents see the workspace as this directory, whatever it is on the machine.
 VIRTUAL_ROOT = "/workspace"
+# What a missing file may mean when workers run on several machines.
+SHARED_WORKSPACE = "the workspace must be one folder shared by every worker"
 
 FORMATS = ("pdf", "md", "json", "txt")
 EXTENSIONS = {".pdf": "pdf", ".md": "md", ".markdown": "md", ".json": "json", ".txt": "txt"}
@@ -77,12 +81,13 @@ def resolve_workspace_path(path: str, workspace_root: Path) -> Path:
     return real
 
 
-def read_file(reference: dict, *, workspace_root: Path, max_bytes: int = 20_000_000) -> Any:
+def read_file(reference: dict, *, workspace_root: Path, max_bytes: int = 20_000_000, host: str = "") -> Any:
     """The data a `file` reference points at.
 
     txt and md give a str, json the parsed value, pdf the text of its pages joined by
     blank lines. With `sections` (md and pdf only) the result is
-    {"sections": {heading: text, ...}, "missing_sections": [name, ...]}.
+    {"sections": {heading: text, ...}, "missing_sections": [name, ...]}. `host` names
+    the machine (worker) reading, for the messages of a file it cannot find.
     """
     path = reference.get("path")
     real = resolve_workspace_path(path, workspace_root)
@@ -91,7 +96,12 @@ def read_file(reference: dict, *, workspace_root: Path, max_bytes: int = 20_000_
     sections = _sections_of(reference)
     if sections and file_format not in SECTIONED_FORMATS:
         raise RefError(REF_FORMAT_ERROR, f"sections need md or pdf, and {path!r} is {file_format}")
-    data = _read_bytes(real, path, max_bytes)
+    where = f" on host {host}" if host else ""
+    if not Path(workspace_root).is_dir():
+        # A worker whose share is not mounted: say so, rather than "no such file" for each one.
+        raise RefError(REF_NOT_FOUND, f"the workspace folder does not exist{where}, so {path!r} cannot be read"
+                                      f" ({SHARED_WORKSPACE})")
+    data = _read_bytes(real, path, max_bytes, where)
 
     if file_format == "pdf":
         pages, outline = _read_pdf(data, path, encoding)
@@ -149,13 +159,14 @@ def _sections_of(reference: dict) -> list[str]:
 
 # --- bytes and text ---------------------------------------------------------------------
 
-def _read_bytes(real: Path, path: str, max_bytes: int) -> bytes:
+def _read_bytes(real: Path, path: str, max_bytes: int, where: str = "") -> bytes:
     """The file's bytes; the size is checked before reading so a huge file is never loaded."""
     try:
         if real.is_dir():
             raise RefError(REF_NOT_FOUND, f"{path!r} is a directory, not a file")
         if not real.is_file():
-            raise RefError(REF_NOT_FOUND, f"{path!r} does not exist in the workspace")
+            raise RefError(REF_NOT_FOUND, f"{path!r} does not exist in the workspace{where}"
+                                          + (f" ({SHARED_WORKSPACE})" if where else ""))
         size = real.stat().st_size
         if size > max_bytes:
             raise RefError(REF_FORMAT_ERROR, f"{path!r} is {size} bytes, more than the {max_bytes} allowed")

@@ -38,6 +38,13 @@ def refused(root, path, **fields) -> RefError:
     return caught.value
 
 
+def refused_on(root, path, *, host) -> RefError:
+    """As a worker named `host` reads it."""
+    with pytest.raises(RefError) as caught:
+        read_file({"ref_type": "file", "path": path}, workspace_root=root, host=host)
+    return caught.value
+
+
 def pdf_without_outline(source: bytes) -> bytes:
     """The same pages, written again without the outline."""
     writer = pypdf.PdfWriter()
@@ -183,6 +190,23 @@ def test_it_reports_a_missing_file_as_not_found(tmp_path):
     assert error.code == REF_NOT_FOUND
     assert "/workspace/papers/supplementary.md" in error.message
     assert str(tmp_path) not in error.message
+
+
+def test_it_names_the_host_that_cannot_see_a_missing_file(tmp_path):
+    error = refused_on(tmp_path, "papers/x.pdf", host="worker@w1")
+    assert error.code == REF_NOT_FOUND
+    assert error.message == ("'papers/x.pdf' does not exist in the workspace on host worker@w1 "
+                             "(the workspace must be one folder shared by every worker)")
+
+
+def test_it_reports_a_workspace_folder_missing_on_the_host_as_not_found(tmp_path):
+    unmounted = tmp_path / "share-not-mounted"
+    error = refused_on(unmounted, "/workspace/papers/x.md", host="worker@w2")
+    assert error.code == REF_NOT_FOUND
+    assert "the workspace folder does not exist on host worker@w2" in error.message
+    assert "'/workspace/papers/x.md'" in error.message and str(tmp_path) not in error.message
+    (tmp_path / "a-file").write_text("not a folder")
+    assert refused_on(tmp_path / "a-file", "x.txt", host="worker@w2").code == REF_NOT_FOUND
 
 
 def test_it_reports_a_directory_as_not_found(tmp_path):
