@@ -4,9 +4,8 @@ from __future__ import annotations
 from datetime import datetime, timezone as dt_timezone
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from core.errors import DocumentError
+from executions.engine.json_schema import SchemaValidator
 
 
 def iso(value: datetime | None) -> str | None:
@@ -41,7 +40,7 @@ def json_path_of(path) -> str:
 
 def check_shape(document: Any, schema: dict, kind: str) -> None:
     """Validate a document against the shape of its kind; the first error names its field."""
-    validator = Draft202012Validator(schema)
+    validator = SchemaValidator(schema)
     errors = sorted(validator.iter_errors(document), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if not errors:
         return

@@ -7,13 +7,13 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 from django.utils import timezone
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from agents.models import Agent
 from agents.services import check_storable, get_agent
 from core.errors import DocumentError, NotFound, SwitchyardError, WorkflowInvalid
 from core.jsonutil import check_shape
+from executions.engine.json_schema import check_schema
 from workflows.documents import (
     BLUEPRINT_SHAPE,
     TASK_CHAIN_SHAPE,
@@ -166,7 +166,7 @@ def blueprint_import_document(document: dict[str, Any], *, actor: str = ""):
             if side not in member_ids:
                 raise DocumentError(f"'{side}' is not one of the blueprint's agents", where=where)
         try:
-            Draft202012Validator.check_schema(contract["schema"])
+            check_schema(contract["schema"])
         except SchemaError as error:
             path = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in error.path)
             raise DocumentError(f"is not a valid JSON Schema: {error.message} (at schema{path})", where=f"{where}.schema")

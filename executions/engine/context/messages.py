@@ -11,10 +11,11 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from jsonschema_specifications import REGISTRY as METASCHEMAS
 from referencing.exceptions import Unresolvable
+
+from executions.engine.json_schema import SchemaValidator, check_schema
 
 MESSAGE_KEYS = ("data", "schema", "kind", "_instance")
 # How many schema violations a message names before saying "and N more".
@@ -74,7 +75,7 @@ def parse_message(raw: dict, *, index: int = 0) -> DataMessage:
         if not isinstance(schema, dict):
             raise refuse(f"'schema' must be a JSON Schema object, got {type(schema).__name__}")
         try:
-            Draft202012Validator.check_schema(schema)
+            check_schema(schema)
         except SchemaError as error:
             where = error.json_path
             raise refuse(f"'schema' is not a valid JSON Schema (at {where}): {error.message}") from None
@@ -145,7 +146,7 @@ def _violations(schema: dict, data: Any) -> str:
     """The schema violations of data, each with its JSON path; '' when it matches."""
     # Only references within the schema (and to the standard meta-schemas) are followed:
     # validating context must never fetch anything from the network.
-    validator = Draft202012Validator(schema, registry=METASCHEMAS)
+    validator = SchemaValidator(schema, registry=METASCHEMAS)
     errors = sorted(validator.iter_errors(data), key=lambda error: list(map(str, error.path)))
     if not errors:
         return ""

@@ -61,6 +61,13 @@ def test_it_refuses_a_schema_that_is_not_a_json_schema_naming_where():
         parse_message({"data": {}, "schema": {"properties": {"step": {"minimum": "zero"}}}}, index=2)
 
 
+def test_it_refuses_a_schema_whose_pattern_re2_cannot_take_naming_the_message_and_the_pattern():
+    schema = {"properties": {"code": {"pattern": "^(?!tmp)[a-z]+$"}}}
+    with pytest.raises(MessageError, match=r"data message 3: 'schema' is not a valid JSON Schema "
+                                           r"\(at \$\.properties\.code\.pattern\): the pattern '\^\(\?!tmp\)"):
+        parse_message({"data": {"code": "abc"}, "schema": schema}, index=3)
+
+
 def test_it_refuses_data_that_does_not_match_its_schema_naming_the_path():
     with pytest.raises(MessageError) as caught:
         state({"step": 1, "notes": ["ok", 7], "progress": {"done": "all"}}, schema=STATE_SCHEMA)
