@@ -1,5 +1,9 @@
 """Celery tasks that belong to no app in particular."""
+import logging
+
 from celery import shared_task
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(name="core.tasks.ping", bind=True)
@@ -10,9 +14,20 @@ def ping(self, value):
 
 def send_after_commit(task, *args, countdown: float | None = None) -> None:
     """Send `task(*args)` to the workers' queue once the current transaction commits, so a
-    worker never looks for a row that is not there yet (at once when there is none)."""
+    worker never looks for a row that is not there yet (at once when there is none).
+
+    A send that fails (Redis away) is logged, not raised: what caused it is committed and
+    correct, so it must not become a 500 or a failed node. The sweep sends node runs and
+    evaluations again from the database once Redis is back."""
     from django.conf import settings
     from django.db import transaction
 
     queue = settings.CELERY_TASK_DEFAULT_QUEUE  # the queue as it is now, not when the commit comes
-    transaction.on_commit(lambda: task.apply_async(args, countdown=countdown or None, queue=queue))
+
+    def send():
+        try:
+            task.apply_async(args, countdown=countdown or None, queue=queue)
+        except Exception:  # kombu's OperationalError, redis' errors: the broker could not be reached
+            logger.warning("could not send %s%r to the queue %r", task.name, tuple(args), queue, exc_info=True)
+
+    transaction.on_commit(send)

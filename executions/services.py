@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connection, models, transaction
 from django.utils import timezone
 
@@ -20,6 +21,7 @@ from agents.services import get_agent
 from core.errors import DocumentError, IllegalTransition, SwitchyardError
 from core.states import change_status
 from core.tasks import send_after_commit
+from core.locks import redis_lock
 from core.jsonutil import check_shape, parse_datetime
 from executions.evaluations import evaluation_aggregate_refresh
 from executions.documents import EVALUATION_SHAPE, EXECUTION_SHAPE, evaluation_document, execution_document
@@ -674,12 +676,29 @@ def heartbeat(node_run_id: int, claim: str):
         _heartbeats.remove(node_run_id)
 
 
+def node_runs_sweep_exclusive(*, now=None) -> dict:
+    """The sweep, unless another one is running (two beats, on two machines): that one holds
+    a lock in Redis, and this one returns at once, saying it skipped."""
+    name = f"sweep:{settings.CELERY_TASK_DEFAULT_QUEUE}"  # the queue names the deployment
+    with redis_lock(name, timeout=settings.SWEEP_LOCK_SECONDS) as acquired:
+        if not acquired:
+            logger.info("sweep skipped: another sweep holds the lock")
+            return {"skipped": "another sweep is running"}
+        return node_runs_sweep(now=now)
+
+
+# An ended run whose evaluation message was lost is sent again for this long after it ended
+# (an evaluation that keeps failing is not tried for ever).
+EVALUATION_RESEND_WINDOW = timedelta(hours=1)
+
+
 def node_runs_sweep(*, now=None) -> dict:
     """Re-dispatch node runs whose worker went silent (no heartbeat for NODE_STALE_SECONDS)
-    and pending runs whose message may have been lost; end runs past their wall time."""
+    and pending runs whose message may have been lost; send again the evaluation of a run
+    that ended that long ago without one; end runs past their wall time."""
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.NODE_STALE_SECONDS)
-    report = {"requeued": [], "redispatched": [], "failed": [], "ended": []}
+    report = {"requeued": [], "redispatched": [], "failed": [], "ended": [], "evaluations": []}
     for run in NodeRun.objects.filter(status=NodeRun.Status.RUNNING, heartbeat_at__lt=stale,
                                       execution__status=Execution.Status.RUNNING).select_related("execution"):
         if run.dispatches >= settings.NODE_MAX_DISPATCHES:
@@ -702,6 +721,18 @@ def node_runs_sweep(*, now=None) -> dict:
                     heartbeat_at=now, dispatches=models.F("dispatches") + 1) == 1:
                 report["redispatched"].append(run.pk)
                 _dispatch(run.pk)
+    computed = Evaluation.objects.filter(execution=models.OuterRef("pk"), method=Evaluation.Method.COMPUTED,
+                                         target_type=Evaluation.TargetType.EXECUTION)
+    unevaluated = Execution.objects.filter(
+        status__in=(Execution.Status.SUCCESS, Execution.Status.FAILED), completed_at__lt=stale,
+        completed_at__gte=now - EVALUATION_RESEND_WINDOW).exclude(models.Exists(computed))
+    for execution_pk in unevaluated.values_list("pk", flat=True)[:100]:
+        # Once per NODE_STALE_SECONDS, as for pending runs; a duplicate is harmless (a run
+        # evaluated twice has one evaluation).
+        if cache.add(f"evaluation-sent:{settings.CELERY_TASK_DEFAULT_QUEUE}:{execution_pk}", 1,
+                     timeout=settings.NODE_STALE_SECONDS):
+            report["evaluations"].append(execution_pk)
+            _evaluate_after_commit(execution_pk)
     for execution in Execution.objects.filter(status=Execution.Status.RUNNING).select_related("workflow"):
         if _past_wall_time(execution, now):
             with transaction.atomic():

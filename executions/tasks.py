@@ -2,7 +2,7 @@
 from celery import shared_task
 
 from executions.evaluations import execution_evaluate
-from executions.services import node_run_execute, node_runs_sweep
+from executions.services import node_run_execute, node_runs_sweep_exclusive
 
 
 @shared_task(name="executions.run_node", bind=True, ignore_result=True)
@@ -12,7 +12,7 @@ def run_node(self, node_run_id: int) -> str:
 
 @shared_task(name="executions.sweep", ignore_result=True)
 def sweep() -> dict:
-    return node_runs_sweep()
+    return node_runs_sweep_exclusive()
 
 
 @shared_task(name="executions.evaluate", ignore_result=True)

@@ -211,6 +211,24 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "switchyard")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Broker loss (a Redis restart, a network cut): workers and the beat reconnect for as long
+# as it takes, never giving up after Celery's default 100 tries.
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# A task running when the connection drops is let finish: its result is written to the
+# database, which is the truth, so nothing is redone. (Cancelling it would only leave its
+# node run silent until the sweep sends it again.)
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+# Sending a task while Redis is away fails within a few seconds instead of hanging: the
+# rows are committed, the failure is logged (core.tasks.send_after_commit), and the sweep
+# sends the work again once Redis is back.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 1}
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2}
+# The same for the result store (only tasks with a result use it, such as core.tasks.ping):
+# a few tries rather than Celery's twenty, a second apart.
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"retry_policy": CELERY_TASK_PUBLISH_RETRY_POLICY}
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2
+CELERY_REDIS_SOCKET_TIMEOUT = 10
 # Workers keep their database connection across tasks (Celery would otherwise open a new
 # one for every task); it is renewed after this many tasks.
 CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 500)
@@ -221,6 +239,9 @@ NODE_HEARTBEAT_SECONDS = env_float("NODE_HEARTBEAT_SECONDS", 5.0)
 NODE_STALE_SECONDS = env_float("NODE_STALE_SECONDS", 30.0)
 NODE_MAX_DISPATCHES = env_int("NODE_MAX_DISPATCHES", 5)  # then a node whose worker keeps dying fails
 SWEEP_EVERY_SECONDS = env_float("SWEEP_EVERY_SECONDS", 10.0)
+# A sweep holds a lock in Redis, so two beats (two machines) never sweep at once; a sweep
+# that died holding it frees it after this many seconds.
+SWEEP_LOCK_SECONDS = env_float("SWEEP_LOCK_SECONDS", 120.0)
 CELERY_BEAT_SCHEDULE = {
     "sweep-node-runs": {"task": "executions.sweep", "schedule": SWEEP_EVERY_SECONDS},
 }
