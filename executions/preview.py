@@ -125,6 +125,11 @@ def node_context_plan(*, workflow, node_id: str, outputs: dict[str, Any] | None 
         # run of the node would fail the same way.
         raise DocumentError(f"the context of node '{node.node_id}' cannot be assembled: {error}",
                             where=f"nodes[{node.node_id}].input_mapping") from None
+    except RecursionError:
+        # Paths and data are capped where they come in, but a plan is open to every viewer:
+        # whatever still nests beyond Python's stack is their bad input, never a crash.
+        raise DocumentError(f"the context of node '{node.node_id}' cannot be assembled: what it reads is nested "
+                            "too deeply", where=f"nodes[{node.node_id}].input_mapping") from None
     else:
         plan.update(outcome="ready", context_management=assembly.record,
                     resolved_inputs=[bounded(report.as_dict()) for report in assembly.inputs],

@@ -3,6 +3,8 @@ import io
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
+from jsonpath_ng.jsonpath import Child
 
 from executions.models import Execution, NodeRun
 from executions.services import evaluation_import_document, execution_import_document
@@ -245,6 +247,41 @@ def test_it_plans_the_vault_node_of_the_demo_with_its_failure_and_budget(api, de
     given = api.viewer.post("/api/workflows/thesis_reading/nodes/task_vault_001/plan", {"outputs": {}}).json()
     assert given["outputs_from"] is None
     assert {f.get("task_id") for f in given["resolution_failures"]} == {"task_scholar_001", "task_validator_001", None}
+
+
+def test_it_refuses_a_jsonpath_beyond_the_limits_and_plans_a_stored_one_as_a_failed_reference(api, demo):
+    deep = "$" + ".a" * 20_000
+    with_deep_path = {**REVIEW, "nodes": [REVIEW["nodes"][0], {**REVIEW["nodes"][1], "input_mapping": {
+        "data_references": [{"ref_type": "task_output", "task_id": "read", "path": deep}]}}]}
+    checked = api.viewer.post("/api/workflows/paper_review/validate", with_deep_path).json()
+    assert [(p["where"], p["code"]) for p in checked["problems"]] == [
+        ("nodes[check].input_mapping.data_references[0].path", "REF_PATH_INVALID")]
+    response = api.author.post("/api/workflows", with_deep_path)
+    assert response.status_code == 422 and response.json()["code"] == "WORKFLOW_INVALID"
+    assert "the limit is 2000" in response.json()["details"][0]["message"]
+
+    # A workflow stored before the limits: planning it answers the reference's failure.
+    assert api.author.post("/api/workflows", REVIEW).status_code == 201
+    workflow = Workflow.objects.get(workflow_id="paper_review")
+    workflow.nodes.filter(node_id="check").update(input_mapping=with_deep_path["nodes"][1]["input_mapping"])
+    Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())  # no cached graph of the old nodes
+    plan = api.viewer.post("/api/workflows/paper_review/nodes/check/plan", {"outputs": {"read": {"atoms": [1]}}})
+    assert plan.status_code == 200, plan.content[:300]
+    (failure,) = plan.json()["resolution_failures"]
+    assert (failure["task_id"], failure["error_code"]) == ("read", "REF_PATH_INVALID")
+
+
+def test_it_answers_a_plan_that_overflows_the_stack_with_a_named_error(api, demo, monkeypatch):
+    assert api.author.post("/api/workflows", REVIEW).status_code == 201
+
+    def overflow(*args, **kwargs):  # a walk nested beyond the stack, as a smaller thread stack would see it
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(Child, "find", overflow)
+    response = api.viewer.post("/api/workflows/paper_review/nodes/check/plan", {"outputs": {"read": {"atoms": []}}})
+    assert response.status_code == 422
+    assert response.json()["message"].startswith("nodes[check].input_mapping: ")
+    assert "nested too deeply" in response.json()["message"]
 
 
 def test_it_names_what_is_wrong_with_a_plan_request(api, demo):

@@ -97,6 +97,28 @@ def test_it_refuses_regex_filters_in_jsonpath():
     assert "regular-expression filters" in problem["message"]
 
 
+@pytest.mark.parametrize("path, limit", [
+    ("$" + ".a" * 20_000, "too long (40001 characters; the limit is 2000)"),
+    ("$" + "[0]" * 60, "nested too deeply (61 levels; the limit is 50)"),
+])
+def test_it_refuses_a_jsonpath_beyond_the_limits_naming_the_node(path, limit):
+    references = [{"ref_type": "task_output", "task_id": "a", "path": path}]
+    node = {"id": "b", "agent_ref": "validator", "input_mapping": {"data_references": references, "x": path},
+            "output_mapping": {"y": path}}
+    found = validate_workflow(workflow(nodes=[{"id": "a", "agent_ref": "scholar"}, node]), AGENTS)
+    assert [(p["where"], p["node"], p["code"]) for p in found] == [
+        ("nodes[b].input_mapping.data_references[0].path", "b", "REF_PATH_INVALID"),
+        ("nodes[b].input_mapping.x", "b", "REF_PATH_INVALID"),
+        ("nodes[b].output_mapping.y", "b", "REF_PATH_INVALID"),
+    ]
+    assert all(limit in p["message"] and len(p["message"]) < 200 for p in found)
+
+
+def test_it_accepts_a_jsonpath_just_within_the_limits():
+    node = {"id": "b", "agent_ref": "validator", "output_mapping": {"y": "$" + ".a" * 49}}
+    assert validate_workflow(workflow(nodes=[{"id": "a", "agent_ref": "scholar"}, node]), AGENTS) == []
+
+
 def test_it_reports_references_to_tasks_that_are_not_nodes():
     node = {"id": "b", "agent_ref": "validator", "input_mapping": {"data_references": [{"ref_type": "task_output", "task_id": "elsewhere"}]}}
     assert problems(workflow(nodes=[{"id": "a", "agent_ref": "scholar"}, node])) == [
