@@ -31,12 +31,15 @@
   }
 
   // Build an element: el("td", {class: "x"}, "text", child). Text is always set as text,
-  // never as HTML, so model output is shown, never run.
+  // never as HTML, so model output is shown, never run. `style` is an object of CSS
+  // properties ({width: "40%", "--seg": colour}), set one by one through the DOM: the
+  // Content-Security-Policy refuses style attributes, not properties set this way.
   function el(tag, attributes, ...children) {
     const node = document.createElement(tag);
     for (const [name, value] of Object.entries(attributes || {})) {
       if (value === false || value === null || value === undefined) continue;
       if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+      else if (name === "style") setStyle(node, value);
       else node.setAttribute(name, value === true ? "" : value);
     }
     for (const child of children.flat()) {
@@ -44,6 +47,11 @@
       node.append(child instanceof Node ? child : document.createTextNode(String(child)));
     }
     return node;
+  }
+
+  function setStyle(node, properties) {
+    if (typeof properties !== "object") throw new TypeError(`el(): style must be an object of CSS properties, not ${JSON.stringify(properties)}`);
+    for (const [property, value] of Object.entries(properties)) node.style.setProperty(property, value);
   }
 
   function jsonData(id) {

@@ -95,7 +95,7 @@
       if (input.passed <= 0) continue;
       track.append(el("div", {
         class: "budget-seg", "data-input": input.name,
-        style: `left:${pct(offset, scale)};width:${pct(input.passed, scale)};--seg:${input.colour}`,
+        style: { left: pct(offset, scale), width: pct(input.passed, scale), "--seg": input.colour },
         title: `${input.name}: ${fmt.n(input.passed)} tokens passed` +
           (input.removed ? ` of ${fmt.n(input.tokens)} resolved` : "") +
           (input.priority ? ` · priority ${input.priority}` : "") + (input.mode ? ` · ${input.mode}` : "") +
@@ -108,7 +108,7 @@
       const what = input.batched ? "in the other batches" : "removed";
       track.append(el("div", {
         class: `budget-seg cut${input.batched ? " batched" : ""}`, "data-input": input.name,
-        style: `left:${pct(offset, scale)};width:${pct(input.removed, scale)};--seg:${input.colour}`,
+        style: { left: pct(offset, scale), width: pct(input.removed, scale), "--seg": input.colour },
         title: `${input.name}: ${fmt.n(input.removed)} of ${fmt.n(input.tokens)} tokens ${what}` +
           input.actions.map((action) => `\n${actionWords(action)}`).join(""),
       }));
@@ -139,21 +139,21 @@
     // The safety margin: what the margin keeps free of the data area; and a role's data
     // area when it caps the limit lower still.
     if (available > effective) {
-      track.append(el("div", { class: "budget-zone margin", style: `left:${pct(effective, scale)};width:${pct(available - effective, scale)}`,
+      track.append(el("div", { class: "budget-zone margin", style: { left: pct(effective, scale), width: pct(available - effective, scale) },
         title: `safety margin: ${fmt.n(available - effective)} tokens of the ${fmt.n(available)} available for data are kept free (× ${limits.safety_margin ?? "?"})` }));
     }
     if (effective > limit) {
-      track.append(el("div", { class: "budget-zone area", style: `left:${pct(limit, scale)};width:${pct(effective - limit, scale)}`,
+      track.append(el("div", { class: "budget-zone area", style: { left: pct(limit, scale), width: pct(effective - limit, scale) },
         title: `the role's data area caps the limit at ${fmt.n(limit)} (effective ${fmt.n(effective)})` }));
     }
     drawSegments(track, inputs, scale);
-    track.append(el("div", { class: "budget-marker limit", style: `left:${pct(limit, scale)}`,
+    track.append(el("div", { class: "budget-marker limit", style: { left: pct(limit, scale) },
       title: `context limit: ${fmt.n(limit)} tokens for data` }));
 
     const within = resolution.within_limit ?? final <= limit;
     const scaleRow = el("div", { class: "budget-scale small" },
       el("span", {}, "0"),
-      el("span", { class: "budget-limit", style: `left:${pct(limit, scale)}` }, `limit ${fmt.n(limit)}`),
+      el("span", { class: "budget-limit", style: { left: pct(limit, scale) } }, `limit ${fmt.n(limit)}`),
       el("span", { class: "budget-max" }, fmt.n(scale)));
 
     // Inputs that use a sliver of a large limit get a magnified strip of their own.
@@ -187,16 +187,16 @@
 
     const legend = el("ul", { class: "budget-legend small" },
       inputs.map((input) => el("li", { "data-input": input.name, title: input.actions.map(actionWords).join("\n") || "passed as resolved" },
-        el("i", { class: "swatch", style: `--seg:${input.colour}` }),
+        el("i", { class: "swatch", style: { "--seg": input.colour } }),
         el("span", { class: "mono" }, input.name), " ",
         el("span", { class: "muted" }, input.removed
           ? `${fmt.n(input.passed)} of ${fmt.n(input.tokens)}`
           : fmt.n(input.passed)),
         input.priority ? el("span", { class: "muted" }, ` · p${input.priority}`) : "",
         input.actions.length ? el("span", { class: "legend-actions" }, ` · ${input.actions.map((a) => a.action).join(", ")}`) : "")),
-      el("li", { class: "key" }, el("i", { class: "swatch cut", style: "--seg:#7a8594" }), "hatched: trimmed, summarised or dropped"),
+      el("li", { class: "key" }, el("i", { class: "swatch cut", style: { "--seg": "#7a8594" } }), "hatched: trimmed, summarised or dropped"),
       inputs.some((input) => input.batched)
-        ? el("li", { class: "key" }, el("i", { class: "swatch cut batched", style: "--seg:#7a8594" }), "dotted: passed in other batches") : "",
+        ? el("li", { class: "key" }, el("i", { class: "swatch cut batched", style: { "--seg": "#7a8594" } }), "dotted: passed in other batches") : "",
       el("li", { class: "key" }, el("i", { class: "swatch margin" }), "safety margin"));
 
     return el("div", { class: "budget" }, summary, track, scaleRow, zoom, legend, how);

@@ -326,7 +326,7 @@
     const position = (time) => `${((100 * (time - t0)) / span).toFixed(3)}%`;
 
     const axis = el("div", { class: "tl-axis" }, el("div", { class: "tl-label" }),
-      el("div", { class: "tl-track" }, [0, 0.25, 0.5, 0.75, 1].map((f) => el("span", { class: "tl-tick", style: `left:${(f * 100).toFixed(1)}%` }, `+${fmt.ms(f * span)}`))));
+      el("div", { class: "tl-track" }, [0, 0.25, 0.5, 0.75, 1].map((f) => el("span", { class: "tl-tick", style: { left: `${(f * 100).toFixed(1)}%` } }, `+${fmt.ms(f * span)}`))));
     const rows = timelineRows(runs).map((nodeId) => {
       const list = runs.get(nodeId) || [];
       const bars = list.filter((run) => run.started_at).map((run) => {
@@ -335,7 +335,7 @@
         const label = `${run.kind === "first" ? "" : `${run.kind} `}#${run.attempt}`;
         return el("button", {
           type: "button", class: `tl-bar ${run.status} kind-${run.kind}${run.node_run_id === page.selectedRun ? " chosen" : ""}`,
-          style: `left:${position(start)};width:${((100 * Math.max(0, end - start)) / span).toFixed(3)}%`,
+          style: { left: position(start), width: `${((100 * Math.max(0, end - start)) / span).toFixed(3)}%` },
           "data-run": run.node_run_id,
           title: `${run.node_id} · ${run.kind} #${run.attempt} · ${run.agent_ref} · ${run.status}` +
             ` · ${run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : fmt.ms(end - start) + " so far"}` +
@@ -609,7 +609,7 @@
     const level = value < 0.5 ? "low" : value < 0.75 ? "mid" : "high";
     return el("div", { class: "scorebar overall", title: `${label}: ${value.toFixed(2)}` },
       el("span", { class: "scorebar-label" }, label),
-      el("span", { class: "scorebar-track" }, el("span", { class: level, style: `width: ${Math.round(value * 100)}%` })),
+      el("span", { class: "scorebar-track" }, el("span", { class: level, style: { width: `${Math.round(value * 100)}%` } })),
       el("span", { class: "scorebar-value" }, value.toFixed(2)));
   }
 

@@ -482,7 +482,7 @@
         ? el("div", { class: "tt-eval" },
           el("div", { class: "tt-eval-score" }, el("span", { class: "tt-eval-value" }, fmtScore(evaluation.score)), el("span", { class: "muted" }, " / 10"),
             el("span", { class: "tt-eval-bar", title: `score ${fmtScore(evaluation.score)} of 10` },
-              el("span", { style: `width:${Number.isFinite(score) ? Math.max(0, Math.min(100, score * 10)) : 0}%` })),
+              el("span", { style: { width: `${Number.isFinite(score) ? Math.max(0, Math.min(100, score * 10)) : 0}%` } })),
             evaluation.confidence !== undefined && evaluation.confidence !== null ? el("span", { class: "muted small" }, ` confidence ${evaluation.confidence}`) : null),
           evaluation.reasoning ? el("p", { class: "tt-reasoning" }, evaluation.reasoning) : null)
         : el("p", { class: "muted small" }, id === rootId ? "The root is the problem itself; it is not scored." : "Not scored (no evaluation was recorded for this node).")),

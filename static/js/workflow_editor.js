@@ -997,7 +997,7 @@
         type: "button", class: "node-badge", "data-node": node.id,
         title: problems.map((problem) => `${problem.code}: ${problem.message}`).join("\n"),
         "aria-label": `${problems.length} problem(s) on node ${node.id}`,
-        style: `left: ${Math.round(box.x2 - 12)}px; top: ${Math.round(box.y1 - 12)}px`,
+        style: { left: `${Math.round(box.x2 - 12)}px`, top: `${Math.round(box.y1 - 12)}px` },
         onclick: () => select({ kind: "node", key: node.key }),
       }, String(problems.length)));
     }

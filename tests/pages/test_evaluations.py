@@ -80,9 +80,9 @@ def test_it_reports_on_one_target_with_its_averages(api, evaluations):
 def test_it_draws_each_score_as_a_bar_as_wide_as_the_score(api, evaluations):
     page = signed_in(api.viewer.user).get("/evaluations/", {"evaluation": "eval_scholar_low"}).content.decode()
     assert 'title="accuracy: 0.30"' in page
-    assert '<span class="low" style="width: 30%"></span>' in page       # accuracy 0.3: low
-    assert '<span class="low" style="width: 40%"></span>' in page       # overall 0.4
-    assert '<span class="mid" style="width: 50%"></span>' in page       # completeness 0.5
+    assert '<span class="low" data-width="30"></span>' in page       # accuracy 0.3: low
+    assert '<span class="low" data-width="40"></span>' in page       # overall 0.4
+    assert '<span class="mid" data-width="50"></span>' in page       # completeness 0.5
 
 
 def test_it_says_so_when_nothing_matches(api, evaluations):
