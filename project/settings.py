@@ -106,6 +106,7 @@ INSTALLED_APPS = [
     "workflows",
     "executions",
     "knowledge",
+    "axes",  # sign-in rate limiting (see LOGIN_FAILURE_LIMIT)
 ]
 
 MIDDLEWARE = [
@@ -119,6 +120,7 @@ MIDDLEWARE = [
     "core.middleware.LoginRequired",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as axes requires: turns a locked-out sign-in into its page
 ]
 
 ROOT_URLCONF = "project.urls"
@@ -199,6 +201,27 @@ WHITENOISE_USE_FINDERS = True  # serve straight from those folders: no collectst
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
+
+# Sign-in rate limiting (django-axes), on /login/ and /admin/login/ alike: after
+# LOGIN_FAILURE_LIMIT failed sign-ins for one user name, or from one address, sign-ins
+# there are refused with a 429 page until LOGIN_COOLOFF_MINUTES after the last failure.
+# Unknown user names are counted like existing ones (the page says the same for both);
+# failures older than the cool-off are forgotten. A successful sign-in clears nothing:
+# else one valid account would reset an address's count of guesses at other accounts.
+# API tokens are not sign-ins and are never counted.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+LOGIN_COOLOFF_MINUTES = env_int("LOGIN_COOLOFF_MINUTES", 15)
+# Behind this many reverse proxies that append to X-Forwarded-For, the client's address is
+# read from that header (core/login_limits.py); with 0 the header is ignored, as a client
+# could write anything in it.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = LOGIN_COOLOFF_MINUTES / 60  # hours, as a float
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]  # each counted on its own
+AXES_RESET_ON_SUCCESS = False
+AXES_LOCKOUT_CALLABLE = "core.login_limits.locked_out"
+AXES_CLIENT_IP_CALLABLE = "core.login_limits.client_address"
 
 # Celery: Redis is the broker and the result backend. Messages carry ids only;
 # the database is the source of truth for the state of every run.
