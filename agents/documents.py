@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from agents.models import Agent, DeriveRequest
-from core.jsonutil import iso
+from core.jsonutil import MAX_COLUMN_INT, iso
 
 ID = {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,99}$"}
 STRINGS = {"type": "array", "items": {"type": "string"}}
-TOKENS = {"type": "integer", "minimum": 0}
+TOKENS = {"type": "integer", "minimum": 0, "maximum": MAX_COLUMN_INT}
 DATETIME = {"type": ["string", "null"]}
 
 AGENT_SHAPE: dict[str, Any] = {
@@ -32,7 +32,7 @@ AGENT_SHAPE: dict[str, Any] = {
             "properties": {
                 "parent_id": {"anyOf": [ID, {"type": "null"}]},
                 "root_id": {"anyOf": [ID, {"type": "null"}]},
-                "level": {"type": "integer", "minimum": 0},
+                "level": {"type": "integer", "minimum": 0, "maximum": MAX_COLUMN_INT},
                 "children_ids": {"type": "array", "items": ID},
             },
         },
@@ -59,14 +59,14 @@ AGENT_SHAPE: dict[str, Any] = {
             "type": "object",
             "additionalProperties": False,
             "properties": {
-                "max_input_tokens": {"type": "integer", "minimum": 1},
-                "max_output_tokens": {"type": "integer", "minimum": 1},
+                "max_input_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_COLUMN_INT},
+                "max_output_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_COLUMN_INT},
                 "reserved_for_system_prompt": TOKENS,
                 "reserved_for_instructions": TOKENS,
                 "available_for_data": TOKENS,
                 "safety_margin": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
                 "effective_data_limit": TOKENS,
-                "data_area": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]},
+                "data_area": {"anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_COLUMN_INT}, {"type": "null"}]},
             },
         },
         "runtime": {

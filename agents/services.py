@@ -8,7 +8,6 @@ Two invariants live here and nowhere else:
 """
 from __future__ import annotations
 
-import math
 import re
 import uuid
 from typing import Any
@@ -27,7 +26,7 @@ from agents.documents import (
 )
 from agents.models import Agent, AgentVersion, DeriveRequest, DeriveRequestEvent
 from core.errors import DocumentError, IllegalTransition, SwitchyardError
-from core.jsonutil import check_shape, parse_datetime
+from core.jsonutil import check_shape, check_storable, parse_datetime
 from core.roles import APPROVER, require_role
 from core.states import change_status
 from core.tasks import send_after_commit
@@ -264,33 +263,6 @@ def derive_request_import_document(document: dict[str, Any], *, actor: str = "")
 
 INT_MAX = 2**31 - 1  # the largest value a PositiveIntegerField holds on PostgreSQL
 READ_ONLY_KEYS = ("versions",)  # what the detail adds to the §2.1 document; a PUT may echo it back
-
-
-def check_storable(value: Any, where: str = "") -> None:
-    """Refuse what neither database can store, naming where it is: NUL characters, lone
-    surrogates (JSON's "\\ud800"), NaN and Infinity. JSON Schema lets all of them through."""
-    stack = [(value, where)]
-    while stack:
-        item, at = stack.pop()
-        if isinstance(item, str):
-            _check_text(item, at)
-        elif isinstance(item, float) and not math.isfinite(item):
-            raise DocumentError(f"{item} is not a finite number", where=at)
-        elif isinstance(item, dict):
-            for key, child in reversed(item.items()):
-                _check_text(str(key), at)
-                stack.append((child, f"{at}.{key}" if at else str(key)))
-        elif isinstance(item, list):
-            stack.extend((child, f"{at}[{index}]") for index, child in reversed(list(enumerate(item))))
-
-
-def _check_text(text: str, where: str) -> None:
-    if "\x00" in text:
-        raise DocumentError("contains a NUL character (\\u0000)", where=where)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise DocumentError("is not valid Unicode (it contains a lone surrogate)", where=where) from None
 
 
 def _conflict(message: str, **details: Any) -> SwitchyardError:

@@ -15,6 +15,7 @@ from agents.documents import agent_document, derive_request_document
 from agents.models import Agent, DeriveRequest
 from agents.services import agent_import_document, check_stated_children, derive_request_import_document
 from core.errors import DocumentError, NotFound, WorkflowInvalid
+from core.jsonutil import check_storable
 from executions.documents import evaluation_document, execution_document
 from executions.models import Evaluation, Execution
 from executions.services import evaluation_import_document, execution_import_document
@@ -64,6 +65,10 @@ def document_label(document: Any, index: int | None) -> str:
     except DocumentError:
         return label
     identity = document.get(kind.id_key)
+    try:
+        check_storable(identity)  # a label that cannot be printed would hide the message
+    except DocumentError:
+        return f"{label} ({kind.name})"
     if isinstance(identity, str):
         return f"{label} ({kind.name} '{identity}')"
     return f"{label} ({kind.name})"
@@ -96,6 +101,7 @@ def import_documents(payload: Any, *, actor: str = "") -> list[dict[str, Any]]:
     grouped: dict[str, list[tuple[int | None, dict]]] = {kind.name: [] for kind in KINDS}
     for index, document in documents:
         try:
+            check_storable(document)
             grouped[detect_kind(document).name].append((index, document))
         except DocumentError as error:
             raise error.located(document_label(document, index)) from None

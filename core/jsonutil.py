@@ -1,11 +1,19 @@
 """Small helpers shared by the document (interchange) code of every app."""
 from __future__ import annotations
 
+import json
+import math
+import sys
 from datetime import datetime, timezone as dt_timezone
 from typing import Any
 
 from core.errors import DocumentError
 from executions.engine.json_schema import SchemaValidator
+
+
+# The largest whole number a document may put in an integer column: PositiveIntegerField
+# holds no more on PostgreSQL, and a larger one would fail at the database instead.
+MAX_COLUMN_INT = 2**31 - 1
 
 
 def iso(value: datetime | None) -> str | None:
@@ -50,3 +58,65 @@ def check_shape(document: Any, schema: dict, kind: str) -> None:
     if error.validator == "additionalProperties":
         message = f"unknown field(s): {message.split('(')[-1].rstrip(')')}"
     raise DocumentError(message, where=where, details=[{"where": json_path_of(e.absolute_path), "message": e.message} for e in errors[:20]])
+
+
+def check_storable(value: Any, where: str = "") -> None:
+    """Refuse what neither database can store or a page can show, naming where it is: NUL
+    characters, lone surrogates (JSON's "\\ud800": not UTF-8, so every page showing the
+    text would fail), NaN and Infinity, in values and keys alike. JSON Schema and Python's
+    parser let all of them through. Walked without recursion, so a deeply nested value
+    cannot blow the stack; a key is checked before it becomes part of a location, so no
+    message carries the bad text."""
+    stack = [(value, where)]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, str):
+            _check_text(item, at)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise DocumentError(f"{item} is not a finite number", where=at)
+        elif isinstance(item, dict):
+            for key, child in reversed(item.items()):
+                _check_text(str(key), at or "document", what="a key ")
+                stack.append((child, f"{at}.{key}" if at else str(key)))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((child, f"{at}[{index}]") for index, child in reversed(list(enumerate(item))))
+
+
+def _check_text(text: str, where: str, what: str = "") -> None:
+    if "\x00" in text:
+        raise DocumentError(f"{what}contains a NUL character (\\u0000)", where=where)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise DocumentError(f"{what}is not valid Unicode (it contains a lone surrogate)", where=where) from None
+
+
+# Python's int() refuses longer digit strings (sys.int_info.default_max_str_digits); a
+# number that long is no one's data, so the parser refuses it with a message of its own.
+MAX_INTEGER_DIGITS = 4300
+
+
+def parse_json(text: str) -> Any:
+    """JSON text as a Python value, or a DocumentError saying what is wrong and where.
+
+    Python's parser accepts NaN and Infinity (not JSON), raises RecursionError on deep
+    nesting and a bare ValueError on an integer of thousands of digits; each becomes a
+    plain message instead of a traceback."""
+
+    def refuse_constant(name: str):
+        raise DocumentError(f"{name} is not a JSON number")
+
+    def bounded_int(digits: str) -> int:
+        if len(digits.lstrip("-")) > MAX_INTEGER_DIGITS:
+            raise DocumentError(f"an integer of {len(digits.lstrip('-'))} digits is too long "
+                                f"(the limit is {MAX_INTEGER_DIGITS} digits)")
+        return int(digits)
+
+    try:
+        return json.loads(text, parse_constant=refuse_constant, parse_int=bounded_int)
+    except json.JSONDecodeError as error:
+        raise DocumentError(f"malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
+    except RecursionError:
+        raise DocumentError(f"the JSON is nested too deeply (more than about {sys.getrecursionlimit()} levels)") from None
+    except ValueError as error:  # e.g. an interpreter whose own integer limit is lower
+        raise DocumentError(f"not readable as JSON: {error}") from None

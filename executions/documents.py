@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from agents.documents import ID
-from core.jsonutil import iso
+from core.jsonutil import MAX_COLUMN_INT, iso
 from executions.models import Evaluation, Execution, NodeRun
 
 UNIT = {"type": "number", "minimum": 0, "maximum": 1}
@@ -32,7 +32,7 @@ EXECUTION_SHAPE: dict[str, Any] = {
                     "agent_ref": ID,
                     "status": {"enum": ["pending", "running", "success", "failed", "skipped", "cancelled"]},
                     "output": {},
-                    "duration_ms": {"type": ["integer", "null"], "minimum": 0},
+                    "duration_ms": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_COLUMN_INT},
                 },
             },
         },

@@ -22,7 +22,7 @@ from core.errors import DocumentError, IllegalTransition, SwitchyardError
 from core.states import change_status
 from core.tasks import send_after_commit
 from core.locks import redis_lock
-from core.jsonutil import check_shape, parse_datetime
+from core.jsonutil import check_shape, check_storable, parse_datetime
 from executions.evaluations import evaluation_aggregate_refresh
 from executions.documents import EVALUATION_SHAPE, EXECUTION_SHAPE, evaluation_document, execution_document
 from executions.models import Evaluation, Execution, NodeRun
@@ -218,6 +218,7 @@ def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None
     """Create a run and dispatch its first nodes (after commit)."""
     if input is not None and not isinstance(input, dict):
         raise DocumentError("the input of a run is a JSON object", where="input")
+    check_storable(input, where="input")
     with transaction.atomic():
         now = timezone.now()
         execution = Execution.objects.create(
@@ -580,6 +581,7 @@ def execution_cancel(*, execution: Execution, actor=None) -> Execution:
 
 def execution_resume(*, execution: Execution, output: Any, actor=None) -> Execution:
     """Go on past the escalated node with an output a person gives."""
+    check_storable(output, where="output")
     with transaction.atomic():
         execution = _escalated(execution)
         node = workflow_node(execution.workflow, execution.escalation["node_id"])
@@ -746,34 +748,8 @@ def node_runs_sweep(*, now=None) -> dict:
 # -- the API's ways in ------------------------------------------------------------------
 
 
-def check_storable_json(value: Any, *, where: str) -> None:
-    """Refuse a JSON value the database would refuse later, naming where it is: PostgreSQL
-    stores no NUL character in text or jsonb, and JSON has no Infinity or NaN (Python's
-    parser accepts them). Walked without recursion, so a deeply nested value cannot blow
-    the stack."""
-    pending = [(value, where)]
-    while pending:
-        item, at = pending.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                raise DocumentError("text may not contain the NUL character (\\u0000)", where=at)
-        elif isinstance(item, float):
-            if item != item or item in (float("inf"), float("-inf")):
-                raise DocumentError(f"{item} is not a JSON number", where=at)
-        elif isinstance(item, dict):
-            for key, child in item.items():
-                if "\x00" in str(key):
-                    raise DocumentError("a key may not contain the NUL character (\\u0000)", where=at or "document")
-                pending.append((child, f"{at}.{key}" if at else str(key)))
-        elif isinstance(item, (list, tuple)):
-            pending.extend((child, f"{at}[{index}]") for index, child in enumerate(item))
-
-
 def execution_start_by_id(*, workflow_id: str, input: Any = None, actor=None) -> Execution:
     """Start a run of the workflow with this id: what the API's `POST /executions` does."""
-    if input is not None and not isinstance(input, dict):
-        raise DocumentError("the input of a run is a JSON object", where="input")
-    check_storable_json(input, where="input")
     workflow = Workflow.objects.filter(workflow_id=workflow_id).first()
     if workflow is None:
         raise DocumentError(f"workflow '{workflow_id}' does not exist", where="workflow_id")
@@ -785,7 +761,7 @@ def evaluation_create(*, document: dict[str, Any], actor: str = "") -> Evaluatio
     """Record an evaluation a person gives (§7); its id is made up when the document has
     none. Unlike an import, it never replaces a stored evaluation: that is a conflict, and
     the rollback leaves the stored one as it was."""
-    check_storable_json(document, where="")
+    check_storable(document)
     if document.get("evaluation_id") is None:
         now = timezone.now()
         document = {**document, "evaluation_id": f"eval_{now:%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}"}

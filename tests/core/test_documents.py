@@ -1,4 +1,7 @@
 import json
+import os
+import subprocess
+import sys
 from io import StringIO
 
 import pytest
@@ -10,6 +13,7 @@ from core.documents import export_document, import_documents
 from core.errors import DocumentError, WorkflowInvalid
 from executions.models import Evaluation, Execution, NodeRun
 from tests import seed_examples as seed
+from tests.conftest import ROOT
 from workflows.models import Blueprint, Node, Workflow
 
 pytestmark = pytest.mark.django_db
@@ -92,6 +96,57 @@ def test_it_refuses_malformed_json_and_keeps_the_database(tmp_path):
     path.write_text('{"agent_id": "x", "name": ')
     with pytest.raises(CommandError, match=r"malformed JSON at line 1, column 27"):
         call_command("import_document", str(path))
+    assert table_counts() == before
+
+
+def evaluation_with(value_json: str) -> str:
+    """The seed's evaluation as JSON text, with `value_json` as its first feedback."""
+    return json.dumps({**seed.EVALUATION, "feedback": ["@"]}).replace('"@"', value_json)
+
+
+UNREADABLE = [
+    ("[" * 100_000 + "]" * 100_000, "the JSON is nested too deeply"),
+    (evaluation_with("NaN").replace('"overall_score": 0.88', '"overall_score": NaN'), "NaN is not a JSON number"),
+    (evaluation_with("9" * 5000), "an integer of 5000 digits is too long (the limit is 4300 digits)"),
+    (evaluation_with('"lone \\ud800 surrogate"'),
+     "document (evaluation 'eval_001').feedback[0]: is not valid Unicode (it contains a lone surrogate)"),
+    (json.dumps({**seed.AGENT_ROOT, "prompt_config": {"system_prompt\udc00": "x"}}),
+     "document (agent 'agent_scholar').prompt_config: a key is not valid Unicode"),
+]
+
+
+@pytest.mark.parametrize("text, message", UNREADABLE, ids=["deep", "nan", "long-integer", "surrogate", "surrogate-key"])
+def test_it_refuses_what_json_or_the_database_cannot_hold_and_writes_nothing(tmp_path, text, message):
+    import_documents([seed.AGENT_ROOT, seed.AGENT_VALIDATOR, seed.AGENT_CHILD, seed.WORKFLOW, seed.EXECUTION])
+    before = table_counts()
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(CommandError) as refused:
+        call_command("import_document", str(path))
+    assert message in str(refused.value) and "nothing was imported" in str(refused.value)
+    assert table_counts() == before
+
+
+@pytest.mark.parametrize("text, message", UNREADABLE, ids=["deep", "nan", "long-integer", "surrogate", "surrogate-key"])
+def test_it_prints_a_message_and_no_traceback_for_what_it_refuses(tmp_path, text, message):
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    # A database of its own, which the refusal never touches.
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'import.sqlite3'}", "SWITCHYARD_DATA_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "manage.py", "import_document", str(path)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == ""
+    assert "Traceback" not in done.stderr and message in done.stderr, done.stderr[-2000:]
+
+
+def test_it_refuses_an_integer_beyond_what_its_column_holds():
+    execution = {**seed.EXECUTION, "results": [{**seed.EXECUTION["results"][0], "duration_ms": 10**30}]}
+    agent = {**seed.AGENT_VALIDATOR, "context_limits": {"max_input_tokens": 2**31}}
+    before = table_counts()
+    with pytest.raises(DocumentError, match=r"results\[0\]\.duration_ms: 10+ is greater than the maximum of 2147483647"):
+        import_documents([seed.AGENT_ROOT, seed.AGENT_VALIDATOR, seed.AGENT_CHILD, seed.WORKFLOW, execution])
+    with pytest.raises(DocumentError, match=r"context_limits\.max_input_tokens: 2147483648 is greater than the maximum"):
+        import_documents(agent)
     assert table_counts() == before
 
 

@@ -82,6 +82,8 @@ def test_it_lets_no_viewer_or_anonymous_caller_start_a_run(api):
     ({"workflow_id": "parallel_analysis", "input": "text"}, "input"),
     ({"workflow_id": "parallel_analysis", "input": {"note": "nul \x00 inside"}}, "input.note"),
     ({"workflow_id": "parallel_analysis", "input": {"deep": [{"x": float("inf")}]}}, "input.deep[0].x"),
+    ({"workflow_id": "parallel_analysis", "input": {"note": ["fine", "lone \ud800 surrogate"]}}, "input.note[1]: is not valid Unicode"),
+    ({"workflow_id": "parallel_analysis", "input": {"ok": {"key \udfff": 1}}}, "input.ok: a key is not valid Unicode"),
     ({"workflow_id": "parallel_analysis", "inputs": {}}, "inputs"),
     ({"workflow_id": "../etc", "input": {}}, "workflow_id"),
     ({"input": {}}, "workflow_id"),
@@ -312,6 +314,16 @@ def test_it_resumes_with_any_json_output_but_names_a_missing_or_unstorable_one(a
     assert with_text.json()["node_runs"][-1]["node_id"] == "review"  # the run went on to the next state
 
 
+def test_it_refuses_a_resume_output_with_a_lone_surrogate_and_keeps_the_run(api):
+    execution = escalate(start("release_review", topic="v2"), "draft")
+    before = snapshot(execution)
+    response = api.author.post(f"/api/executions/{execution.execution_id}/resume",
+                               {"output": {"notes": ["fine", "lone \ud800 surrogate"]}})
+    assert response.status_code == 422
+    assert response.json()["message"] == "output.notes[1]: is not valid Unicode (it contains a lone surrogate)"
+    assert snapshot(execution) == before
+
+
 def test_it_retries_the_escalated_node_from_its_first_attempt(api, django_capture_on_commit_callbacks):
     execution = escalate(start("release_review", topic="v2"), "publish")
     with django_capture_on_commit_callbacks() as sent:
@@ -383,6 +395,7 @@ def test_it_lets_no_viewer_record_an_evaluation(api):
     ({"pass": "yes"}, 422, "pass"),
     ({"action": "shrug"}, 422, "action"),
     ({"feedback": ["fine", "nul \x00"]}, 422, "feedback[1]"),
+    ({"feedback": ["fine", "lone \ud800 surrogate"]}, 422, "feedback[1]: is not valid Unicode"),
     ({"evaluation_id": "has space"}, 422, "evaluation_id"),
     ({"extra": 1}, 422, "extra"),
 ])

@@ -1,10 +1,10 @@
-import json
 import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
 from core.documents import import_documents
 from core.errors import DocumentError, WorkflowInvalid
+from core.jsonutil import parse_json
 
 
 class Command(BaseCommand):
@@ -20,9 +20,9 @@ class Command(BaseCommand):
         except (OSError, UnicodeDecodeError) as error:
             raise CommandError(f"cannot read {path}: {error}")
         try:
-            payload = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise CommandError(f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}")
+            payload = parse_json(text)
+        except DocumentError as error:
+            raise CommandError(f"{path}: {error.message}; nothing was imported")
         try:
             report = import_documents(payload, actor=actor)
         except WorkflowInvalid as error:
