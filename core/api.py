@@ -4,6 +4,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -63,9 +65,19 @@ def users_list(request):
     return [_user_out(user) for user in get_user_model().objects.order_by("username").prefetch_related("groups")]
 
 
+def _check_password(username: str, password: str) -> None:
+    """The password validators of the settings (length, common, numeric, like the username)."""
+    try:
+        validate_password(password, get_user_model()(username=username))
+    except ValidationError as error:
+        raise SwitchyardError(f"password: {' '.join(error.messages)}", code="VALIDATION_ERROR",
+                              details=[{"where": "password", "message": message} for message in error.messages]) from None
+
+
 @router.post("/users", response=responses(201, UserOut), summary="Create a user (admins)")
 def users_create(request, payload: UserIn):
     require_role(request.user, ADMIN, to="create users")
+    _check_password(payload.username, payload.password)
     try:
         with transaction.atomic():
             user = get_user_model().objects.create_user(username=payload.username, password=payload.password)

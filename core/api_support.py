@@ -27,9 +27,19 @@ class TokenAuth(HttpBearer):
 
 
 class SessionAuth(APIKeyCookie):
-    """Django's session cookie — for the browser; unsafe methods need the CSRF token."""
+    """Django's session cookie — for the browser; unsafe methods need the CSRF token.
+
+    A request that carries a Bearer token is judged by the token alone: the CSRF check
+    would otherwise run first and answer a program's bad or revoked token with 403
+    "CSRF check failed" instead of 401. (A cross-site page cannot set that header, so
+    no CSRF protection is lost.)"""
 
     param_name = "sessionid"
+
+    def __call__(self, request):
+        if request.headers.get("Authorization", "").split(" ")[0].lower() == "bearer":
+            return None
+        return super().__call__(request)
 
     def authenticate(self, request, key):
         return request.user if request.user.is_authenticated and request.user.is_active else None

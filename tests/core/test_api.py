@@ -108,3 +108,49 @@ def test_it_refuses_a_token_name_the_database_could_not_store(api):
     response = api.viewer.post("/api/tokens", {"name": "bad\u0000name"})
     assert response.status_code == 422
     assert not ApiToken.objects.filter(user=api.viewer.user).exclude(name="tests").exists()
+
+
+@pytest.mark.parametrize("method, path", [("post", "/api/tokens"), ("put", "/api/users/{user}/roles"),
+                                          ("delete", "/api/tokens/{token}"), ("get", "/api/me")])
+def test_it_answers_a_bad_or_revoked_token_with_401_whatever_the_method(api, method, path):
+    revoked, secret = ApiToken.issue(api.admin.user, "old")
+    revoked.revoked_at = revoked.created_at
+    revoked.save(update_fields=["revoked_at"])
+    path = path.format(user=api.viewer.user.pk, token=revoked.pk)
+    signed_in = Client(enforce_csrf_checks=True)  # a session too: the token alone decides
+    signed_in.force_login(api.admin.user)
+    for presented, client in ((secret, Client(enforce_csrf_checks=True)), ("sy_deadbeef_forged", signed_in)):
+        client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {presented}"
+        response = getattr(client, method)(path, data={"name": "x", "roles": ["admin"]}, content_type="application/json")
+        assert response.status_code == 401, response.content
+        assert response.json()["code"] == "UNAUTHENTICATED"
+    assert not ApiToken.objects.filter(name="x").exists() and not api.viewer.user.groups.exists()
+
+
+def test_it_still_takes_writes_with_a_good_token_without_csrf(api):
+    _, secret = ApiToken.issue(api.viewer.user, "program")
+    program = Client(enforce_csrf_checks=True, HTTP_AUTHORIZATION=f"Bearer {secret}")
+    assert program.post("/api/tokens", {"name": "x"}, content_type="application/json").status_code == 201
+
+
+@pytest.mark.parametrize("username, password, says", [
+    ("dave", "password", "This password is too common."),
+    ("dave", "84721906533", "This password is entirely numeric."),
+    ("davidson", "davidson1", "The password is too similar to the username."),
+])
+def test_it_runs_a_new_users_password_through_the_password_validators(api, username, password, says):
+    response = api.admin.post("/api/users", {"username": username, "password": password})
+    assert response.status_code == 422
+    body = response.json()
+    assert body["code"] == "VALIDATION_ERROR" and body["message"].startswith("password: ") and says in body["message"]
+    assert {"where": "password", "message": says} in body["details"]
+    assert not User.objects.filter(username=username).exists()
+
+
+def test_it_refuses_lone_surrogates_in_token_names_and_users(api):
+    response = api.viewer.post("/api/tokens", {"name": "lone \ud800"})
+    assert response.status_code == 422 and "name" in response.json()["message"]
+    response = api.admin.post("/api/users", {"username": "erin", "password": "a long \udfff passphrase"})
+    assert response.status_code == 422 and "password" in response.json()["message"]
+    assert not User.objects.filter(username="erin").exists()
+    assert not ApiToken.objects.filter(user=api.viewer.user).exclude(name="tests").exists()
