@@ -70,7 +70,7 @@ class ErrorOut(Schema):
     details: Any = None
 
 
-ERROR_STATUSES = (400, 401, 403, 404, 409, 422)
+ERROR_STATUSES = (400, 401, 403, 404, 409, 413, 422)
 
 
 def responses(status: int, schema: Any) -> dict[int, Any]:

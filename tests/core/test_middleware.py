@@ -1,0 +1,39 @@
+"""What the middleware answers before any view runs: a body over the upload limit."""
+import json
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from executions.models import Execution
+
+pytestmark = pytest.mark.django_db
+
+
+def over_the_limit() -> str:
+    return json.dumps({"workflow_id": "w", "input": {"text": "x" * settings.DATA_UPLOAD_MAX_MEMORY_SIZE}})
+
+
+def test_it_answers_an_api_write_over_the_upload_limit_with_413_in_json(api):
+    body = over_the_limit()
+    response = api.author.client.post("/api/executions", body, content_type="application/json")
+    assert response.status_code == 413
+    assert response.json() == {
+        "code": "PAYLOAD_TOO_LARGE",
+        "message": f"the request body is {len(body)} bytes; the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes",
+        "details": {"limit_bytes": settings.DATA_UPLOAD_MAX_MEMORY_SIZE}}
+    assert not Execution.objects.exists()
+
+
+def test_it_answers_a_page_form_over_the_upload_limit_with_a_413_page(api):
+    browser = Client(enforce_csrf_checks=True)  # the CSRF check reads the form first
+    browser.force_login(api.author.user)
+    response = browser.post("/evaluations/new/", "feedback=" + "x" * settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+                            content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 413
+    assert response["Content-Type"].startswith("text/html") and b"Request too large (413)" in response.content
+
+
+def test_it_lets_a_body_within_the_limit_through(api):
+    response = api.author.post("/api/executions", {"workflow_id": "w", "input": {"text": "x" * 1000}})
+    assert response.status_code == 422 and response.json()["message"] == "workflow_id: workflow 'w' does not exist"
