@@ -130,23 +130,28 @@ def everything(api, tmp_path, settings, no_tasks):  # noqa: F811 - the fixture i
 
 @pytest.mark.django_db(transaction=True)
 def test_it_sends_the_policy_with_every_page_and_no_page_holds_inline_code(everything):
-    problems = []
+    responses = []
     for user, paths in everything.items():
         client = Client()
         if user is not None:
             client.force_login(user)
-        for path in paths:
-            response = client.get(path)
-            if response.status_code >= 500 or response.status_code in (301, 302):
-                problems.append(f"{path}: answered {response.status_code}")
-                continue
-            policy = policy_of(response)
-            if policy != POLICY:
-                problems.append(f"{path}: Content-Security-Policy is {response.get('Content-Security-Policy')!r}")
-            if "unsafe-" in response.get("Content-Security-Policy", ""):
-                problems.append(f"{path}: the policy allows something unsafe")
-            if response["Content-Type"].startswith("text/html"):
-                problems += [f"{path} {problem}" for problem in inline_code(response.content.decode())]
+        responses += [(path, client.get(path)) for path in paths]
+    # A form sent without its CSRF token gets Django's refusal page, found by the name 403_csrf.html.
+    refused = Client(enforce_csrf_checks=True).post("/login/", {"username": "viewer-user", "password": "x"})
+    assert refused.status_code == 403
+    responses.append(("POST /login/ without a CSRF token", refused))
+
+    problems = []
+    for path, response in responses:
+        if response.status_code >= 500 or response.status_code in (301, 302):
+            problems.append(f"{path}: answered {response.status_code}")
+            continue
+        if policy_of(response) != POLICY:
+            problems.append(f"{path}: Content-Security-Policy is {response.get('Content-Security-Policy')!r}")
+        if "unsafe-" in response.get("Content-Security-Policy", ""):
+            problems.append(f"{path}: the policy allows something unsafe")
+        if response["Content-Type"].startswith("text/html"):
+            problems += [f"{path} {problem}" for problem in inline_code(response.content.decode())]
     assert problems == [], "\n".join(problems)
 
 
@@ -232,6 +237,12 @@ def test_it_has_every_page_satisfy_the_content_security_policy(browser, live_ser
     violations: list[str] = []
     watch_csp(anonymous, violations)
     visit(anonymous, "/login/", "input[name=username]")
+    # The form sent once its CSRF cookie is gone (as after a long while): the refusal page.
+    context.clear_cookies()
+    anonymous.fill("input[name=username]", "viewer-user")
+    anonymous.fill("input[name=password]", "a long password")
+    anonymous.click("button[type=submit]")
+    expect(anonymous.locator("h1")).to_have_text("Form refused")
     settle(anonymous)
     context.close()
 
