@@ -12,9 +12,10 @@ def ping(self, value):
     return {"pong": value, "worker": self.request.hostname}
 
 
-def send_after_commit(task, *args, countdown: float | None = None) -> None:
+def send_after_commit(task, *args, countdown: float | None = None, **options) -> None:
     """Send `task(*args)` to the workers' queue once the current transaction commits, so a
     worker never looks for a row that is not there yet (at once when there is none).
+    `options` go to apply_async as they are (e.g. time limits).
 
     A send that fails (Redis away) is logged, not raised: what caused it is committed and
     correct, so it must not become a 500 or a failed node. The sweep sends node runs and
@@ -26,7 +27,7 @@ def send_after_commit(task, *args, countdown: float | None = None) -> None:
 
     def send():
         try:
-            task.apply_async(args, countdown=countdown or None, queue=queue)
+            task.apply_async(args, countdown=countdown or None, queue=queue, **options)
         except Exception:  # kombu's OperationalError, redis' errors: the broker could not be reached
             logger.warning("could not send %s%r to the queue %r", task.name, tuple(args), queue, exc_info=True)
 

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, models, transaction
 from django.utils import timezone
+from celery.exceptions import SoftTimeLimitExceeded
 
 from agents.models import Agent, AgentVersion
 from agents.services import get_agent
@@ -244,6 +245,9 @@ def _domain_of(input: dict | None, workflow: Workflow) -> str:
 # node run without a heartbeat, which the sweep sends again.
 _inline = threading.local()
 MAX_INLINE = 100
+# A task continues a chain inline only while it is this young: the time limits are the
+# task's (NODE_SOFT_TIME_LIMIT_SECONDS), so each node still gets all but a second of them.
+INLINE_SECONDS = 1.0
 
 
 def node_run_execute(*, node_run_id: int, worker: str) -> str:
@@ -251,6 +255,7 @@ def node_run_execute(*, node_run_id: int, worker: str) -> str:
     run the next node of a chain here too. Returns what happened to the first run
     ("duplicate" when another delivery already has it)."""
     first, claimed = None, None
+    _inline.until = time.monotonic() + INLINE_SECONDS
     for _ in range(MAX_INLINE):
         _inline.open, _inline.next, _inline.reserved, _inline.worker = True, None, False, worker
         try:
@@ -299,6 +304,11 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
     with heartbeat(run.pk, claim):
         try:
             performed = runner.perform(run, graph, node)
+        except SoftTimeLimitExceeded:  # raised by Celery wherever the node was; the worker goes on
+            limit = settings.NODE_SOFT_TIME_LIMIT_SECONDS
+            _node_failed(run, claim, _time_limit_failure(
+                f"the node did not finish within the node time limit of {limit:g} s and was stopped"))
+            return "failed"
         except runner.NodeFailure as failure:
             _node_failed(run, claim, failure)
             return "failed"
@@ -449,7 +459,8 @@ def _start_layer(execution: Execution, plan: Plan, node_ids: list[str]) -> None:
     now = timezone.now()
     last = execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0
     versions = workflow_graph(execution.workflow).versions
-    inline = getattr(_inline, "open", False) and not getattr(_inline, "reserved", False)
+    inline = (getattr(_inline, "open", False) and not getattr(_inline, "reserved", False)
+              and time.monotonic() < getattr(_inline, "until", 0))
     claim = f"{getattr(_inline, 'worker', '')}/{uuid.uuid4().hex[:8]}"
     runs = NodeRun.objects.bulk_create([
         NodeRun(execution=execution, node_id=node_id, agent_id=plan.agents[node_id],
@@ -492,7 +503,14 @@ def _dispatch(node_run_id: int, delay: float = 0) -> None:
     by whoever calls this: creation sets 1, the sweep adds one)."""
     from executions.tasks import run_node
 
-    send_after_commit(run_node, node_run_id, countdown=delay)
+    send_after_commit(run_node, node_run_id, countdown=delay, soft_time_limit=settings.NODE_SOFT_TIME_LIMIT_SECONDS,
+                      time_limit=settings.NODE_HARD_TIME_LIMIT_SECONDS)
+
+
+def _time_limit_failure(message: str) -> runner.NodeFailure:
+    """A node past its time limit. Not retryable: another try would most likely take as long
+    again, each costing the whole limit; the fallback agent and escalation still apply."""
+    return runner.NodeFailure(message, code="NODE_TIME_LIMIT", retryable=False)
 
 
 def _apply_output_mapping(execution: Execution, run: NodeRun, node=None) -> None:
@@ -703,6 +721,15 @@ def node_runs_sweep(*, now=None) -> dict:
     report = {"requeued": [], "redispatched": [], "failed": [], "ended": [], "evaluations": []}
     for run in NodeRun.objects.filter(status=NodeRun.Status.RUNNING, heartbeat_at__lt=stale,
                                       execution__status=Execution.Status.RUNNING).select_related("execution"):
+        hard = settings.NODE_HARD_TIME_LIMIT_SECONDS
+        if run.started_at and run.started_at <= now - timedelta(seconds=hard):
+            # Silent, and started longer ago than the hard time limit: the worker killed its
+            # process for that (the soft limit did not stop it). Sent again, it would only be
+            # killed again.
+            _node_failed(run, run.worker, _time_limit_failure(
+                f"the node ran past the hard time limit of {hard:g} s and its worker process was killed"))
+            report["failed"].append(run.pk)
+            continue
         if run.dispatches >= settings.NODE_MAX_DISPATCHES:
             # It took its worker down every time it was sent: fail it rather than loop.
             failure = runner.NodeFailure(f"the worker running it went silent {run.dispatches} times",

@@ -1,11 +1,16 @@
 """Celery tasks: ids in, one service call each; safe to deliver twice."""
 from celery import shared_task
+from django.conf import settings
 
 from executions.evaluations import execution_evaluate
 from executions.services import node_run_execute, node_runs_sweep_exclusive
 
 
-@shared_task(name="executions.run_node", bind=True, ignore_result=True)
+# The time limits cover the whole task: the node, and the quick nodes of a chain it may
+# run after it (see executions.services.INLINE_SECONDS). These are the defaults; the
+# services send each node run with the limits of the settings as they are then.
+@shared_task(name="executions.run_node", bind=True, ignore_result=True,
+             soft_time_limit=settings.NODE_SOFT_TIME_LIMIT_SECONDS, time_limit=settings.NODE_HARD_TIME_LIMIT_SECONDS)
 def run_node(self, node_run_id: int) -> str:
     return node_run_execute(node_run_id=node_run_id, worker=self.request.hostname or "worker")
 

@@ -263,6 +263,21 @@ NODE_RETRY_BACKOFF_SECONDS = env_float("NODE_RETRY_BACKOFF_SECONDS", 1.0)
 NODE_HEARTBEAT_SECONDS = env_float("NODE_HEARTBEAT_SECONDS", 5.0)
 NODE_STALE_SECONDS = env_float("NODE_STALE_SECONDS", 30.0)
 NODE_MAX_DISPATCHES = env_int("NODE_MAX_DISPATCHES", 5)  # then a node whose worker keeps dying fails
+# A node task is stopped after NODE_SOFT_TIME_LIMIT_SECONDS (Celery's soft time limit; the
+# prefork pool, the default, enforces it): the node fails with NODE_TIME_LIMIT and the
+# workflow's failure handling applies. 600 s is above one model call's worst case, so that
+# a backend times out by itself first: OPENAI_TIMEOUT_SECONDS × (OPENAI_MAX_RETRIES + 1)
+# plus its backoffs is 60 × 4 + 3 × 30 = 330 s by default, COMMAND_BACKEND_TIMEOUT_SECONDS
+# 120 s. A node that makes many calls (batches, summaries, a Tree-of-Thoughts search) may
+# need more. A node still running NODE_HARD_TIME_LIMIT_SECONDS after it started is killed
+# with its pool process; the sweep then fails it with the same code. The 60 s between the
+# two let the soft limit's handling kill the command backend's processes and store the
+# failure, waiting for SQLite's lock (up to 30 s) if it must.
+NODE_SOFT_TIME_LIMIT_SECONDS = env_float("NODE_SOFT_TIME_LIMIT_SECONDS", 600.0)
+NODE_HARD_TIME_LIMIT_SECONDS = env_float("NODE_HARD_TIME_LIMIT_SECONDS", NODE_SOFT_TIME_LIMIT_SECONDS + 60)
+if not 0 < NODE_SOFT_TIME_LIMIT_SECONDS < NODE_HARD_TIME_LIMIT_SECONDS:
+    raise ValueError(f"NODE_HARD_TIME_LIMIT_SECONDS ({NODE_HARD_TIME_LIMIT_SECONDS:g}) must be greater than "
+                     f"NODE_SOFT_TIME_LIMIT_SECONDS ({NODE_SOFT_TIME_LIMIT_SECONDS:g}), which must be above 0")
 SWEEP_EVERY_SECONDS = env_float("SWEEP_EVERY_SECONDS", 10.0)
 # A sweep holds a lock in Redis, so two beats (two machines) never sweep at once; a sweep
 # that died holding it frees it after this many seconds.

@@ -35,15 +35,17 @@ class Workers:
         self.env = dict(os.environ, DJANGO_SETTINGS_MODULE="project.settings", CELERY_QUEUE=self.queue, **env)
         self.processes: list[tuple[subprocess.Popen, Path, str]] = []
 
-    def start(self, count: int = 1, *, beat: bool = False, **env) -> list[subprocess.Popen]:
-        """Start `count` workers; `beat` runs the periodic sweep inside them; `env` overrides settings."""
+    def start(self, count: int = 1, *, beat: bool = False, pool: str = "solo", **env) -> list[subprocess.Popen]:
+        """Start `count` workers; `beat` runs the periodic sweep inside them; `pool` "prefork"
+        gives each one pool process (time limits need it); `env` overrides settings."""
         started = []
         for _ in range(count):
             hostname = f"w{uuid.uuid4().hex[:6]}@switchyard"
             log = tempfile.NamedTemporaryFile(prefix="switchyard-worker-", suffix=".log", delete=False)
             beat_args = ["--beat", "--schedule", f"{log.name}.beat"] if beat else []
             process = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "project", "worker", "--pool", "solo", "--queues", self.queue,
+                [sys.executable, "-m", "celery", "-A", "project", "worker", "--pool", pool, "--concurrency", "1",
+                 "--queues", self.queue,
                  "--hostname", hostname, "--loglevel", "info", "--without-gossip", "--without-mingle", *beat_args],
                 cwd=ROOT, env={**self.env, **env}, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             )

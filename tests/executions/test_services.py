@@ -165,3 +165,52 @@ def test_it_runs_a_chain_on_the_worker_that_ran_its_first_node(demo):
     runs = list(execution.node_runs.order_by("sequence"))
     assert [(r.node_id, r.status) for r in runs] == [("step_0", "success"), ("step_1", "success"), ("step_2", "success")]
     assert all(r.worker.startswith("w1/") for r in runs) and len({r.worker for r in runs}) == 3
+
+
+def test_it_sends_the_rest_of_a_chain_through_the_queue_once_its_task_is_a_second_old(demo, monkeypatch):
+    # A node's time limit is its task's: a task that has run for a while leaves the next
+    # node to a task of its own.
+    import_documents([{"workflow_id": "chain", "name": "Chain", "topology": "seq",
+                       "nodes": [{"id": f"step_{i}", "agent_ref": "Drafter"} for i in range(3)]}], actor="test")
+    execution = start("chain", topic="t")
+    (first,) = execution.node_runs.all()
+    real_perform = runner.perform
+
+    def slow_perform(run, graph, node):
+        time.sleep(1.2)
+        return real_perform(run, graph, node)
+
+    monkeypatch.setattr(runner, "perform", slow_perform)
+    assert node_run_execute(node_run_id=first.pk, worker="w1") == "success"
+    second = execution.node_runs.get(node_id="step_1")
+    assert second.status == "pending" and demo.call_count == 2
+    assert demo.call_args.kwargs["soft_time_limit"] == 600 and demo.call_args.kwargs["time_limit"] == 660
+
+
+def test_it_fails_a_node_stopped_by_its_soft_time_limit_without_retrying_it_then_falls_back(demo, monkeypatch):
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    execution = start("release_review", topic="limits")
+    draft = execution.node_runs.get(node_id="draft")
+
+    def stopped(run, graph, node):
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr(runner, "perform", stopped)
+    assert node_run_execute(node_run_id=draft.pk, worker="w1") == "failed"
+    draft.refresh_from_db()
+    assert draft.error_code == "NODE_TIME_LIMIT" and "node time limit of 600 s" in draft.error
+    (after,) = execution.node_runs.exclude(pk=draft.pk)
+    assert after.kind == "fallback", "not retried: the fallback agent takes over"
+
+
+def test_it_fails_a_silent_node_run_older_than_the_hard_time_limit_instead_of_sending_it_again(demo, settings):
+    execution = start("release_review", topic="limits")
+    draft = execution.node_runs.get(node_id="draft")
+    long_ago = timezone.now() - timedelta(seconds=settings.NODE_HARD_TIME_LIMIT_SECONDS + 1)
+    NodeRun.objects.filter(pk=draft.pk).update(status="running", worker="w1/abc", started_at=long_ago,
+                                               heartbeat_at=long_ago)
+    report = node_runs_sweep()
+    assert report["failed"] == [draft.pk] and report["requeued"] == []
+    draft.refresh_from_db()
+    assert draft.error_code == "NODE_TIME_LIMIT" and "hard time limit of 660 s" in draft.error
