@@ -50,6 +50,12 @@ class Process:
     def alive(self) -> bool:
         return self.popen.poll() is None
 
+    def wait_for_output(self, text: str, *, timeout: float) -> None:
+        """Until the process has written `text` (e.g. that it is ready); an error if it exits first."""
+        wait_until(lambda: text in self.log_path.read_text(errors="replace") or not self.alive(),
+                   timeout=timeout, what=f"{self.name} to write {text!r}", logs=self.log)
+        assert self.alive(), f"{self.name} exited with {self.popen.returncode}:\n{self.log()}"
+
     def kill(self) -> None:
         """SIGKILL, as a machine that loses power: nothing gets to clean up."""
         _signal_group(self.popen, signal.SIGKILL)

@@ -170,7 +170,7 @@ class Deployment:
         self.network.start(self.web, "beat", [
             sys.executable, "-m", "celery", "-A", "project", "beat", "--loglevel", "info",
             "--schedule", str(self.workdir / "beat-schedule")], env=env, cwd=ROOT)
-        wait_until(lambda: self.api_answers(), timeout=30, what="the web host to answer", logs=self.network.logs)
+        wait_until(self.api_answers, timeout=30, what="the web host to answer", logs=self.network.logs)
 
     # -- the worker hosts ----------------------------------------------------------------
 
@@ -193,9 +193,7 @@ class Deployment:
             self.workers[name] = (process, workspace)
             started.append((name, process))
         for name, process in started:
-            wait_until(lambda: f"worker@{name} ready." in process.log(tail=100_000) or not process.alive(),
-                       timeout=45, what=f"the worker on {name}", logs=self.network.logs)
-            assert process.alive(), f"the worker on {name} exited:\n{process.log()}"
+            process.wait_for_output(f"worker@{name} ready.", timeout=45)
 
     # -- the client ----------------------------------------------------------------------
 
