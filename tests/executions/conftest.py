@@ -64,6 +64,18 @@ class Workers:
                     pytest.fail(f"worker {hostname} did not start:\n{self.logs()}")
         return [process for process, _ in started]
 
+    def start_beat(self, **env) -> subprocess.Popen:
+        """Start a beat of its own (as deployed) that sends the sweep to the workers' queue."""
+        log = tempfile.NamedTemporaryFile(prefix="switchyard-beat-", suffix=".log", delete=False)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "project", "beat", "--loglevel", "info",
+             "--schedule", f"{log.name}.schedule"],
+            cwd=ROOT, env={**self.env, **env}, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        )
+        log.close()
+        self.processes.append((process, Path(log.name), "beat"))
+        return process
+
     def kill(self, process: subprocess.Popen) -> None:
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
@@ -81,6 +93,8 @@ class Workers:
                     process.kill()
                     process.wait(timeout=10)
             path.unlink(missing_ok=True)
+            for beside in path.parent.glob(f"{path.name}.*"):  # a beat's schedule files
+                beside.unlink(missing_ok=True)
         try:
             with self.app.connection_for_write() as connection:
                 connection.default_channel.queue_delete(self.queue)
