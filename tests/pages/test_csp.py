@@ -5,6 +5,7 @@ panels opened, the budget bar drawn, the API docs expanded, the admin's forms) w
 violation the browser reports is collected."""
 import io
 import re
+import time
 from html.parser import HTMLParser
 
 import pytest
@@ -95,9 +96,9 @@ def test_it_finds_inline_code_in_html():
 
 
 @pytest.fixture
-def everything(api, tmp_path, settings, no_tasks):  # noqa: F811 - the fixture imported above
+def pages_by_user(api, tmp_path, settings, no_tasks):
     """The demo data; a scored run, a Game-of-24 run with its thought tree and a derive
-    request, all made in this process; an admin."""
+    request, all made in this process; an admin; and the pages each of them opens."""
     settings.WORKSPACE_ROOT = tmp_path
     call_command("load_demo", stdout=io.StringIO())
     thesis = finished_in_process("thesis_reading")
@@ -129,9 +130,9 @@ def everything(api, tmp_path, settings, no_tasks):  # noqa: F811 - the fixture i
 
 
 @pytest.mark.django_db(transaction=True)
-def test_it_sends_the_policy_with_every_page_and_no_page_holds_inline_code(everything):
+def test_it_sends_the_policy_with_every_page_and_no_page_holds_inline_code(pages_by_user):
     responses = []
-    for user, paths in everything.items():
+    for user, paths in pages_by_user.items():
         client = Client()
         if user is not None:
             client.force_login(user)
@@ -211,8 +212,6 @@ def finished(workflow_id: str, author, workers, **input):
 
 
 def wait_for_evaluation(execution_id: str) -> Evaluation:
-    import time
-
     deadline = time.monotonic() + 60
     while not (evaluation := Evaluation.objects.filter(target_type="execution", target_id=execution_id).first()):
         assert time.monotonic() < deadline, f"{execution_id} was not evaluated"
@@ -231,11 +230,12 @@ def test_it_has_every_page_satisfy_the_content_security_policy(browser, live_ser
     raise_request(api.author.user)
     admin = User.objects.create_superuser("root", password="a long password")
 
-    # Anonymous: the sign-in page.
+    # Anonymous: the sign-in pages.
     context = browser.new_context(base_url=live_server.url)
     anonymous = context.new_page()
     violations: list[str] = []
     watch_csp(anonymous, violations)
+    visit(anonymous, "/admin/login/", "#login-form")
     visit(anonymous, "/login/", "input[name=username]")
     # The form sent once its CSRF cookie is gone (as after a long while): the refusal page.
     context.clear_cookies()
@@ -285,7 +285,7 @@ def test_it_has_every_page_satisfy_the_content_security_policy(browser, live_ser
     visit(page, "/executions/plan/thesis_reading/task_vault_001/", "#plan-budget .budget-limit")
 
     visit(page, f"/executions/{game.execution_id}/tot/{search.node_run_id}/", "#tt-graph canvas")
-    click_tree_node(page, search.tree["nodes"][search.tree["search_state"]["best_path"][-1]]["id"])
+    click_tree_node(page, search.tree["search_state"]["best_path"][-1])  # the answer
     settle(page)
 
     visit(page, "/derive-requests/", "main table")
