@@ -60,26 +60,34 @@ def check_shape(document: Any, schema: dict, kind: str) -> None:
     raise DocumentError(message, where=where, details=[{"where": json_path_of(e.absolute_path), "message": e.message} for e in errors[:20]])
 
 
+# How deeply a stored JSON value may nest. Far beyond any real document, and low enough
+# that what walks values recursively later (JSON Schema checking a contract's schema,
+# encoders, templates) stays well within Python's stack.
+MAX_NESTING = 64
+
+
 def check_storable(value: Any, where: str = "") -> None:
     """Refuse what neither database can store or a page can show, naming where it is: NUL
     characters, lone surrogates (JSON's "\\ud800": not UTF-8, so every page showing the
-    text would fail), NaN and Infinity, in values and keys alike. JSON Schema and Python's
-    parser let all of them through. Walked without recursion, so a deeply nested value
-    cannot blow the stack; a key is checked before it becomes part of a location, so no
-    message carries the bad text."""
-    stack = [(value, where)]
+    text would fail), NaN and Infinity, in values and keys alike, and nesting deeper than
+    MAX_NESTING. JSON Schema and Python's parser let all of them through. Walked without
+    recursion; a key is checked before it becomes part of a location, so no message
+    carries the bad text."""
+    stack = [(value, where, 0)]
     while stack:
-        item, at = stack.pop()
+        item, at, depth = stack.pop()
         if isinstance(item, str):
             _check_text(item, at)
         elif isinstance(item, float) and not math.isfinite(item):
             raise DocumentError(f"{item} is not a finite number", where=at)
+        elif isinstance(item, (dict, list, tuple)) and depth >= MAX_NESTING:
+            raise DocumentError(f"is nested more than {MAX_NESTING} levels deep", where=at or "document")
         elif isinstance(item, dict):
             for key, child in reversed(item.items()):
                 _check_text(str(key), at or "document", what="a key ")
-                stack.append((child, f"{at}.{key}" if at else str(key)))
+                stack.append((child, f"{at}.{key}" if at else str(key), depth + 1))
         elif isinstance(item, (list, tuple)):
-            stack.extend((child, f"{at}[{index}]") for index, child in reversed(list(enumerate(item))))
+            stack.extend((child, f"{at}[{index}]", depth + 1) for index, child in reversed(list(enumerate(item))))
 
 
 def _check_text(text: str, where: str, what: str = "") -> None:

@@ -278,6 +278,17 @@ def test_it_refuses_a_second_pending_request_for_the_same_agent_and_trigger(api,
     assert api.author.post("/api/derive-requests", derive(derive_request_id="dr_again")).status_code == 201
 
 
+def test_it_refuses_a_trigger_context_nested_too_deeply(api, tree):
+    context = "x"
+    for _ in range(900):  # still parses; storing it overflowed the stack
+        context = [context]
+    response = api.author.post("/api/derive-requests", derive(trigger_context={"evidence": context}))
+    assert response.status_code == 422
+    assert response.json()["message"].endswith(": is nested more than 64 levels deep")
+    assert response.json()["message"].startswith("trigger_context.evidence[0][0]")
+    assert not DeriveRequest.objects.exists()
+
+
 def test_it_names_what_is_wrong_with_a_derive_request(api, tree, pending):
     cases = [
         (derive(parent_agent_id="nobody"), 422, "parent_agent_id: agent 'nobody' does not exist"),

@@ -93,6 +93,18 @@ def test_it_refuses_a_bad_blueprint_by_field_and_keeps_the_stored_one(api, demo)
     assert api.viewer.get(path).json() == before
 
 
+def test_it_refuses_a_contract_schema_nested_too_deeply_to_check(api, demo):
+    schema = {"type": "object"}
+    for _ in range(150):  # 300 levels of JSON: checking it against the meta-schema overflowed the stack
+        schema = {"type": "object", "properties": {"a": schema}}
+    document = {**BLUEPRINT, "contracts": {"Scholar → Validator": {"data_type": "atoms", "schema": schema}}}
+    response = api.author.post("/api/blueprints", document)
+    assert response.status_code == 422
+    assert response.json()["message"].startswith("contracts.Scholar → Validator.schema.properties.a.properties.a")
+    assert response.json()["message"].endswith(": is nested more than 64 levels deep")
+    assert not Blueprint.objects.filter(blueprint_id="review_system").exists()
+
+
 # -- workflows -------------------------------------------------------------------------
 
 
