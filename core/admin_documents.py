@@ -12,17 +12,37 @@ import json
 from django import forms
 from django.contrib import admin
 from django.db import transaction
+from django.forms.fields import InvalidJSONInput
 
 from core.documents import KINDS_BY_NAME, import_documents
 from core.errors import DocumentError, WorkflowInvalid
+from core.jsonutil import parse_json
 
 
 class _DryRun(Exception):
     pass
 
 
+class DocumentField(forms.JSONField):
+    """A document's JSON text, read by the import's own parser: deep nesting, NaN and
+    integers of thousands of digits get a message on the form, not a server error."""
+
+    def to_python(self, value):
+        if isinstance(value, str) and value.strip():
+            try:
+                parse_json(value)
+            except DocumentError as error:
+                raise forms.ValidationError(error.message, code="invalid") from None
+        return super().to_python(value)
+
+    def bound_data(self, data, initial):
+        # Shown again exactly as it was sent: parsed and dumped again, the text could
+        # hold a lone surrogate that no page can encode, or be too deep to parse at all.
+        return initial if self.disabled or data is None else InvalidJSONInput(data)
+
+
 class DocumentForm(forms.ModelForm):
-    document = forms.JSONField(
+    document = DocumentField(
         widget=forms.Textarea(attrs={"rows": 30, "cols": 100}),
         help_text="The object as its seed JSON document. Saving validates it whole.",
     )

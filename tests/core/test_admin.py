@@ -79,3 +79,19 @@ def test_it_adds_an_evaluation_through_the_admin(admin_client):
     from executions.models import Evaluation
 
     assert Evaluation.objects.get(evaluation_id="eval_admin").created_by == "root"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[" * 100_000 + "]" * 100_000, "the JSON is nested too deeply"),
+    ('{"evaluation_id": "eval_x", "overall_score": NaN}', "NaN is not a JSON number"),
+    ('{"evaluation_id": ' + "9" * 5000 + "}", "an integer of 5000 digits is too long"),
+    ('{"evaluation_id": "eval_x", "feedback": ["lone \\ud800"]}', "feedback[0]: is not valid Unicode"),
+])
+def test_it_shows_a_document_it_cannot_read_as_a_form_error_and_saves_nothing(admin_client, text, message):
+    from executions.models import Evaluation
+
+    before = Evaluation.objects.count()
+    response = admin_client.post("/admin/executions/evaluation/add/", {"document": text})
+    assert response.status_code == 200
+    assert message in response.context["adminform"].form.errors["document"][0]
+    assert Evaluation.objects.count() == before
