@@ -40,3 +40,21 @@ class PayloadTooLarge:
                                 status=413)
         return HttpResponse(f"<!doctype html><title>Request too large</title><h1>Request too large (413)</h1>"
                             f"<p>{escape(message)}.</p>", status=413)
+
+
+class NulInPageQuery:
+    """A page's query string with a NUL character (%00) answers 400.
+
+    PostgreSQL refuses NUL in any text it is sent, so a page filtering on such a value
+    failed with a server error; no stored value holds one, so nothing is lost. The API
+    checks each parameter itself and names it (422)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path_info.startswith("/api/") or not any(
+                "\x00" in key or "\x00" in value for key, values in request.GET.lists() for value in values):
+            return self.get_response(request)
+        return HttpResponse("<!doctype html><title>Bad request</title><h1>Bad request (400)</h1>"
+                            "<p>The address contains a NUL character (%00), which no filter can match.</p>", status=400)

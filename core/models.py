@@ -10,6 +10,7 @@ from django.db import models
 from django.utils import timezone
 
 PREFIX_LENGTH = 8
+HEX_DIGITS = "0123456789abcdef"  # what a prefix is made of (secrets.token_hex)
 
 
 def _digest(secret: str) -> str:
@@ -46,7 +47,9 @@ class ApiToken(models.Model):
     def authenticate(cls, presented: str):
         """The active user a presented token belongs to, or None."""
         parts = presented.split("_", 2)
-        if len(parts) != 3 or parts[0] != "sy" or len(parts[1]) != PREFIX_LENGTH:
+        # Only a prefix as issue() makes them reaches the query (PostgreSQL refuses a NUL).
+        if (len(parts) != 3 or parts[0] != "sy" or len(parts[1]) != PREFIX_LENGTH
+                or not set(parts[1]) <= set(HEX_DIGITS)):
             return None
         token = cls.objects.select_related("user").filter(prefix=parts[1], revoked_at__isnull=True).first()
         if token is None or not hmac.compare_digest(token.digest, _digest(parts[2])) or not token.user.is_active:

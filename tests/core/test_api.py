@@ -154,3 +154,11 @@ def test_it_refuses_lone_surrogates_in_token_names_and_users(api):
     assert response.status_code == 422 and "password" in response.json()["message"]
     assert not User.objects.filter(username="erin").exists()
     assert not ApiToken.objects.filter(user=api.viewer.user).exclude(name="tests").exists()
+
+
+def test_it_refuses_a_token_whose_prefix_no_database_could_hold(api):
+    _, token = ApiToken.issue(api.viewer.user, "real")
+    secret = token.split("_", 2)[2]
+    for forged in (f"sy_abc\x00defg_{secret}", f"sy_ABCDEF12_{secret}", f"sy_abcdéfgh_{secret}"):
+        response = Client(HTTP_AUTHORIZATION=f"Bearer {forged}").get("/api/me")
+        assert response.status_code == 401 and response.json()["code"] == "UNAUTHENTICATED"

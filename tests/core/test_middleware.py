@@ -37,3 +37,17 @@ def test_it_answers_a_page_form_over_the_upload_limit_with_a_413_page(api):
 def test_it_lets_a_body_within_the_limit_through(api):
     response = api.author.post("/api/executions", {"workflow_id": "w", "input": {"text": "x" * 1000}})
     assert response.status_code == 422 and response.json()["message"] == "workflow_id: workflow 'w' does not exist"
+
+
+@pytest.mark.parametrize("url", ["/agents/?q=a%00b", "/executions/?workflow=%00", "/evaluations/?target_id=x%00",
+                                 "/derive-requests/?status=%00", "/workflows/?topology=%00", "/agents/?%00=1"])
+def test_it_answers_a_page_filter_with_a_nul_character_with_400(api, url):
+    browser = Client()
+    browser.force_login(api.viewer.user)
+    response = browser.get(url)
+    assert response.status_code == 400 and b"NUL character" in response.content
+
+
+def test_it_leaves_nul_characters_in_the_api_to_each_parameters_check(api):
+    response = api.viewer.get("/api/agents", q="a\x00b")
+    assert response.status_code == 422 and response.json()["message"].startswith("query.q: ")
