@@ -18,7 +18,7 @@ from tests.private_redis import PrivateRedis, free_port, port_answers
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.integration,
+pytestmark = [pytest.mark.integration, pytest.mark.own_database,
               pytest.mark.skipif(not shutil.which("redis-server"), reason="needs redis-server")]
 
 # What the developer's shell may hold that would change what is tested: the product must

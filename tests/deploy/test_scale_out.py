@@ -27,7 +27,7 @@ import pytest
 
 from tests.deploy.hosts import SUBNET, Network, Unavailable, wait_until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.own_database]
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW_ARGV = [sys.executable, "-c", "import json, sys, time; sys.stdin.read(); time.sleep(2); "
