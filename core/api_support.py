@@ -16,6 +16,12 @@ from ninja.security import APIKeyCookie, HttpBearer
 from core.models import ApiToken
 
 
+def _bearer_token(request) -> str | None:
+    """The token of an `Authorization: Bearer …` header ("" when it names none), else None."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return token if scheme.lower() == "bearer" else None
+
+
 class TokenAuth(HttpBearer):
     """`Authorization: Bearer sy_…` — for programs."""
 
@@ -37,7 +43,7 @@ class SessionAuth(APIKeyCookie):
     param_name = "sessionid"
 
     def __call__(self, request):
-        if request.headers.get("Authorization", "").split(" ")[0].lower() == "bearer":
+        if _bearer_token(request) is not None:
             return None
         return super().__call__(request)
 
@@ -49,16 +55,19 @@ AUTH = [TokenAuth(), SessionAuth(csrf=True)]
 
 
 def signed_in(view):
-    """For the schema and the docs page: a signed-in session or a valid token, else the login page."""
+    """For the schema and the docs page: a valid token, or else a signed-in session; the
+    login page otherwise. As for the operations, a token sent is judged alone."""
 
     @wraps(view)
     def wrapper(request, *args, **kwargs):
-        if not (request.user.is_authenticated and request.user.is_active):
-            header = request.headers.get("Authorization", "")
-            user = ApiToken.authenticate(header[7:]) if header.startswith("Bearer ") else None
+        token = _bearer_token(request)
+        if token is not None:
+            user = ApiToken.authenticate(token)
             if user is None:
                 return redirect_to_login(request.get_full_path())
             request.user = user
+        elif not (request.user.is_authenticated and request.user.is_active):
+            return redirect_to_login(request.get_full_path())
         return view(request, *args, **kwargs)
 
     return wrapper

@@ -162,3 +162,12 @@ def test_it_refuses_a_token_whose_prefix_no_database_could_hold(api):
     for forged in (f"sy_abc\x00defg_{secret}", f"sy_ABCDEF12_{secret}", f"sy_abcdéfgh_{secret}"):
         response = Client(HTTP_AUTHORIZATION=f"Bearer {forged}").get("/api/me")
         assert response.status_code == 401 and response.json()["code"] == "UNAUTHENTICATED"
+
+
+def test_it_judges_a_token_sent_for_the_schema_alone_too(api):
+    browser = Client(HTTP_AUTHORIZATION="Bearer sy_deadbeef_forged")
+    browser.force_login(api.viewer.user)
+    response = browser.get("/api/openapi.json")
+    assert response.status_code == 302 and "/login/" in response["Location"]
+    _, secret = ApiToken.issue(api.viewer.user, "docs")
+    assert Client(HTTP_AUTHORIZATION=f"bearer {secret}").get("/api/openapi.json").status_code == 200
