@@ -25,6 +25,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max
 from django.utils import timezone
@@ -274,3 +275,22 @@ def derive_request_create_child(*, request_pk: int) -> Agent | None:
                 derive_request_event(request, DeriveRequestEvent.Kind.CHILD_FAILED, actor="switchyard",
                                      comment=str(error))
         raise
+
+
+# An approval whose task was lost (a Redis restart empties the queue) is sent again for this
+# long after the decision; a creation that failed is recorded on the request and not retried.
+CHILD_RESEND_WINDOW = timedelta(hours=1)
+
+
+def derive_requests_awaiting_child(*, now=None) -> list[int]:
+    """Approved requests that have neither a child nor a recorded failure NODE_STALE_SECONDS
+    after their approval: their `agents.derive_child` message was lost. Each is named at
+    most once per that many seconds, so the sweep does not flood a queue no worker reads."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=settings.NODE_STALE_SECONDS)
+    waiting = DeriveRequest.objects.filter(
+        status=DeriveRequest.Status.APPROVED, result_agent__isnull=True, result_error="",
+        decided_at__lt=stale, decided_at__gte=now - CHILD_RESEND_WINDOW)
+    return [pk for pk in waiting.values_list("pk", flat=True)[:100]
+            if cache.add(f"derive-child-sent:{settings.CELERY_TASK_DEFAULT_QUEUE}:{pk}", 1,
+                         timeout=settings.NODE_STALE_SECONDS)]

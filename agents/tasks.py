@@ -1,7 +1,9 @@
 """Celery tasks: ids in, one service call each; safe to deliver twice."""
 from celery import shared_task
 
-from agents.derivation import derive_request_create_child, derive_requests_raise_for_execution
+from agents.derivation import (derive_request_create_child, derive_requests_awaiting_child,
+                               derive_requests_raise_for_execution)
+from core.tasks import send_after_commit
 
 
 @shared_task(name="agents.derive_child", ignore_result=True)
@@ -13,3 +15,13 @@ def derive_child(request_pk: int) -> str | None:
 @shared_task(name="agents.raise_derive_requests", ignore_result=True)
 def raise_derive_requests(execution_pk: int) -> list[str]:
     return [request.derive_request_id for request in derive_requests_raise_for_execution(execution_pk=execution_pk)]
+
+
+@shared_task(name="agents.sweep", ignore_result=True)
+def sweep() -> list[int]:
+    """Send again the child creation of approvals whose message was lost (a Redis restart);
+    a request delivered twice still gets one child."""
+    request_pks = derive_requests_awaiting_child()
+    for request_pk in request_pks:
+        send_after_commit(derive_child, request_pk)
+    return request_pks

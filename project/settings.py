@@ -285,6 +285,8 @@ SWEEP_EVERY_SECONDS = env_float("SWEEP_EVERY_SECONDS", 10.0)
 SWEEP_LOCK_SECONDS = env_float("SWEEP_LOCK_SECONDS", 120.0)
 CELERY_BEAT_SCHEDULE = {
     "sweep-node-runs": {"task": "executions.sweep", "schedule": SWEEP_EVERY_SECONDS},
+    # Approved derive requests whose child-creation message was lost.
+    "sweep-derive-requests": {"task": "agents.sweep", "schedule": SWEEP_EVERY_SECONDS},
 }
 
 # Evaluations (core-data-structures §7): overall_score = the weighted scores; a run passes

@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 
-from agents.derivation import derive_request_create_child, derive_requests_raise
+from agents.derivation import derive_request_create_child, derive_requests_awaiting_child, derive_requests_raise
 from agents.models import Agent, DeriveRequest
 from agents.services import agent_import_document, derive_request_approve, derive_request_create, derive_request_reject
 from core.errors import IllegalTransition
@@ -216,6 +216,37 @@ def test_it_creates_the_child_once_after_approval(scholar, author, approver, dja
     assert scholar.children_ids == ["Scholar_3D"]
     assert [(e.kind, e.status, e.actor) for e in request.events.all()] == [
         ("raised", "pending", "bob"), ("approved", "approved", "ada"), ("child_created", "approved", "ada")]
+
+
+def test_it_sends_again_an_approval_whose_message_was_lost(scholar, author, approver, settings,
+                                                          django_capture_on_commit_callbacks):
+    from agents.tasks import sweep
+
+    request = by_hand(scholar, author)
+    with django_capture_on_commit_callbacks():  # never run: the message was lost with a Redis restart
+        derive_request_approve(request=request, user=approver)
+    assert derive_requests_awaiting_child() == []  # not yet: its worker may be at it
+
+    DeriveRequest.objects.filter(pk=request.pk).update(
+        decided_at=timezone.now() - timedelta(seconds=settings.NODE_STALE_SECONDS + 1))
+    with django_capture_on_commit_callbacks() as callbacks:
+        assert sweep() == [request.pk]
+    assert len(callbacks) == 1  # agents.derive_child, sent again
+    assert derive_requests_awaiting_child() == []  # once per NODE_STALE_SECONDS, not at every sweep
+
+    child = derive_request_create_child(request_pk=request.pk)
+    assert derive_requests_awaiting_child(now=timezone.now() + timedelta(seconds=settings.NODE_STALE_SECONDS + 1)) == []
+    assert child is not None and Agent.objects.filter(parent=scholar).count() == 1
+
+
+def test_it_does_not_send_again_a_child_that_failed_or_a_rejected_request(scholar, author, approver, settings):
+    failed, rejected = by_hand(scholar, author), by_hand(scholar, author, trigger="quality_issue")
+    derive_request_approve(request=failed, user=approver)
+    derive_request_reject(request=rejected, user=approver)
+    DeriveRequest.objects.filter(pk=failed.pk).update(result_error="agent_id: taken")
+    DeriveRequest.objects.update(decided_at=timezone.now() - timedelta(minutes=5))
+
+    assert derive_requests_awaiting_child() == []
 
 
 def test_it_refuses_to_decide_twice_and_creates_nothing_for_a_rejected_request(scholar, author, approver):
