@@ -69,6 +69,7 @@ def test_it_reads_workspace_files_and_database_rows(tmp_path, capsys, settings):
 
 @pytest.mark.parametrize("description, message", [
     ("{not json", "malformed JSON at line 1"),
+    ("[" * 100_000 + "]" * 100_000, "the JSON is nested too deeply"),
     (json.dumps({"agent": {}}), "'input' is a required property"),
     (json.dumps(describe(input={"data_references": [{"ref_type": "ftp"}]})), "data_references[0].ref_type"),
     (json.dumps(describe(agent={"context_limits": {"safety_margin": 3}})), "safety_margin"),

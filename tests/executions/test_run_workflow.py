@@ -39,6 +39,9 @@ def test_it_waits_and_prints_the_final_execution_with_its_node_records(demo):
     (["no_such_workflow"], "no workflow has the id or name"),
     (["thesis_reading", "--input", "{oops"], "--input: malformed JSON"),
     (["thesis_reading", "--input", "[1, 2]"], "--input: the input of a run is a JSON object"),
+    (["thesis_reading", "--input", "[" * 100_000 + "]" * 100_000], "--input: the JSON is nested too deeply"),
+    (["thesis_reading", "--input", '{"topic": NaN}'], "--input: NaN is not a JSON number"),
+    (["thesis_reading", "--input", '{"topic": "lone \\ud800"}'], "--input: input.topic: is not valid Unicode"),
 ])
 def test_it_exits_2_on_bad_input(demo, arguments, message):
     with pytest.raises(CommandError, match=message) as caught:

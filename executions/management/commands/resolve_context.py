@@ -4,7 +4,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from core.errors import DocumentError
-from core.jsonutil import check_shape
+from core.jsonutil import check_shape, parse_json
 from executions.context import assemble_node_context, outputs_from
 from executions.engine.context.limits import ContextLimits
 from executions.engine.context.messages import MessageError
@@ -66,10 +66,9 @@ class Command(BaseCommand):
         except (OSError, UnicodeDecodeError) as error:
             raise CommandError(f"cannot read {path}: {error}", returncode=INVALID)
         try:
-            payload = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise CommandError(f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}",
-                               returncode=INVALID)
+            payload = parse_json(text)
+        except DocumentError as error:
+            raise CommandError(f"{path}: {error.message}", returncode=INVALID)
         try:
             check_shape(payload, SHAPE, "context description")
             agent = payload["agent"]

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Q
 
 from core.errors import DocumentError
+from core.jsonutil import parse_json
 from executions.documents import execution_record
 from executions.models import Execution
 from executions.services import execution_start
@@ -32,13 +33,11 @@ class Command(BaseCommand):
             problem = "no workflow has" if not found else "more than one workflow has"
             raise CommandError(f"{problem} the id or name {workflow!r}", returncode=BAD_INPUT)
         try:
-            payload = json.loads(input)
-        except json.JSONDecodeError as error:
-            raise CommandError(f"--input: malformed JSON at column {error.colno}: {error.msg}", returncode=BAD_INPUT)
-        try:
+            payload = parse_json(input)
             execution = execution_start(workflow=found[0], input=payload)
         except DocumentError as error:
-            raise CommandError(f"--input: {error.problem}", returncode=BAD_INPUT)
+            located = f"{error.where}: " if error.where not in ("", "input") else ""
+            raise CommandError(f"--input: {located}{error.problem}", returncode=BAD_INPUT)
         if not wait:
             self.stdout.write(execution.execution_id)
             return
