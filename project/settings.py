@@ -350,6 +350,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # django-axes says hello at every start of every command; its lockouts are still logged.
+    "loggers": {"axes.apps": {"level": "WARNING"}},
 }
 
 # LLM backends are defined by operators here, never by workflow authors: an agent names
