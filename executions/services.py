@@ -11,19 +11,19 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, models, transaction
 from django.utils import timezone
-from celery.exceptions import SoftTimeLimitExceeded
 
 from agents.models import Agent, AgentVersion
 from agents.services import get_agent
 from core.errors import DocumentError, IllegalTransition, SwitchyardError
 from core.states import change_status
 from core.tasks import send_after_commit
-from core.locks import redis_lock
 from core.jsonutil import check_shape, check_storable, parse_datetime
+from core.locks import redis_lock
 from executions.evaluations import evaluation_aggregate_refresh
 from executions.documents import EVALUATION_SHAPE, EXECUTION_SHAPE, evaluation_document, execution_document
 from executions.models import Evaluation, Execution, NodeRun
