@@ -110,6 +110,17 @@ def celery_worker_process():
         log_path.unlink(missing_ok=True)
 
 
+@pytest.fixture
+def redis_server(tmp_path):
+    """A redis-server of the test's own (tests/private_redis.py), for tests that restart it."""
+    from tests.private_redis import PrivateRedis
+
+    server = PrivateRedis(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
 UNCONSUMED_QUEUE = f"switchyard-test-unconsumed-{os.getpid()}"
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.private_redis import PrivateRedis, free_port, port_answers
+from tests.private_redis import free_port, port_answers
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,14 +94,6 @@ class Run:
                 except ProcessLookupError:
                     pass
             self.process.wait(timeout=30)
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    server = PrivateRedis(tmp_path)
-    server.start()
-    yield server
-    server.stop()
 
 
 def test_it_serves_as_deployed_and_outlives_a_killed_worker(tmp_path, redis_server):

@@ -19,28 +19,22 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
+from tests.slow_chain import SLOW_CHAIN_DOCUMENTS, slow_argv
 from tests.deploy.hosts import SUBNET, Network, Unavailable, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.own_database]
 
 ROOT = Path(__file__).resolve().parents[2]
-SLOW_ARGV = [sys.executable, "-c", "import json, sys, time; sys.stdin.read(); time.sleep(2); "
-                                   "print(json.dumps({'done': True}))"]
+SLOW_ARGV = slow_argv(2)
 BRIEF = {"ref_type": "file", "path": "/workspace/shared/brief.md", "format": "md",
          "fallback_config": {"strategy": "abort"}}  # a node that cannot read it fails, rather than skip it
 DOCUMENTS = [
-    {"agent_id": "Slow", "name": "Slow", "version": "1.0.0", "type": "business", "status": "active",
-     "prompt_config": {"system_prompt": "Take your time."}, "capabilities": {"skills": ["wait"]},
-     "runtime": {"backend": "command"}},
-    {"workflow_id": "slow_chain", "name": "Slow chain", "topology": "seq",
-     "nodes": [{"id": f"step_{i}", "agent_ref": "Slow"} for i in range(3)],
-     "error_handling": {"retry_count": 0}},
+    *SLOW_CHAIN_DOCUMENTS,
     {"workflow_id": "wide_scan", "name": "Wide scan", "topology": "par",
      "nodes": [{"id": f"scan_{i:02d}", "agent_ref": "Code_Analyzer",
                 "input_mapping": {"repository": "$.input.repository", "data_references": [BRIEF]}}

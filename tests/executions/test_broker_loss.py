@@ -12,34 +12,19 @@ from core.documents import import_documents
 from executions.evaluations import run_evaluation
 from executions.models import Execution
 from tests.executions.conftest import ROOT, database_url
-from tests.private_redis import PrivateRedis
+from tests.slow_chain import SLOW_CHAIN_DOCUMENTS, slow_argv
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not shutil.which("redis-server"), reason="needs redis-server for a private Redis")]
 
-NODE_ARGV = [sys.executable, "-c", "import json, sys, time; sys.stdin.read(); time.sleep(2); "
-                                   "print(json.dumps({'done': True}))"]
+NODE_ARGV = slow_argv(2)
 RUNS = 4
 RESTARTS = 5
 
 
-@pytest.fixture
-def redis_server(tmp_path):
-    server = PrivateRedis(tmp_path)
-    server.start()
-    yield server
-    server.stop()
-
-
 def test_it_finishes_every_run_and_keeps_every_worker_when_redis_restarts_five_times(workers, settings, redis_server):
     settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "command": {"kind": "command", "argv": NODE_ARGV}}
-    import_documents([
-        {"agent_id": "Slow", "name": "Slow", "version": "1.0.0", "type": "business", "status": "active",
-         "prompt_config": {"system_prompt": "Take your time."}, "capabilities": {"skills": ["wait"]},
-         "runtime": {"backend": "command"}},
-        {"workflow_id": "slow_chain", "name": "Slow chain", "topology": "seq",
-         "nodes": [{"id": f"step_{i}", "agent_ref": "Slow"} for i in range(3)], "error_handling": {"retry_count": 0}},
-    ], actor="test")
+    import_documents(SLOW_CHAIN_DOCUMENTS, actor="test")
     env = {"REDIS_URL": redis_server.url, "COMMAND_BACKEND_ARGV": json.dumps(NODE_ARGV),
            "SWEEP_EVERY_SECONDS": "1", "NODE_STALE_SECONDS": "3"}
     started = workers.start(2, **env)

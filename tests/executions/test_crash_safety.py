@@ -13,12 +13,12 @@ from executions.models import Execution, NodeRun
 from executions.services import execution_cancel, execution_start, node_run_execute, node_runs_sweep
 from executions.tasks import run_node
 from tests.executions.conftest import ROOT, database_url, wait_for
+from tests.slow_chain import SLOW_CHAIN_DOCUMENTS, slow_argv
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.integration
 
-SLOW_ARGV = [sys.executable, "-c", "import json, sys, time; sys.stdin.read(); time.sleep(2.5); "
-                                   "print(json.dumps({'done': True}))"]
+SLOW_ARGV = slow_argv(2.5)
 
 
 @pytest.fixture
@@ -26,14 +26,7 @@ def slow_chain(workers, settings):
     """A three-node chain of an agent whose command backend takes 2.5 s."""
     settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "command": {"kind": "command", "argv": SLOW_ARGV}}
     workers.env["COMMAND_BACKEND_ARGV"] = json.dumps(SLOW_ARGV)
-    import_documents([
-        {"agent_id": "Slow", "name": "Slow", "version": "1.0.0", "type": "business", "status": "active",
-         "prompt_config": {"system_prompt": "Take your time."}, "capabilities": {"skills": ["wait"]},
-         "runtime": {"backend": "command"}},
-        {"workflow_id": "slow_chain", "name": "Slow chain", "topology": "seq",
-         "nodes": [{"id": f"step_{i}", "agent_ref": "Slow"} for i in range(3)],
-         "error_handling": {"retry_count": 0}},
-    ], actor="test")
+    import_documents(SLOW_CHAIN_DOCUMENTS, actor="test")
     return Workflow.objects.get(workflow_id="slow_chain")
 
 
