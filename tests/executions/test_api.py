@@ -12,8 +12,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from core.demo import AGENTS, PARALLEL_ANALYSIS, RELEASE_REVIEW
 from core.documents import import_documents
+from demo.documents import AGENTS, PARALLEL_ANALYSIS, RELEASE_REVIEW
 from executions.documents import execution_record
 from executions.models import Evaluation, Execution, NodeRun
 from executions.services import execution_start

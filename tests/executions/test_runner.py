@@ -46,7 +46,7 @@ def test_it_turns_outputs_into_lines_for_compression():
 
 
 def test_it_reads_the_graph_again_after_a_new_agent_version_or_new_contracts(chain):
-    from core.demo import AGENTS, BLUEPRINT
+    from demo.documents import AGENTS, BLUEPRINT
     from core.documents import import_documents
 
     workflow, graph = chain

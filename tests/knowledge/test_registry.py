@@ -445,7 +445,7 @@ def test_it_rejects_a_timeout_that_is_not_a_positive_integer(timeout_ms):
 
 
 def test_it_loads_the_demo_knowledge_once(tmp_path, settings, capsys):
-    from core.demo import KNOWLEDGE_ATOMS, QUALITY_RECORDS, RELATIONS
+    from demo.documents import KNOWLEDGE_ATOMS, QUALITY_RECORDS, RELATIONS
 
     settings.WORKSPACE_ROOT = tmp_path
     call_command("load_demo")
@@ -467,7 +467,7 @@ def test_it_loads_the_demo_knowledge_once(tmp_path, settings, capsys):
 def test_it_puts_enough_demo_atoms_behind_the_vault_query_to_overflow_its_budget(tmp_path, settings):
     import json
 
-    from core.demo import THESIS_CHAIN
+    from demo.documents import THESIS_CHAIN
     from executions.engine.tokens import get_encoding
 
     settings.WORKSPACE_ROOT = tmp_path

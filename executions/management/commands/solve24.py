@@ -19,8 +19,8 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from agents.models import Agent
-from core.demo import GAME24, GAME24_ROLES, TOT_AGENTS
 from core.documents import import_documents
+from demo.documents import GAME24, GAME24_ROLES, TOT_AGENTS
 from executions.models import Execution, NodeRun
 from executions.services import execution_start, node_run_execute
 from workflows.models import Workflow

@@ -6,7 +6,8 @@ import pytest
 
 from agents.backends import BackendError, BackendRequest, choose_skill, get_backend
 from agents.backends.builtin import SKILLS, BuiltinBackend, count_tokens, read_paper
-from core.demo import AGENTS, ATOM_SCHEMA, PAPER_SECTIONS, paper_markdown, write_workspace_files
+from demo.documents import AGENTS, ATOM_SCHEMA, PAPER_SECTIONS, paper_markdown
+from demo.services import demo_workspace_write
 from executions.engine.context.files import read_file
 
 SKILLS_OF = {agent["agent_id"]: agent["capabilities"]["skills"] for agent in AGENTS}
@@ -105,7 +106,7 @@ def test_it_extracts_atoms_of_the_demo_paper_that_match_the_atom_schema():
 
 
 def test_it_reads_the_same_atoms_from_the_pdf_text(tmp_path):
-    write_workspace_files(tmp_path)
+    demo_workspace_write(workspace=tmp_path)
     text = read_file({"ref_type": "file", "path": "/workspace/papers/transformer.pdf", "format": "pdf"}, workspace_root=tmp_path)
     from_pdf = run("Scholar", {"transformer_pdf": text})
     jsonschema.validate(from_pdf, ATOM_SCHEMA)

@@ -8,7 +8,7 @@ import pypdf
 import pytest
 from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
-from core.demo import paper_markdown, paper_pdf
+from demo.documents import paper_markdown, paper_pdf
 from executions.engine.context.errors import (
     REF_FILTER_ERROR,
     REF_FORMAT_ERROR,

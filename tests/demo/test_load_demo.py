@@ -3,7 +3,7 @@ import pytest
 from django.core.management import call_command
 
 from agents.models import Agent
-from core.demo import THESIS_CHAIN, paper_pdf
+from demo.documents import THESIS_CHAIN, paper_pdf
 from core.documents import export_document
 from workflows.models import Workflow
 

@@ -15,11 +15,11 @@
   extracted from it, a few relations between them and quality records.
 
 All agents use the offline `builtin` backend; the skill names in `capabilities.skills`
-are the builtin behaviours each agent performs.
+are the builtin behaviours each agent performs (the demo-only ones are in demo/skills.py).
+This module is data only: demo/services.py loads it.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 CREATED = {"created_at": "2026-02-03T10:30:00Z", "updated_at": "2026-02-03T10:30:00Z", "created_by": "demo"}
@@ -413,19 +413,6 @@ def paper_pdf() -> bytes:
     out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
     out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
     return bytes(out)
-
-
-def write_workspace_files(workspace: Path) -> list[Path]:
-    """Write the sample paper into the workspace; files already up to date are left alone."""
-    written = []
-    for relative, content in (("papers/transformer.pdf", paper_pdf()), ("papers/transformer.md", paper_markdown().encode())):
-        path = workspace / relative
-        if path.exists() and path.read_bytes() == content:
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content)
-        written.append(path)
-    return written
 
 
 # -- The knowledge base that `db_query` references read (knowledge app) ----------------
