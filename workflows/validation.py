@@ -9,6 +9,9 @@ Transition semantics that the checks follow (also in workflows/README.md):
 - `on_success` is `continue` (go to `to`, the default), `end`, or a node id;
 - `on_failure` is `escalate` (the workflow's error handling, the default), `abort`,
   `skip`, or a node id to go to when `from` failed after its retries and fallback.
+A `condition`, an `on_success` other than `continue` and an `on_failure` naming a node
+choose the next node, which only a state machine does: elsewhere they are refused
+(TRANSITION_UNHONOURED, decided by the engine's `unhonoured`), never ignored.
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from executions.engine.jsonpath import PathError, compile_path
+from executions.engine.scheduling import unhonoured
 from workflows.conditions import ConditionError, parse_condition
 
 SUCCESS_ACTIONS = {"continue", "end"}
@@ -47,6 +51,9 @@ def validate_workflow(document: dict[str, Any], known_agents: Iterable[str]) -> 
 
     for index, transition in enumerate(document.get("transitions", [])):
         _check_transition(index, transition, known_nodes, problems)
+    reported = {problem["where"] for problem in problems}  # one problem per field
+    problems.extend(p for p in transition_problems(topology, document.get("transitions", []))
+                    if p["where"] not in reported)
 
     handling = document.get("error_handling", {})
     for key in ("fallback_agent", "escalate_to"):
@@ -142,6 +149,18 @@ def _check_transition(index: int, transition: dict[str, Any], known_nodes: set[s
                 f"{where}.{key}", "DANGLING_TRANSITION",
                 f"({label}) '{target}' is neither a node nor one of: {choices}", transition=index,
             )
+
+
+def transition_problems(topology: str, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The fields of `transitions` that `topology` cannot honour, each naming its transition.
+    Also asked of a stored workflow before a run of it starts."""
+    problems = _Problems()
+    for index, transition in enumerate(transitions):
+        label = f"{transition['from']} → {transition['to']}"
+        for key, why in unhonoured(topology, transition):
+            problems.add(f"transitions[{index}].{key}", "TRANSITION_UNHONOURED", f"({label}) {why}",
+                         transition=index)
+    return problems
 
 
 def dependency_edges(document: dict[str, Any]) -> list[tuple[str, str]]:

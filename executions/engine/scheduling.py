@@ -12,6 +12,44 @@ from typing import Any, Callable
 DONE = {"success", "skipped"}
 ACTIVE = {"pending", "running"}
 
+# What a transition's fields mean, the same in every topology:
+# - `to` runs after `from` succeeded (seq, dag: a dependency; state_machine: the next node);
+# - `condition`, `on_success` other than `continue`, and `on_failure` naming a node choose
+#   which node comes next. Only a state machine chooses: a seq, dag or par runs every node
+#   once the nodes before it are done. Validation refuses these fields there (`unhonoured`)
+#   rather than run the workflow as if they were not written;
+# - `on_failure` `escalate` (the default), `abort` or `skip` applies in every topology
+#   (`Plan.failure_action`).
+RUNS_EVERY_NODE = {
+    "seq": "a seq runs every node, in order, each once the one before it is done",
+    "dag": "a dag runs every node once the nodes it depends on are done",
+    "par": "a par runs every node at once",
+}
+FAILURE_ACTIONS = {"escalate", "abort", "skip"}
+
+
+def unhonoured(topology: str, transition: dict) -> list[tuple[str, str]]:
+    """(field, why) for each field of `transition` that `topology` cannot honour."""
+    if topology not in RUNS_EVERY_NODE:
+        return []
+    runs = RUNS_EVERY_NODE[topology]
+    found = []
+    if transition.get("condition"):
+        found.append(("condition", f"a condition chooses the next node only in a state_machine; {runs}, "
+                                   f"so '{transition['to']}' would run whatever the condition says"))
+    then = transition.get("on_success")
+    if then == "end":
+        found.append(("on_success", f"on_success 'end' ends a run early only in a state_machine; {runs}"))
+    elif then and then != "continue":
+        found.append(("on_success", f"on_success '{then}' goes on to the node it names only in a state_machine; "
+                                    f"{runs}"))
+    failed = transition.get("on_failure")
+    if failed and failed not in FAILURE_ACTIONS:
+        found.append(("on_failure", f"on_failure '{failed}' goes on to the node it names only in a state_machine; "
+                                    f"in a {topology} the failed '{transition['from']}' is never done, so what "
+                                    "depends on it could never run (use skip, abort or escalate)"))
+    return found
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -71,7 +109,8 @@ class Plan:
         return self.nodes[0]
 
     def failure_action(self, node_id: str) -> str:
-        """The `on_failure` of the node's first outgoing transition that sets one; else escalate."""
+        """The `on_failure` of the node's first outgoing transition that sets one; else escalate.
+        The same in every topology; a node id comes only from a state machine's (`unhonoured`)."""
         for transition in self.transitions:
             if transition["from"] == node_id and transition.get("on_failure"):
                 return transition["on_failure"]

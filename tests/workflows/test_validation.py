@@ -1,5 +1,6 @@
 import pytest
 
+from executions.engine.scheduling import RUNS_EVERY_NODE
 from workflows.validation import find_cycle, validate_workflow
 
 AGENTS = {"scholar", "validator", "vault", "human"}
@@ -39,7 +40,37 @@ def test_it_names_dangling_transitions():
 
 def test_it_accepts_actions_as_transition_outcomes():
     transitions = [{"from": "a", "to": "b", "on_success": "end", "on_failure": "abort"}]
-    assert problems(workflow(transitions=transitions)) == []
+    assert problems(workflow("state_machine", transitions=transitions)) == []
+    for on_failure in ("escalate", "abort", "skip"):
+        transitions = [{"from": "a", "to": "b", "on_success": "continue", "on_failure": on_failure}]
+        assert problems(workflow("dag", transitions=transitions)) == []
+
+
+@pytest.mark.parametrize("topology", ["seq", "dag"])
+def test_it_refuses_what_only_a_state_machine_honours_naming_the_transition(topology):
+    nodes = [{"id": "a", "agent_ref": "scholar"}, {"id": "b", "agent_ref": "validator"}, {"id": "c", "agent_ref": "vault"}]
+    transitions = [{"from": "a", "to": "b"},
+                   {"from": "b", "to": "c", "condition": "output.ok == true", "on_success": "end", "on_failure": "a"}]
+    found = validate_workflow(workflow(topology, nodes, transitions), AGENTS)
+    assert [(p["where"], p["transition"], p["code"]) for p in found] == [
+        ("transitions[1].condition", 1, "TRANSITION_UNHONOURED"),
+        ("transitions[1].on_success", 1, "TRANSITION_UNHONOURED"),
+        ("transitions[1].on_failure", 1, "TRANSITION_UNHONOURED"),
+    ]
+    assert found[0]["message"] == (
+        f"(b → c) a condition chooses the next node only in a state_machine; {RUNS_EVERY_NODE[topology]}, "
+        "so 'c' would run whatever the condition says")
+    assert all(p["message"].startswith("(b → c) ") for p in found)
+
+
+def test_it_names_a_par_transition_with_a_condition():
+    found = problems(workflow("par", transitions=[{"from": "a", "to": "b", "condition": "output.ok"}]))
+    assert found == [("transitions[0].condition", "TRANSITION_UNHONOURED"), ("nodes[b]", "ORDER")]
+
+
+def test_it_reports_one_problem_for_a_field_that_is_wrong_twice():
+    transitions = [{"from": "a", "to": "b", "on_success": "nowhere"}]
+    assert problems(workflow("dag", transitions=transitions)) == [("transitions[0].on_success", "DANGLING_TRANSITION")]
 
 
 def test_it_finds_cycles_in_a_dag_through_transitions_and_references():

@@ -1,5 +1,7 @@
 """Which node runs next, per topology."""
-from executions.engine.scheduling import Plan
+import pytest
+
+from executions.engine.scheduling import Plan, unhonoured
 from workflows.conditions import evaluate_condition
 
 
@@ -57,3 +59,32 @@ def test_it_ends_on_end_or_when_no_transition_holds():
 def test_it_reads_the_failure_action_of_a_node():
     plan = Plan("state_machine", ["draft", "review", "publish"], transitions=TRANSITIONS)
     assert (plan.failure_action("publish"), plan.failure_action("draft")) == ("abort", "escalate")
+
+
+CHOOSING = {"from": "a", "to": "b", "condition": "output.ok", "on_success": "c", "on_failure": "c"}
+
+
+@pytest.mark.parametrize("topology", ["seq", "dag", "par"])
+def test_it_names_every_field_that_chooses_the_next_node_outside_a_state_machine(topology):
+    found = unhonoured(topology, CHOOSING)
+    assert [field for field, _ in found] == ["condition", "on_success", "on_failure"]
+    condition, on_success, on_failure = (why for _, why in found)
+    assert condition.startswith("a condition chooses the next node only in a state_machine; ")
+    assert condition.endswith("so 'b' would run whatever the condition says")
+    assert on_success.startswith("on_success 'c' goes on to the node it names only in a state_machine")
+    assert "the failed 'a' is never done" in on_failure and "(use skip, abort or escalate)" in on_failure
+    assert unhonoured(topology, {"from": "a", "to": "b", "on_success": "end"})[0][1].startswith(
+        "on_success 'end' ends a run early only in a state_machine")
+
+
+@pytest.mark.parametrize("topology", ["seq", "dag", "par", "state_machine"])
+def test_it_honours_the_failure_actions_and_continue_in_every_topology(topology):
+    for on_failure in ("escalate", "abort", "skip"):
+        transition = {"from": "a", "to": "b", "on_success": "continue", "on_failure": on_failure}
+        assert unhonoured(topology, transition) == []
+        assert Plan(topology, ["a", "b"], [("a", "b")], [transition]).failure_action("a") == on_failure
+
+
+def test_it_honours_every_field_in_a_state_machine():
+    assert unhonoured("state_machine", CHOOSING) == []
+    assert unhonoured("state_machine", {"from": "a", "to": "b", "on_success": "end"}) == []
