@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from agents.models import Agent, AgentVersion
 from agents.services import get_agent
-from core.errors import DocumentError, IllegalTransition, SwitchyardError
+from core.errors import DocumentError, IllegalTransition, SwitchyardError, WorkflowInvalid
 from core.states import change_status
 from core.tasks import send_after_commit
 from core.jsonutil import check_shape, check_storable, parse_datetime
@@ -33,7 +33,7 @@ from executions.engine.context.resolution import select_path
 from executions.engine.scheduling import Plan
 from workflows.conditions import evaluate_condition
 from workflows.models import Contract, Workflow
-from workflows.validation import dependency_edges
+from workflows.validation import dependency_edges, transition_problems
 
 
 @transaction.atomic
@@ -173,6 +173,7 @@ class Graph:
     versions: dict  # agent pk → the pk of its latest AgentVersion
     contracts: list  # Contract rows from one of the workflow's agents
     writes_state: bool  # some node has an output_mapping
+    problems: list  # transitions its topology cannot honour (stored before validation refused them)
 
 
 _GRAPHS: dict[tuple, Graph] = {}
@@ -201,7 +202,8 @@ def workflow_graph(workflow: Workflow) -> Graph:
         if len(_GRAPHS) > 256:
             _GRAPHS.clear()
         graph = _GRAPHS[key] = Graph(plan, {n.node_id: n for n in nodes}, Agent.objects.in_bulk(agents), versions,
-                                     contracts, writes_state=any(n.output_mapping for n in nodes))
+                                     contracts, writes_state=any(n.output_mapping for n in nodes),
+                                     problems=transition_problems(workflow.topology, transitions))
     return graph
 
 
@@ -220,6 +222,9 @@ def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None
     if input is not None and not isinstance(input, dict):
         raise DocumentError("the input of a run is a JSON object", where="input")
     check_storable(input, where="input")
+    problems = workflow_graph(workflow).problems
+    if problems:  # run as if its transitions were not written, it would do what they say it must not
+        raise WorkflowInvalid(problems, workflow_id=workflow.workflow_id)
     with transaction.atomic():
         now = timezone.now()
         execution = Execution.objects.create(

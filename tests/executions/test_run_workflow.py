@@ -7,6 +7,7 @@ import sys
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.utils import timezone
 
 from core.documents import import_documents
 from executions.models import Execution
@@ -95,3 +96,13 @@ def test_it_runs_a_node_on_an_openai_compatible_server(workers, settings, chat_s
     (request,) = chat_server.requests
     assert request.header("Authorization") == "Bearer sk-test"
     assert "Release notes for v2" in request.body["messages"][-1]["content"]
+
+
+def test_it_exits_2_naming_a_transition_the_workflow_cannot_honour(demo):
+    workflow = Workflow.objects.get(workflow_id="parallel_analysis")
+    workflow.transitions.filter(from_node="task_b").update(condition="output.ok == true")  # stored before it was refused
+    Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())  # as the services do
+    with pytest.raises(CommandError, match=r"transitions\[1\]\.condition: \(task_b → task_d\) a condition") as caught:
+        call_command("run_workflow", "parallel_analysis")
+    assert caught.value.returncode == 2
+    assert not Execution.objects.exists()

@@ -2,6 +2,9 @@
 import pytest
 from django.utils import timezone
 
+from core.documents import import_documents
+from core.errors import WorkflowInvalid
+from executions.models import Execution
 from executions.services import execution_resume, execution_start
 from tests.executions.conftest import wait_for
 from workflows.models import Workflow
@@ -91,3 +94,28 @@ def test_it_stops_a_looping_state_machine_at_its_bound(demo):
     assert execution.status == "failed"
     assert execution.ended_reason == "max_steps: the run reached its bound of 5 steps"
     assert execution.node_runs.filter(kind="first").count() == 5
+
+
+def test_it_skips_a_failed_dag_node_as_its_transition_says_and_refuses_a_condition_it_cannot_honour(demo):
+    demo.start(1)
+    import_documents([{
+        "workflow_id": "guarded", "name": "Guarded", "topology": "dag",
+        "nodes": [{"id": "publish", "agent_ref": "Publisher"}, {"id": "after", "agent_ref": "Drafter"}],
+        "transitions": [{"from": "publish", "to": "after", "on_failure": "skip"}],
+        "error_handling": {"retry_count": 2},
+    }], actor="test")
+    execution = wait_for(start("guarded", topic="t"), workers=demo)
+    assert execution.status == "success", execution.ended_reason
+    assert [(r.node_id, r.status) for r in runs(execution)] == [
+        ("publish", "failed"), ("publish", "skipped"), ("after", "success")]
+
+    # Stored before validation refused it: a dag would run `after` whatever the condition says.
+    workflow = Workflow.objects.get(workflow_id="guarded")
+    workflow.transitions.update(condition="output.published == true")
+    Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())  # as the services do
+    with pytest.raises(WorkflowInvalid) as refused:
+        start("guarded", topic="t")
+    assert [(p["where"], p["code"]) for p in refused.value.problems] == [
+        ("transitions[0].condition", "TRANSITION_UNHONOURED")]
+    assert "transitions[0].condition: (publish → after) a condition chooses the next node only" in str(refused.value)
+    assert list(Execution.objects.filter(workflow=workflow)) == [execution], "nothing half-started"

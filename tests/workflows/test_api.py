@@ -164,6 +164,28 @@ def test_it_validates_a_document_against_the_path_and_the_shape(api, demo):
     assert not Workflow.objects.filter(workflow_id="not_saved_yet").exists()
 
 
+def test_it_names_a_transition_its_topology_cannot_honour_and_refuses_to_run_it(api, demo):
+    conditional = {**REVIEW, "transitions": [{"from": "read", "to": "check", "condition": "len(output.atoms) > 0"}]}
+    checked = api.viewer.post("/api/workflows/paper_review/validate", conditional).json()
+    assert checked["valid"] is False
+    (problem,) = checked["problems"]
+    assert (problem["where"], problem["transition"], problem["code"]) == (
+        "transitions[0].condition", 0, "TRANSITION_UNHONOURED")
+    assert problem["message"].startswith("(read → check) a condition chooses the next node only in a state_machine")
+    assert api.author.post("/api/workflows", conditional).status_code == 422
+    assert not Workflow.objects.filter(workflow_id="paper_review").exists()
+
+    # Stored before validation refused it: the stored workflow is reported, and not run.
+    assert api.author.post("/api/workflows", REVIEW).status_code == 201
+    Workflow.objects.get(workflow_id="paper_review").transitions.update(condition="len(output.atoms) > 0")
+    assert api.viewer.post("/api/workflows/paper_review/validate").json()["problems"] == [problem]
+    started = api.author.post("/api/executions", {"workflow_id": "paper_review", "input": {}})
+    assert started.status_code == 422
+    assert started.json()["code"] == "WORKFLOW_INVALID" and started.json()["details"] == [problem]
+    assert "transitions[0].condition: (read → check) a condition" in started.json()["message"]
+    assert not Execution.objects.filter(workflow__workflow_id="paper_review").exists()
+
+
 def test_it_refuses_an_invalid_workflow_with_every_problem_on_its_node(api, demo):
     cyclic = {**REVIEW, "topology": "dag", "transitions": [{"from": "read", "to": "check"}, {"from": "check", "to": "read"}],
               "nodes": [{**REVIEW["nodes"][0], "output_mapping": {"x": "$[["}}, REVIEW["nodes"][1]]}

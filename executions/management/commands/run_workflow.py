@@ -4,7 +4,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Q
 
-from core.errors import DocumentError
+from core.errors import DocumentError, WorkflowInvalid
 from core.jsonutil import parse_json
 from executions.documents import execution_record
 from executions.models import Execution
@@ -38,6 +38,8 @@ class Command(BaseCommand):
         except DocumentError as error:
             located = f"{error.where}: " if error.where not in ("", "input") else ""
             raise CommandError(f"--input: {located}{error.problem}", returncode=BAD_INPUT)
+        except WorkflowInvalid as error:
+            raise CommandError(str(error), returncode=BAD_INPUT)
         if not wait:
             self.stdout.write(execution.execution_id)
             return
