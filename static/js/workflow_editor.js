@@ -916,11 +916,11 @@
       el("div", { class: "panel-problems", "data-transition-problems": transition.key }),
       el("div", { class: "two" }, field("From", endpoint("from"), where(".from")), field("To", endpoint("to"), where(".to"))),
       field("Condition", condition, where(".condition"),
-        "Taken when the condition holds, e.g. output.verdict == 'accept' and state.rounds < 3 — comparisons, and / or / not, over output.… and state.…; empty means always."),
+        "Taken when the condition holds, e.g. output.verdict == 'accept' and state.rounds < 3 — comparisons, and / or / not, over output.… and state.…; empty means always. Only a state machine chooses by condition: a seq, par or dag refuses one."),
       field("On success", route("on_success", SUCCESS_ACTIONS, "continue (default)"), where(".on_success"),
-        "continue goes to “To”; end finishes the run; or name another node to go to."),
+        "continue goes to “To”; end finishes the run; or name another node to go to (end or a node: state machines only)."),
       field("On failure", route("on_failure", FAILURE_ACTIONS, "escalate (default)"), where(".on_failure"),
-        "When “From” still fails after its retries and fallback: escalate (the workflow's error handling, then a person), abort the run, skip on, or go to a node."),
+        "When “From” still fails after its retries and fallback: escalate (the workflow's error handling, then a person), abort the run, skip on, or go to a node (state machines only)."),
     ];
     if (editable) parts.push(el("p", {}, el("button", { type: "button", class: "danger", onclick: deleteSelected }, "Delete this transition")));
     return parts;
