@@ -7,3 +7,11 @@ class DemoConfig(AppConfig):
 
     default_auto_field = "django.db.models.BigAutoField"
     name = "demo"
+
+    def ready(self):
+        # The builtin backend does not know the demo: the demo tells it its skills.
+        from agents.backends.builtin import register_skill
+        from demo.skills import DEMO_SKILLS
+
+        for name, perform in DEMO_SKILLS.items():
+            register_skill(name, perform)

@@ -6,15 +6,18 @@ and execution input: the same request always gives the same output, and nothing 
 the machine. The outputs are meant to be inspected, so they are small, plain and say
 where their figures are synthetic.
 
+It holds the skills the product itself needs (the §7.1 reading chain, the judge, `noop` for
+benchmarks, the Game-of-24 roles) and extractive summaries for compression. Another app
+adds its own with `register_skill` (the demo app registers the skills only its agents
+perform); the helpers such skills read a request with are public here.
+
 `choose_skill` is the rule every backend shares for which skill a node run performs.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import random
 import re
-from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
 from executions.engine.context.summary import summarize as summarize_data
@@ -83,14 +86,14 @@ _CONTENT_KEYS = ("content", "content_summary", "content_preview", "claim", "text
 PROMPT_INPUTS = frozenset({"system_prompt", "task_instructions", "instructions"})
 
 
-def _data_inputs(request: BackendRequest) -> dict[str, Any]:
+def data_inputs(request: BackendRequest) -> dict[str, Any]:
     """The named data inputs: not the agent's prompt, nor the engine's own `_`-prefixed
     entries (such as `_batch`)."""
     return {name: value for name, value in request.inputs.items()
             if not str(name).startswith("_") and name not in PROMPT_INPUTS}
 
 
-def _value(request: BackendRequest, key: str) -> Any:
+def input_value(request: BackendRequest, key: str) -> Any:
     """An input by name, else the execution input's, else the state's; None when none has it."""
     for source in (request.inputs, request.execution_input, request.state):
         if isinstance(source, dict) and source.get(key) is not None:
@@ -98,7 +101,7 @@ def _value(request: BackendRequest, key: str) -> Any:
     return None
 
 
-def _texts(value: Any) -> list[str]:
+def texts_in(value: Any) -> list[str]:
     """Every piece of text in a value, in order: strings, string values of dicts (not the
     keys that only describe data) and of lists; a file read by sections comes back as
     markdown with its headings."""
@@ -112,7 +115,7 @@ def _texts(value: Any) -> list[str]:
             sections = item.get("sections")
             if isinstance(sections, dict) and sections:
                 for heading, text in sections.items():
-                    found.append(f"## {heading}\n\n" + "\n\n".join(_texts(text)))
+                    found.append(f"## {heading}\n\n" + "\n\n".join(texts_in(text)))
                 return
             for key, inner in item.items():
                 if str(key).startswith("_") or key in _META_KEYS:
@@ -126,27 +129,20 @@ def _texts(value: Any) -> list[str]:
     return found
 
 
-def _text_of(value: Any) -> str:
+def text_of(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
         return value.strip()
-    return "\n\n".join(text.strip() for text in _texts(value))
+    return "\n\n".join(text.strip() for text in texts_in(value))
 
 
-def _stable_int(*parts: Any) -> int:
+def stable_int(*parts: Any) -> int:
     digest = hashlib.sha256("\x1f".join(output_text(p) for p in parts).encode()).hexdigest()
     return int(digest[:16], 16)
 
 
-def _as_int(value: Any, default: int = 0) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
-
-def _number(value: Any) -> float | None:
+def as_number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
@@ -276,12 +272,12 @@ def atom_type_of(section: str, sentence: str) -> str:
 
 def confidence_of(content: str) -> float:
     """A stable pseudo-confidence in 0.60–0.99 from the content's hash (not a judgement)."""
-    return round(CONFIDENCE_FLOOR + (_stable_int("confidence", content) % 40) / 100, 2)
+    return round(CONFIDENCE_FLOOR + (stable_int("confidence", content) % 40) / 100, 2)
 
 
 def extract_atoms(request: BackendRequest) -> dict:
-    inputs = _data_inputs(request)
-    texts = _texts(inputs)
+    inputs = data_inputs(request)
+    texts = texts_in(inputs)
     title, sections, sentences = "", [], []
     for text in texts:
         found_title, found = read_paper(text)
@@ -362,7 +358,7 @@ def find_atoms(value: Any) -> list[dict]:
                 "atom_id": atom_id,
                 "atom_type": item.get("atom_type", ""),
                 "content": content,
-                "confidence": _number(item.get("confidence")),
+                "confidence": as_number(item.get("confidence")),
             })
             return True
         return False
@@ -403,10 +399,10 @@ def _validation(atom: dict) -> dict:
 
 
 def validate_atoms(request: BackendRequest) -> dict:
-    inputs = _data_inputs(request)
+    inputs = data_inputs(request)
     atoms = find_atoms(inputs)
     if not atoms:  # plain text (a summary that became text): each sentence is a claim
-        sentences = [s for text in _texts(inputs) for _, found in read_paper(text)[1] for s in found]
+        sentences = [s for text in texts_in(inputs) for _, found in read_paper(text)[1] for s in found]
         atoms = [{"atom_id": f"claim_{n:03d}", "atom_type": "claim", "content": s, "confidence": None}
                  for n, s in enumerate(sentences, start=1)]
     results = [_validation(atom) for atom in atoms]
@@ -415,7 +411,7 @@ def validate_atoms(request: BackendRequest) -> dict:
 
 
 def integrate_atoms(request: BackendRequest) -> dict:
-    inputs = _data_inputs(request)
+    inputs = data_inputs(request)
     verdicts = find_validations(inputs)
     integrated, rejected, by_type = [], [], {}
     for atom in find_atoms(inputs):
@@ -437,244 +433,6 @@ def integrate_atoms(request: BackendRequest) -> dict:
     return output
 
 
-# --------------------------------------------------------------------------- analyses
-
-_MODULES = ["core", "api", "models", "storage", "cli", "auth", "config", "scheduler", "io", "cache", "events",
-            "plugins", "reports", "search", "sync", "billing", "admin", "metrics", "workers", "parsers",
-            "exports", "imports", "notifications", "permissions"]
-_ANALYSES = {
-    "analyze_code": "Code analysis",
-    "analyze_docs": "Documentation analysis",
-    "analyze_tests": "Test suite analysis",
-}
-
-
-def _module_lines(skill: str, module: str, rng: random.Random) -> tuple[list[str], list[dict]]:
-    findings: list[dict] = []
-    if skill == "analyze_code":
-        loc, functions = rng.randint(120, 2400), rng.randint(6, 80)
-        complexity, duplicates, todos = rng.uniform(1.5, 9.5), rng.randint(0, 6), rng.randint(0, 12)
-        longest = rng.randint(20, 220)
-        lines = [
-            f"- {module}/__init__.py and {rng.randint(2, 9)} other files: {loc} lines, {functions} functions",
-            f"- mean cyclomatic complexity {complexity:.1f}; highest {complexity * rng.uniform(2, 4):.0f} in {module}.{rng.choice(['run', 'load', 'handle', 'parse', 'apply'])}",
-            f"- longest function: {longest} lines",
-            f"- duplicated blocks: {duplicates}",
-            f"- TODO/FIXME markers: {todos}",
-            f"- imports {rng.randint(1, 7)} internal modules, {rng.randint(0, 5)} third-party packages",
-        ]
-        if complexity > 7:
-            findings.append({"severity": "high", "location": module, "message": f"mean complexity {complexity:.1f} is high"})
-        if longest > 150:
-            findings.append({"severity": "medium", "location": module, "message": f"a {longest}-line function should be split"})
-        if duplicates >= 4:
-            findings.append({"severity": "low", "location": module, "message": f"{duplicates} duplicated blocks"})
-    elif skill == "analyze_docs":
-        public = rng.randint(5, 60)
-        covered = rng.randint(public // 3, public)
-        docstrings, stale = rng.randint(30, 100), rng.randint(0, 5)
-        lines = [
-            f"- docs/{module}.md: {rng.randint(1, 12)} sections",
-            f"- covers {covered} of {public} public names ({100 * covered // public}%)",
-            f"- docstrings on {docstrings}% of functions",
-            f"- examples: {rng.randint(0, 9)} runnable, {stale} stale",
-            f"- last updated {rng.randint(0, 90)} commits behind the code",
-            f"- broken links: {rng.randint(0, 3)}",
-        ]
-        if covered * 2 < public:
-            findings.append({"severity": "high", "location": f"docs/{module}.md", "message": f"only {covered} of {public} public names documented"})
-        if stale >= 3:
-            findings.append({"severity": "medium", "location": f"docs/{module}.md", "message": f"{stale} stale examples"})
-        if docstrings < 50:
-            findings.append({"severity": "low", "location": module, "message": f"docstrings on only {docstrings}% of functions"})
-    else:
-        tests, failing, skipped = rng.randint(4, 160), rng.choice([0, 0, 0, 1, 2]), rng.randint(0, 6)
-        coverage, flaky = rng.randint(45, 99), rng.choice([0, 0, 1, 3])
-        lines = [
-            f"- tests/test_{module}.py: {tests} tests ({failing} failing, {skipped} skipped)",
-            f"- line coverage {coverage}%, branch coverage {max(0, coverage - rng.randint(3, 20))}%",
-            f"- slowest test: test_{module}_{rng.choice(['roundtrip', 'load', 'retry', 'limits', 'sync'])} ({rng.uniform(0.05, 4.0):.2f}s)",
-            f"- flaky in the last 50 runs: {flaky}",
-            f"- fixtures: {rng.randint(1, 14)}, of which {rng.randint(0, 3)} unused",
-            f"- assertions per test: {rng.uniform(1.0, 6.0):.1f}",
-        ]
-        if failing:
-            findings.append({"severity": "high", "location": f"tests/test_{module}.py", "message": f"{failing} failing test{'s' if failing > 1 else ''}"})
-        if coverage < 60:
-            findings.append({"severity": "medium", "location": module, "message": f"line coverage only {coverage}%"})
-        if flaky:
-            findings.append({"severity": "low", "location": f"tests/test_{module}.py", "message": f"{flaky} flaky test{'s' if flaky > 1 else ''}"})
-    return lines, findings
-
-
-def analyze(request: BackendRequest, skill: str) -> dict:
-    repository = _text_of(_value(request, "repository")) or _text_of(_data_inputs(request)) or "unnamed repository"
-    repository = repository.splitlines()[0][:200]
-    rng = random.Random(_stable_int(skill, repository))
-    target = rng.randint(68, 120)  # lines, the summary's four included; a block is 8
-    title = f"{_ANALYSES[skill]} of {repository}"
-    lines = [title, "=" * len(title), "",
-             "Figures are synthetic: made by the builtin backend (deterministic, offline; not a model).", ""]
-    findings: list[dict] = []
-    modules = rng.sample(_MODULES, len(_MODULES))
-    index = 0
-    while len(lines) + 8 <= target - 4:
-        module = modules[index % len(modules)] + ("" if index < len(modules) else f"_{index // len(modules) + 1}")
-        index += 1
-        block, found = _module_lines(skill, module, rng)
-        lines += [f"## {module}", *block, ""]
-        findings += found
-    severity = {"high": 0, "medium": 1, "low": 2}
-    findings.sort(key=lambda f: severity[f["severity"]])
-    score = round(max(1.0, 9.6 - 0.6 * sum(f["severity"] == "high" for f in findings)
-                      - 0.25 * sum(f["severity"] == "medium" for f in findings) - 0.05 * len(findings)), 1)
-    lines += ["Summary", f"- modules analysed: {index}",
-                                   f"- findings: {len(findings)}", f"- score: {score}/10"]
-    return {"repository": repository, "analysis": "\n".join(lines), "findings": findings, "score": score}
-
-
-def synthesize_report(request: BackendRequest) -> dict:
-    inputs = _data_inputs(request)
-    lines = ["# Synthesis report", ""]
-    scores: list[float] = []
-    finding_count = 0
-    for name, value in inputs.items():
-        lines.append(f"## {name}")
-        score = _find_key(value, "score")
-        if _number(score) is not None:
-            scores.append(_number(score))
-            lines.append(f"- score: {_number(score):g}/10")
-        findings = _find_key(value, "findings")
-        if isinstance(findings, list):
-            finding_count += len(findings)
-            lines.append(f"- findings: {len(findings)}")
-            lines += [f"  - [{f.get('severity', '?')}] {f.get('location', '?')}: {f.get('message', '')}"
-                      for f in findings[:3] if isinstance(f, dict)]
-        texts = sorted(_texts(value), key=len, reverse=True)
-        excerpt = [line.strip() for line in (texts[0].splitlines() if texts else []) if line.strip()]
-        excerpt = [line for line in excerpt if not set(line) <= {"=", "-"}][:5]
-        lines += [f"> {line}" for line in excerpt] or ["> (no text)"]
-        lines.append("")
-    overall = round(sum(scores) / len(scores), 1) if scores else None
-    lines.append(f"Overall: {len(inputs)} inputs, {finding_count} findings"
-                 + (f", mean score {overall}/10" if overall is not None else ""))
-    return {"report": "\n".join(lines), "sections": list(inputs), "overall_score": overall}
-
-
-def _find_key(value: Any, key: str) -> Any:
-    """The first value under `key` in a nested value (breadth first), or None."""
-    queue = [value]
-    while queue:
-        item = queue.pop(0)
-        if isinstance(item, dict):
-            if key in item:
-                return item[key]
-            queue += list(item.values())
-        elif isinstance(item, list):
-            queue += item
-    return None
-
-
-# --------------------------------------------------------------------------- release review
-
-
-def _rounds(request: BackendRequest) -> int:
-    return max(0, _as_int(request.state.get("rounds"), 0))
-
-
-def draft(request: BackendRequest) -> dict:
-    topic = _text_of(_value(request, "topic")) or "this release"
-    feedback = _text_of(request.inputs.get("feedback") or request.state.get("feedback"))
-    number = _rounds(request) + 1
-    rng = random.Random(_stable_int("draft", topic))
-    areas = rng.sample(["performance", "reliability", "the API", "the command line", "documentation", "security"], 3)
-    lines = [
-        f"Release notes for {topic}",
-        "",
-        f"- Improves {areas[0]}.",
-        f"- Fixes issues in {areas[1]}.",
-        f"- Updates {areas[2]}.",
-    ]
-    if feedback:
-        lines += ["", f"Revised after review: {feedback}"]
-    return {"text": "\n".join(lines), "round": number}
-
-
-def review(request: BackendRequest) -> dict:
-    rounds = _rounds(request)
-    text = _text_of(_value(request, "draft"))
-    words = len(text.split())
-    if rounds < 1:
-        verdict = "revise"
-        comments = (f"Round {rounds + 1}: the draft ({words} words) should open with what users will notice "
-                    "and name any breaking change.")
-    else:
-        verdict = "accept"
-        comments = f"Round {rounds + 1}: the revised draft ({words} words) addresses the earlier comments; ready to publish."
-    return {"verdict": verdict, "comments": comments, "round": rounds + 1}
-
-
-def publish_unreliable(request: BackendRequest) -> dict:
-    raise BackendError(
-        f"publishing failed on attempt {request.attempt} (publish_unreliable fails every time, "
-        "so that the run retries and then falls back)",
-        code="PUBLISH_FAILED",
-        retryable=True,
-    )
-
-
-PUBLISH_EPOCH = datetime(2026, 2, 3, 12, 0, tzinfo=timezone.utc)
-
-
-def publish(request: BackendRequest) -> dict:
-    text = _text_of(_value(request, "draft"))
-    moment = PUBLISH_EPOCH + timedelta(seconds=_stable_int("publish", request.execution_id, request.node_id, text) % 86_400)
-    return {
-        "published_at": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "channel": "release-notes",
-        "status": "published",
-        "note": "simulated by the builtin backend: nothing was sent anywhere",
-    }
-
-
-def compliance_check(request: BackendRequest) -> dict:
-    text = _text_of(_value(request, "draft"))
-    checks = [
-        {"check": "a draft is present", "passed": bool(text)},
-        {"check": "no placeholder text (TODO, TBD, XXX)", "passed": not re.search(r"\b(TODO|TBD|XXX)\b", text)},
-        {"check": "no personal e-mail addresses", "passed": not re.search(r"[\w.+-]+@[\w-]+\.[\w.]+", text)},
-    ]
-    return {"compliant": all(c["passed"] for c in checks), "checks": checks}
-
-
-def legal_review(request: BackendRequest) -> dict:
-    raise BackendError("legal_review needs the legal_database tool, which no agent here has",
-                       code="CAPABILITY_GAP", retryable=False, details={"missing_tools": ["legal_database"]})
-
-
-# --------------------------------------------------------------------------- orchestration
-
-
-def plan(request: BackendRequest) -> dict:
-    goal = _text_of(_value(request, "goal")) or _text_of(_value(request, "task")) or _text_of(request.execution_input)
-    goal = (goal.splitlines() or ["the task in the execution input"])[0][:200]
-    names = list(_data_inputs(request))
-    steps = [f"read {name}" for name in names] + ["split the goal into tasks for the agents that have the skills",
-                                                  "check each result against its contract", "report"]
-    return {"goal": goal, "steps": [{"step": n, "action": a} for n, a in enumerate(steps, start=1)]}
-
-
-def review_escalation(request: BackendRequest) -> dict:
-    inputs = _data_inputs(request)
-    reason = _find_key(inputs, "error") or _find_key(inputs, "message") or _find_key(inputs, "reason")
-    reason = _text_of(reason) or "no reason given"
-    return {
-        "decision": "hand_to_human",
-        "reason": reason[:500],
-        "recommendation": "a person should decide: the builtin backend does not resolve escalations",
-    }
-
-
 # --------------------------------------------------------------------------- benchmarking
 
 
@@ -690,9 +448,9 @@ def judge_outputs(request: BackendRequest) -> dict:
         return {"score": 0.0, "feedback": ["no node produced an output"]}
     passed, total, feedback = 0, 0, []
     for node_id, output in outputs.items():
-        text = _text_of(output)
+        text = text_of(output)
         # A value that is a placeholder ("TBD", "TODO: write this"), not one that mentions one.
-        placeholder = any(_PLACEHOLDER.match(piece) for piece in _texts(output))
+        placeholder = any(_PLACEHOLDER.match(piece) for piece in texts_in(output))
         for holds, problem in (
             (bool(text.strip()), "is empty"),
             (not placeholder, "has a placeholder where a value should be"),
@@ -746,28 +504,38 @@ def game24(request: BackendRequest, skill: str) -> dict:
 # --------------------------------------------------------------------------- the backend
 
 Skill = Callable[[BackendRequest], dict]
+# The product's own skills; an app adds its own with `register_skill` (the demo app does, from
+# its AppConfig.ready()), so this module never imports the apps that use it.
 SKILLS: dict[str, Skill] = {
     "extract_atoms": extract_atoms,
     "validate_atoms": validate_atoms,
     "integrate_atoms": integrate_atoms,
-    "analyze_code": lambda request: analyze(request, "analyze_code"),
-    "analyze_docs": lambda request: analyze(request, "analyze_docs"),
-    "analyze_tests": lambda request: analyze(request, "analyze_tests"),
-    "synthesize_report": synthesize_report,
-    "draft": draft,
-    "review": review,
-    "publish_unreliable": publish_unreliable,
-    "publish": publish,
-    "compliance_check": compliance_check,
-    "legal_review": legal_review,
-    "plan": plan,
-    "review_escalation": review_escalation,
     "noop": noop,
     "judge_outputs": judge_outputs,
     **{skill: (lambda request, skill=skill: game24(request, skill)) for skill in GAME24_ROLES},
 }
 # The search itself (orchestrator and explorer) is the node run, not a backend: executions/tot.py.
 SEARCH_SKILLS = ("tot_orchestrate", "tot_explore")
+
+
+def register_skill(name: str, perform: Skill) -> Skill:
+    """Let the builtin backend perform `name` with `perform`. Registering the same function
+    again changes nothing; another function under a name already taken is refused, so an
+    app cannot silently replace a skill the product relies on."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a builtin skill is named by a non-empty string, not {name!r}")
+    if name in SEARCH_SKILLS:
+        raise ValueError(f"{name} is the Tree-of-Thoughts search itself, not a skill a backend performs")
+    current = SKILLS.get(name)
+    if current is not None and current is not perform:
+        raise ValueError(f"the builtin skill {name!r} is already performed by {_qualified(current)}; "
+                         f"{_qualified(perform)} cannot replace it")
+    SKILLS[name] = perform
+    return perform
+
+
+def _qualified(function: Callable) -> str:
+    return f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', repr(function))}"
 
 
 class BuiltinBackend(Backend):
