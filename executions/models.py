@@ -1,7 +1,9 @@
 """Executions (core-data-structures §5), their node runs, and evaluations (§7).
 
 The database is the source of truth for the state of a run: Celery messages carry
-ids only, and every status change goes through the state machines below.
+ids only. The statuses follow the state machines below: a row is created in its first
+status by the services, and every later change is a conditional UPDATE made by
+core.states, which refuses what the machine does not allow.
 """
 from __future__ import annotations
 
@@ -70,11 +72,17 @@ class NodeRun(models.Model):
         SKIPPED = "skipped"
         CANCELLED = "cancelled"
 
+    # A run is created pending, running (claimed for the worker that made it ready),
+    # success (an output a person gave) or skipped (on_failure: skip); a skipped run is
+    # never a pending one that moved, so pending → skipped is not a move.
     STATES = StateMachine(
         "node run",
         {
-            "pending": {"running", "skipped", "cancelled"},
-            # running → pending: the sweep re-dispatches a run whose worker died.
+            # pending → cancelled: the run ended (failed, cancelled, aborted) before it started.
+            "pending": {"running", "cancelled"},
+            # running → pending: the sweep re-dispatches a run whose worker went silent, and a
+            # worker gives back a claimed run it will not get to. running → cancelled: the run
+            # was cancelled, or had ended or passed its wall time when the worker took it.
             "running": {"success", "failed", "cancelled", "pending"},
             "success": set(),
             "failed": set(),

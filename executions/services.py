@@ -20,7 +20,7 @@ from django.utils import timezone
 from agents.models import Agent, AgentVersion
 from agents.services import get_agent
 from core.errors import DocumentError, IllegalTransition, SwitchyardError, WorkflowInvalid
-from core.states import change_status
+from core.states import change_status, claim_row, transition, transition_all
 from core.tasks import send_after_commit
 from core.jsonutil import check_shape, check_storable, parse_datetime
 from core.locks import redis_lock
@@ -275,8 +275,8 @@ def node_run_execute(*, node_run_id: int, worker: str) -> str:
     else:
         if _inline.next is not None:  # give it back to the queue
             run, claim = _inline.next
-            if NodeRun.objects.filter(pk=run.pk, worker=claim, status=NodeRun.Status.RUNNING).update(
-                    status=NodeRun.Status.PENDING, worker="") == 1:
+            if transition(NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.PENDING,
+                          worker="") == 1:
                 _dispatch(run.pk)
     return first
 
@@ -294,12 +294,13 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
         run, claim = claimed
     execution = run.execution
     if execution.status != Execution.Status.RUNNING:
-        NodeRun.objects.filter(pk=run.pk, worker=claim, status="running").update(
-            status=NodeRun.Status.CANCELLED, completed_at=now)
+        transition(NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED,
+                   completed_at=now)
         return "cancelled"
     if _past_wall_time(execution, now):
         with transaction.atomic():
-            NodeRun.objects.filter(pk=run.pk, worker=claim).update(status=NodeRun.Status.CANCELLED, completed_at=now)
+            transition(NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED,
+                       completed_at=now)
             _end(_locked(execution), Execution.Status.FAILED, _wall_reason(execution))
         return "ended"
     graph = workflow_graph(execution.workflow)
@@ -330,14 +331,8 @@ def _claim(node_run_id: int, claim: str, now) -> NodeRun | None:
     """Claim a pending node run for `claim`: a conditional UPDATE that must touch exactly
     one row, returning that row (PostgreSQL and SQLite 3.35+ have RETURNING), so that
     claiming and reading the run are one round trip. None: someone else has it."""
-    quote, adapt = connection.ops.quote_name, connection.ops.adapt_datetimefield_value
-    columns = ", ".join(quote(field.column) for field in NodeRun._meta.concrete_fields)
-    claimed = list(NodeRun.objects.raw(
-        f"UPDATE {quote(NodeRun._meta.db_table)} SET status = %s, worker = %s, started_at = %s, heartbeat_at = %s "
-        f"WHERE id = %s AND status = %s RETURNING {columns}",
-        [NodeRun.Status.RUNNING, claim, adapt(now), adapt(now), node_run_id, NodeRun.Status.PENDING],
-    ))
-    return claimed[0] if claimed else None
+    return claim_row(NodeRun, node_run_id, NodeRun.Status.PENDING, NodeRun.Status.RUNNING, worker=claim,
+                     started_at=now, heartbeat_at=now)
 
 
 def _locked_for_result(execution: Execution) -> Execution:
@@ -357,8 +352,9 @@ def _node_succeeded(run: NodeRun, claim: str, performed, node) -> None:
     ended = timezone.now()
     with transaction.atomic():
         execution = _locked_for_result(run.execution)
-        stored = NodeRun.objects.filter(pk=run.pk, status=NodeRun.Status.RUNNING, worker=claim).update(
-            status=NodeRun.Status.SUCCESS, output=performed.output, completed_at=ended,
+        stored = transition(
+            NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.SUCCESS,
+            output=performed.output, completed_at=ended,
             duration_ms=_ms(run.started_at, ended), **_fields(performed.record))
         if stored != 1:
             return  # cancelled, or swept and given to another worker: that one's result counts
@@ -371,8 +367,9 @@ def _node_failed(run: NodeRun, claim: str, failure) -> None:
     ended = timezone.now()
     with transaction.atomic():
         execution = _locked(run.execution)
-        stored = NodeRun.objects.filter(pk=run.pk, status=NodeRun.Status.RUNNING, worker=claim).update(
-            status=NodeRun.Status.FAILED, error=str(failure), error_code=failure.code, completed_at=ended,
+        stored = transition(
+            NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.FAILED,
+            error=str(failure), error_code=failure.code, completed_at=ended,
             error_details=getattr(failure, "details", None),
             duration_ms=_ms(run.started_at, ended), **_fields(failure.record))
         if stored != 1 or execution.status != Execution.Status.RUNNING:
@@ -536,8 +533,7 @@ def _end(execution: Execution, status: str, reason: str) -> None:
     now = timezone.now()
     change_status(execution, Execution.STATES, status, completed_at=now, ended_reason=reason, escalation=None)
     if status != Execution.Status.SUCCESS:
-        execution.node_runs.filter(status=NodeRun.Status.PENDING).update(status=NodeRun.Status.CANCELLED,
-                                                                           completed_at=now)
+        transition_all(execution.node_runs, NodeRun.Status.PENDING, NodeRun.Status.CANCELLED, completed_at=now)
     if status in (Execution.Status.SUCCESS, Execution.Status.FAILED):  # a cancelled run is not judged
         _evaluate_after_commit(execution.pk)
 
@@ -597,8 +593,8 @@ def execution_cancel(*, execution: Execution, actor=None) -> Execution:
         execution = _locked(execution)
         who = getattr(actor, "username", "") or "someone"
         _end(execution, Execution.Status.CANCELLED, f"cancelled by {who}")
-        execution.node_runs.filter(status=NodeRun.Status.RUNNING).update(status=NodeRun.Status.CANCELLED,
-                                                                          completed_at=timezone.now())
+        transition_all(execution.node_runs, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED,
+                       completed_at=timezone.now())
     return execution
 
 
@@ -743,9 +739,9 @@ def node_runs_sweep(*, now=None) -> dict:
             report["failed"].append(run.pk)
             continue
         with transaction.atomic():
-            if NodeRun.objects.filter(pk=run.pk, status=NodeRun.Status.RUNNING, worker=run.worker).update(
-                    status=NodeRun.Status.PENDING, worker="", heartbeat_at=now,
-                    dispatches=models.F("dispatches") + 1) == 1:
+            if transition(NodeRun.objects.filter(worker=run.worker), run.pk, NodeRun.Status.RUNNING,
+                          NodeRun.Status.PENDING, worker="", heartbeat_at=now,
+                          dispatches=models.F("dispatches") + 1) == 1:
                 report["requeued"].append(run.pk)
                 _dispatch(run.pk)
     for run in NodeRun.objects.filter(status=NodeRun.Status.PENDING, heartbeat_at__lt=stale,

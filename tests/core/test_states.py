@@ -1,4 +1,6 @@
+import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -7,7 +9,7 @@ import pytest
 
 from agents.models import Agent, DeriveRequest
 from core.errors import IllegalTransition
-from core.states import change_status
+from core.states import change_status, claim_row, transition, transition_all
 from executions.models import Execution, NodeRun
 from workflows.models import Workflow
 
@@ -25,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
         (NodeRun.STATES, "running", "pending", True),
         (NodeRun.STATES, "success", "failed", False),
         (NodeRun.STATES, "pending", "success", False),
+        (NodeRun.STATES, "pending", "skipped", False),  # a skipped run is created skipped
         (DeriveRequest.STATES, "pending", "approved", True),
         (DeriveRequest.STATES, "approved", "approved", False),
         (DeriveRequest.STATES, "rejected", "approved", False),
@@ -56,6 +59,141 @@ def test_it_claims_the_row_so_only_one_of_two_movers_wins():
         change_status(second, Execution.STATES, "running")
     assert caught.value.code == "CONFLICT"
     assert Execution.objects.get(pk=execution.pk).status == "running"
+
+
+def _run(status="pending", **fields):
+    from core.documents import import_documents
+
+    import_documents([{"agent_id": "a", "name": "A"},
+                      {"workflow_id": "w", "name": "W", "topology": "seq", "nodes": [{"id": "n", "agent_ref": "a"}]}])
+    execution = Execution.objects.create(execution_id="e1", workflow=Workflow.objects.get(workflow_id="w"),
+                                         status="running")
+    return NodeRun.objects.create(execution=execution, node_id="n", agent=Agent.objects.get(agent_id="a"),
+                                  status=status, **fields)
+
+
+@pytest.mark.django_db
+def test_it_moves_a_row_that_is_in_one_of_the_from_statuses():
+    run = _run("running", worker="w1")
+    assert transition(NodeRun.objects.filter(worker="w1"), run.pk, ["running"], "failed", error="boom") == 1
+    run.refresh_from_db()
+    assert (run.status, run.error) == ("failed", "boom")
+
+
+@pytest.mark.django_db
+def test_it_touches_no_row_when_the_status_moved_on():
+    run = _run("running", worker="w1")
+    assert transition(NodeRun, run.pk, "running", "success", output={"a": 1}) == 1
+    assert transition(NodeRun, run.pk, "running", "failed", error="late") == 0
+    run.refresh_from_db()
+    assert (run.status, run.output, run.error) == ("success", {"a": 1}, "")
+
+
+@pytest.mark.django_db
+def test_it_touches_no_row_of_another_claim():
+    run = _run("running", worker="w1")
+    assert transition(NodeRun.objects.filter(worker="w2"), run.pk, "running", "pending", worker="") == 0
+    assert NodeRun.objects.get(pk=run.pk).status == "running"
+
+
+@pytest.mark.django_db
+def test_it_refuses_an_illegal_move_naming_the_machine_from_and_to_and_writes_nothing():
+    run = _run("running")
+    with pytest.raises(IllegalTransition, match="node run: cannot go from 'success' to 'pending'"):
+        transition(NodeRun, run.pk, ["running", "success"], "pending")
+    with pytest.raises(IllegalTransition, match="execution: cannot go from 'success' to 'running'"):
+        transition_all(Execution.objects.all(), ["success"], "running")
+    with pytest.raises(IllegalTransition, match="derive request: unknown status 'done'"):
+        transition(DeriveRequest, 1, "pending", "done")
+    with pytest.raises(IllegalTransition, match="node run: cannot go from 'success' to 'running'"):
+        claim_row(NodeRun, run.pk, "success", "running")
+    assert NodeRun.objects.get(pk=run.pk).status == "running"
+
+
+@pytest.mark.django_db
+def test_it_moves_every_row_of_a_queryset_in_the_from_statuses_only():
+    first = _run("pending")
+    running = NodeRun.objects.create(execution=first.execution, node_id="n", agent=first.agent, status="running")
+    assert transition_all(first.execution.node_runs, "pending", "cancelled") == 1
+    assert dict(NodeRun.objects.values_list("pk", "status")) == {first.pk: "cancelled", running.pk: "running"}
+
+
+@pytest.mark.django_db
+def test_it_stamps_updated_at_on_models_that_have_one():
+    run = _run()
+    before = Execution.objects.get(pk=run.execution_id).updated_at
+    assert transition(Execution, run.execution_id, "running", "escalated", escalation={"node_id": "n"}) == 1
+    assert Execution.objects.get(pk=run.execution_id).updated_at > before
+
+
+@pytest.mark.django_db
+def test_it_claims_a_row_and_returns_it_as_stored_in_one_statement(django_assert_num_queries):
+    from django.utils import timezone
+
+    run = _run()
+    now = timezone.now()
+    with django_assert_num_queries(1):
+        claimed = claim_row(NodeRun, run.pk, "pending", "running", worker="w1", started_at=now, heartbeat_at=now)
+    assert (claimed.pk, claimed.status, claimed.worker, claimed.started_at, claimed.node_id) == (
+        run.pk, "running", "w1", now, "n")
+    assert claim_row(NodeRun, run.pk, "pending", "running", worker="w2") is None
+    assert NodeRun.objects.get(pk=run.pk).worker == "w1"
+
+
+# Where statuses of existing rows may be written: the module that checks the machines.
+STATUS_MODULE = ROOT / "core" / "states.py"
+RAW_STATUS_UPDATE = re.compile(r"\bUPDATE\b.*\bSET\b.*\bstatus\b", re.IGNORECASE | re.DOTALL)
+
+
+def _status_writes(source: str) -> list[tuple[int, str]]:
+    """Each place in the source that writes a `status` column other than by creating a row:
+    an ORM `.update(status=…)` or `bulk_update([...], ["status"])`, a `save(update_fields=
+    […"status"…])`, or raw SQL that sets a status. As (line, what) in line order."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            keywords = {keyword.arg: keyword.value for keyword in node.keywords}
+            named = [*node.args[1:2], keywords.get("fields"), keywords.get("update_fields")]
+            if node.func.attr == "update" and "status" in keywords:
+                found.append((node.lineno, ".update(status=…)"))
+            elif node.func.attr in ("bulk_update", "save") and any(
+                    isinstance(value, ast.Constant) and value.value == "status"
+                    for names in named if names is not None for value in ast.walk(names)):
+                found.append((node.lineno, f".{node.func.attr}(… 'status' …)"))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and RAW_STATUS_UPDATE.search(node.value):
+            found.append((node.lineno, "raw UPDATE of a status"))
+        elif isinstance(node, ast.JoinedStr) and RAW_STATUS_UPDATE.search(
+                "".join(part.value for part in node.values if isinstance(part, ast.Constant))):
+            found.append((node.lineno, "raw UPDATE of a status"))
+    return sorted(found)
+
+
+def test_it_is_the_one_place_that_changes_a_status():
+    skipped = {ROOT / name for name in (".venv", "tests", "node_modules")}
+    writes = [
+        f"{path.relative_to(ROOT)}:{line}: {what}"
+        for path in sorted(ROOT.rglob("*.py"))
+        if path != STATUS_MODULE and not any(part in path.parents for part in skipped) and "migrations" not in path.parts
+        for line, what in _status_writes(path.read_text())
+    ]
+    assert not writes, "statuses changed outside core.states (use transition, transition_all, claim_row " \
+                       "or change_status):\n" + "\n".join(writes)
+
+
+def test_it_finds_every_kind_of_status_write():
+    """The scan above passes only if it would have seen a write: here, one of each kind."""
+    sample = (
+        'NodeRun.objects.filter(pk=1).update(status="failed")\n'
+        'NodeRun.objects.bulk_update(runs, ["status", "error"])\n'
+        'run.save(update_fields=["status"])\n'
+        'cursor.execute("UPDATE t SET worker = %s, status = %s WHERE id = %s")\n'
+        'cursor.execute(f"UPDATE {table} SET status = %s WHERE id = %s")\n'
+        'NodeRun.objects.filter(status="running").update(heartbeat_at=now)\n'  # reads a status, writes none
+        'run.save(update_fields=["output"])\n'
+    )
+    assert _status_writes(sample) == [
+        (1, ".update(status=…)"), (2, ".bulk_update(… 'status' …)"), (3, ".save(… 'status' …)"),
+        (4, "raw UPDATE of a status"), (5, "raw UPDATE of a status")]
 
 
 def test_it_exits_non_zero_with_the_problem_when_an_import_fails(tmp_path):

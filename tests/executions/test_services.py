@@ -16,7 +16,7 @@ from core.errors import IllegalTransition
 from executions import runner
 from executions.models import Execution, NodeRun
 from executions.services import (
-    _claim, _locked_for_result, execution_resume, execution_start, heartbeat, node_run_execute, node_runs_sweep,
+    _claim, _execute, _locked_for_result, execution_resume, execution_start, heartbeat, node_run_execute, node_runs_sweep,
 )
 from workflows.models import Workflow
 
@@ -115,6 +115,19 @@ def test_it_ends_a_run_past_its_wall_time():
     execution.refresh_from_db()
     assert execution.status == "failed" and execution.ended_reason.startswith("max_wall_seconds")
     assert not execution.node_runs.filter(status="pending").exists()
+
+
+def test_it_cancels_a_node_run_at_the_wall_time_only_while_it_is_running():
+    execution = start("thesis_reading")
+    run = execution.node_runs.get()
+    # Handed to this worker already claimed, but its result is stored by the time it is taken up.
+    NodeRun.objects.filter(pk=run.pk).update(status="failed", worker="w1/abc", error_code="NODE_TIME_LIMIT")
+    Execution.objects.filter(pk=execution.pk).update(started_at=timezone.now() - timedelta(hours=2))
+    run = NodeRun.objects.select_related("execution__workflow").get(pk=run.pk)
+    assert _execute(run.pk, "w1", (run, "w1/abc")) == "ended"
+    run.refresh_from_db()
+    assert (run.status, run.error_code) == ("failed", "NODE_TIME_LIMIT")
+    assert Execution.objects.get(pk=execution.pk).ended_reason.startswith("max_wall_seconds")
 
 
 def test_it_skips_or_aborts_a_failed_node_as_its_transition_says():
