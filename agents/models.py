@@ -11,7 +11,7 @@ from django.db import models
 from django.utils import timezone
 
 from core.states import StateMachine
-from executions.engine.context.limits import ContextLimits
+from engine.context.limits import ContextLimits
 
 identifier = RegexValidator(
     r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,99}$",

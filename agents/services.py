@@ -30,7 +30,7 @@ from core.jsonutil import check_shape, check_storable, parse_datetime
 from core.roles import APPROVER, require_role
 from core.states import change_status
 from core.tasks import send_after_commit
-from executions.engine.tokens import OFFLINE_ENCODINGS
+from engine.tokens import OFFLINE_ENCODINGS
 
 DEFAULT_VERSION = "1.0.0"
 

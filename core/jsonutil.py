@@ -8,7 +8,7 @@ from datetime import datetime, timezone as dt_timezone
 from typing import Any
 
 from core.errors import DocumentError
-from executions.engine.json_schema import SchemaValidator
+from engine.json_schema import SchemaValidator
 
 
 # The largest whole number a document may put in an integer column: PositiveIntegerField

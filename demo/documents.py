@@ -116,7 +116,7 @@ TOT_AGENTS = [
                '0-10, confidence 0-1.' + NO_PROSE)),
     _tot_agent(
         "ToT_Explorer", "ToT Explorer", type="meta", skills=["tot_explore"],
-        prompt="You explore a thought tree: Switchyard performs this role itself (executions/engine/tot).",
+        prompt="You explore a thought tree: Switchyard performs this role itself (engine/tot).",
         thinking="Expand, score, prune and backtrack as the search configuration says.",
         reply="The `search_complete` message: best_path, tree, stats."),
     _tot_agent(

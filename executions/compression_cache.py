@@ -1,6 +1,6 @@
 """The compression cache shared by all workers: Django's cache (Redis in this project).
 
-`RedisCompressionCache` implements executions.engine.compression.CompressionCache on
+`RedisCompressionCache` implements engine.compression.CompressionCache on
 `django.core.cache.caches["default"]` (CACHES in project/settings.py: RedisCache on
 REDIS_URL), so every worker sees what any other compressed. Entries live
 `COMPRESSION_CACHE_SECONDS` (default 7 days).

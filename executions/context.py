@@ -1,5 +1,5 @@
 """The Django side of the context builder: real files, database rows and task outputs
-fed to the pure engine in `executions.engine.context`.
+fed to the pure engine in `engine.context`.
 """
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Any, Callable
 
 from django.conf import settings
 
-from executions.engine.context.assembler import ContextAssembly, ContextBuilder
-from executions.engine.context.errors import REF_NOT_FOUND, RefError
-from executions.engine.context.files import read_file
-from executions.engine.context.limits import ContextLimits
-from executions.engine.context.resolution import Resolver, Sources
-from executions.engine.tokens import TokenCounter
+from engine.context.assembler import ContextAssembly, ContextBuilder
+from engine.context.errors import REF_NOT_FOUND, RefError
+from engine.context.files import read_file
+from engine.context.limits import ContextLimits
+from engine.context.resolution import Resolver, Sources
+from engine.tokens import TokenCounter
 from knowledge.registry import run_db_query
 
 

@@ -2,7 +2,7 @@
 
 `execution_evaluate` runs on a worker (the task `executions.evaluate`, sent when a run
 ends in success or failure). It gathers the facts the pure scorer
-(`executions.engine.evaluation`) needs, asks the workflow's judge agent when it has one,
+(`engine.evaluation`) needs, asks the workflow's judge agent when it has one,
 and stores, in one transaction:
 
 1. the run's evaluation (target `execution`, method `computed`);
@@ -27,9 +27,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents.backends import BackendError, BackendRequest, get_backend
-from executions.engine.evaluation import Check, Policy, RunFact, Scored, Verdict, aggregate, gate_failures, score_run
+from engine.evaluation import Check, Policy, RunFact, Scored, Verdict, aggregate, gate_failures, score_run
 from core.tasks import send_after_commit
-from executions.engine.tot.game24 import verify
+from engine.tot.game24 import verify
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.runner import contract_results, skills
 

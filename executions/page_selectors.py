@@ -17,7 +17,7 @@ from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from executions.models import Evaluation, Execution, NodeRun
 from workflows.models import Workflow
 from workflows.selectors import ID_PATTERN
-from workflows.validation import dependency_edges
+from engine.validation import dependency_edges
 
 DONE = ("success", "skipped")
 ACTIVE = ("pending", "running", "escalated")

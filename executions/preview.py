@@ -20,10 +20,10 @@ from typing import Any
 
 from core.errors import DocumentError, NotFound
 from executions.context import context_builder, outputs_from
-from executions.engine import compression
-from executions.engine.context.messages import MessageError
-from executions.engine.context.resolution import ResolutionAborted
-from executions.engine.tokens import TokenCounter
+from engine import compression
+from engine.context.messages import MessageError
+from engine.context.resolution import ResolutionAborted
+from engine.tokens import TokenCounter
 from executions.runner import (
     COMPRESSION_CACHE,
     as_text,

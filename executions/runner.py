@@ -15,14 +15,14 @@ from agents.backends import BackendError, BackendRequest, get_backend
 from agents.models import Agent
 from executions.compression_cache import RedisCompressionCache
 from executions.context import assemble_node_context
-from executions.engine import compression
-from executions.engine.context.batching import aggregate
-from executions.engine.context.errors import RefError
-from executions.engine.context.resolution import NOT_READY, ResolutionAborted, select_path
-from executions.engine.json_schema import SchemaValidator
-from executions.engine.jsonpath import PathError
-from executions.engine.scheduling import Plan
-from executions.engine.tokens import TokenCounter
+from engine import compression
+from engine.context.batching import aggregate
+from engine.context.errors import RefError
+from engine.context.resolution import NOT_READY, ResolutionAborted, select_path
+from engine.json_schema import SchemaValidator
+from engine.jsonpath import PathError
+from engine.scheduling import Plan
+from engine.tokens import TokenCounter
 from executions.models import NodeRun
 from workflows.models import Contract, Node
 

@@ -28,12 +28,12 @@ from executions.evaluations import evaluation_aggregate_refresh
 from executions.documents import EVALUATION_SHAPE, EXECUTION_SHAPE, evaluation_document, execution_document
 from executions.models import Evaluation, Execution, NodeRun
 from executions import runner
-from executions.engine.context.errors import RefError
-from executions.engine.context.resolution import select_path
-from executions.engine.scheduling import Plan
-from workflows.conditions import evaluate_condition
+from engine.context.errors import RefError
+from engine.context.resolution import select_path
+from engine.scheduling import Plan
+from engine.conditions import evaluate_condition
 from workflows.models import Contract, Workflow
-from workflows.validation import dependency_edges, transition_problems
+from engine.validation import dependency_edges, transition_problems
 
 
 @transaction.atomic

@@ -2,7 +2,7 @@
 
 A node whose agent has the skill `tot_orchestrate` does not send one prompt to its
 backend: the run plays the orchestrator and the explorer itself (the pure engine,
-`executions.engine.tot.run_tot`), and the other roles are agents. Calling a role sends
+`engine.tot.run_tot`), and the other roles are agents. Calling a role sends
 the role's agent one request through its own backend, with the protocol message as the
 structured input (`inputs["message"]`, what the builtin's `game24_*` skills read) and
 rendered as JSON in the prompt (what a model reads); the reply is the backend's output.
@@ -34,10 +34,10 @@ from typing import Any, Callable
 
 from agents.backends import BackendError, BackendRequest, get_backend
 from agents.models import Agent
-from executions.engine.context.errors import RefError
-from executions.engine.context.resolution import select_path
-from executions.engine.jsonpath import PathError
-from executions.engine.tot import INVALID_FORMAT, SearchConfig, ToTError, run_tot
+from engine.context.errors import RefError
+from engine.context.resolution import select_path
+from engine.jsonpath import PathError
+from engine.tot import INVALID_FORMAT, SearchConfig, ToTError, run_tot
 from executions.models import NodeRun, ThoughtSearch
 from executions.runner import (
     PROMPT_LIMIT, NodeFailure, Performed, latest_outputs, needed_outputs, prompt_items, skills,

@@ -15,7 +15,7 @@ from core.errors import NotFound, SwitchyardError
 from core.pages import paginate
 from core.roles import AUTHOR, has_role
 from executions import page_selectors, selectors, services
-from executions.engine.evaluation import SCORES, decide, overall_of
+from engine.evaluation import SCORES, decide, overall_of
 from executions.evaluations import EVALUATED, evaluation_policy
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 

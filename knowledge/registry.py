@@ -38,8 +38,8 @@ from django.db.models import F, Q, Value
 from django.db.models.functions import Collate, StrIndex
 
 from core.jsonutil import iso
-from executions.engine.context import errors
-from executions.engine.context.errors import RefError
+from engine.context import errors
+from engine.context.errors import RefError
 
 OPERATORS = ("eq", "ne", "in", "gt", "gte", "lt", "lte", "contains")
 COMPARISONS = {"gt": "gt", "gte": "gte", "lt": "lt", "lte": "lte"}

@@ -13,7 +13,7 @@ from agents.models import Agent
 from agents.services import check_storable, get_agent
 from core.errors import DocumentError, NotFound, SwitchyardError, WorkflowInvalid
 from core.jsonutil import check_shape
-from executions.engine.json_schema import check_schema
+from engine.json_schema import check_schema
 from workflows.documents import (
     BLUEPRINT_SHAPE,
     TASK_CHAIN_SHAPE,
@@ -23,7 +23,7 @@ from workflows.documents import (
     workflow_document,
 )
 from workflows.models import Blueprint, BlueprintAgent, Contract, Node, Transition, Workflow
-from workflows.validation import validate_workflow
+from engine.validation import validate_workflow
 
 CONTRACT_ARROW = re.compile(r"\s*(?:→|->)\s*")
 

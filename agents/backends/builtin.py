@@ -20,11 +20,11 @@ import json
 import re
 from typing import Any, Callable
 
-from executions.engine.context.summary import summarize as summarize_data
-from executions.engine.tot.errors import ToTError
-from executions.engine.tot.game24 import builtin_roles as game24_roles
-from executions.engine.tot.messages import check_message, make_message
-from executions.engine.tokens import TokenCounter, get_encoding
+from engine.context.summary import summarize as summarize_data
+from engine.tot.errors import ToTError
+from engine.tot.game24 import builtin_roles as game24_roles
+from engine.tot.messages import check_message, make_message
+from engine.tokens import TokenCounter, get_encoding
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
 

@@ -330,7 +330,7 @@
   }
 
   /** Edges: each transition (selectable), where its on_success/on_failure name a node an
-   * edge there too, and the dependencies the topology adds (workflows/validation.py
+   * edge there too, and the dependencies the topology adds (engine/validation.py
    * dependency_edges): the order of a `seq`, and the task_output references a node reads. */
   function drawEdges() {
     cy.edges().remove();

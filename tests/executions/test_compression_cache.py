@@ -18,7 +18,7 @@ from executions.compression_cache import (
     RedisCompressionCache,
     compression_cache_timeout,
 )
-from executions.engine.compression import cache_key, compress_dependencies
+from engine.compression import cache_key, compress_dependencies
 
 
 def _redis_answers(url):

@@ -8,7 +8,7 @@ from agents.backends.builtin import BuiltinBackend
 from agents.models import Agent
 from core.errors import DocumentError, NotFound
 from executions import preview
-from executions.engine.compression import DictCompressionCache
+from engine.compression import DictCompressionCache
 from executions.models import Execution, NodeRun
 from executions.preview import node_context_plan
 from executions.services import execution_import_document
@@ -158,7 +158,7 @@ def test_it_compresses_dependencies_extractively_and_never_writes_the_cache(demo
 
 
 def test_it_uses_a_compression_the_cache_already_holds(demo, monkeypatch):
-    from executions.engine.compression import cache_key
+    from engine.compression import cache_key
 
     cache = DictCompressionCache()
     cache.set(cache_key(LONG_REPORT, 0.3, "flash"), "- the model's summary")

@@ -12,7 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from executions.engine.tot import verify
+from engine.tot import verify
 from executions.management.commands import solve24
 from executions.models import Execution, ThoughtSearch
 from tests.executions.conftest import ROOT, database_url

@@ -15,7 +15,7 @@ from django.core.management import call_command
 from agents.backends import BackendRequest, get_backend
 from core.documents import import_documents
 from demo.documents import GAME24, TOT_AGENTS
-from executions.engine.tot import builtin_roles, verify
+from engine.tot import builtin_roles, verify
 from executions.models import Execution, ThoughtSearch
 from executions.services import execution_start
 from workflows.models import Workflow

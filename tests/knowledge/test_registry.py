@@ -5,8 +5,8 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from executions.engine.context import errors
-from executions.engine.context.errors import RefError
+from engine.context import errors
+from engine.context.errors import RefError
 from knowledge.models import KnowledgeAtom, Paper, QualityRecord, Relation
 from knowledge.registry import MAX_LIMIT, run_db_query, tables
 
@@ -468,7 +468,7 @@ def test_it_puts_enough_demo_atoms_behind_the_vault_query_to_overflow_its_budget
     import json
 
     from demo.documents import THESIS_CHAIN
-    from executions.engine.tokens import get_encoding
+    from engine.tokens import get_encoding
 
     settings.WORKSPACE_ROOT = tmp_path
     call_command("load_demo")

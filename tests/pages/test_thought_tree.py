@@ -428,7 +428,7 @@ def click_tree_node(page, node_id: str) -> None:
 def real_search(numbers: str = "4 9 10 13", *, generator_fails_on: str = "") -> dict:
     """A ThoughtSearch's fields from the engine's own search with the builtin Game-of-24 roles
     (whose generator, if asked, fails to expand the node whose thought starts so)."""
-    from executions.engine.tot import game24, run_tot
+    from engine.tot import game24, run_tot
 
     roles = game24.builtin_roles()
     generate = roles["generator"]

@@ -9,12 +9,12 @@ import time
 
 from django.core.management.base import BaseCommand
 
-from executions.engine.context.assembler import ContextBuilder
-from executions.engine.context.content import render
-from executions.engine.context.limits import ContextLimits
-from executions.engine.context.resolution import Sources, select_path
-from executions.engine.jsonpath import compile_path
-from executions.engine.tokens import TokenCounter, get_encoding
+from engine.context.assembler import ContextBuilder
+from engine.context.content import render
+from engine.context.limits import ContextLimits
+from engine.context.resolution import Sources, select_path
+from engine.jsonpath import compile_path
+from engine.tokens import TokenCounter, get_encoding
 
 ASSEMBLY_TARGET = 1.5
 JSONPATH_TARGET = 1.3

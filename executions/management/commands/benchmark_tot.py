@@ -16,9 +16,9 @@ from fractions import Fraction
 
 from django.core.management.base import BaseCommand, CommandError
 
-from executions.engine.tot import SearchConfig, builtin_roles, run_tot, solve, verify
-from executions.engine.tot.game24 import proposals
-from executions.engine.tot.tree import EXPANDED
+from engine.tot import SearchConfig, builtin_roles, run_tot, solve, verify
+from engine.tot.game24 import proposals
+from engine.tot.tree import EXPANDED
 
 SEARCHES = (("BFS b=1", {"strategy": "BFS", "breadth": 1}),
             ("BFS b=5", {"strategy": "BFS", "breadth": 5}),

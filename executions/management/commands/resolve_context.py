@@ -6,10 +6,10 @@ from django.core.management.base import BaseCommand, CommandError
 from core.errors import DocumentError
 from core.jsonutil import check_shape, parse_json
 from executions.context import assemble_node_context, outputs_from
-from executions.engine.context.limits import ContextLimits
-from executions.engine.context.messages import MessageError
-from executions.engine.context.resolution import ResolutionAborted
-from executions.engine.tokens import UnknownEncoding
+from engine.context.limits import ContextLimits
+from engine.context.messages import MessageError
+from engine.context.resolution import ResolutionAborted
+from engine.tokens import UnknownEncoding
 from workflows.documents import NODE_INPUT_SHAPE
 
 INVALID = 2

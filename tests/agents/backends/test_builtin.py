@@ -8,7 +8,7 @@ from agents.backends import BackendError, BackendRequest, choose_skill, get_back
 from agents.backends.builtin import SKILLS, BuiltinBackend, count_tokens, read_paper, register_skill
 from demo.documents import AGENTS, ATOM_SCHEMA, PAPER_SECTIONS, paper_markdown
 from demo.services import demo_workspace_write
-from executions.engine.context.files import read_file
+from engine.context.files import read_file
 
 SKILLS_OF = {agent["agent_id"]: agent["capabilities"]["skills"] for agent in AGENTS}
 backend = BuiltinBackend()

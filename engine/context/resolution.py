@@ -1,0 +1,290 @@
+"""Resolving data references (data-transfer-protocol §2–§3).
+
+A `Resolver` turns one reference into data through the `Sources` it is given (plain
+callables: the engine reads no database itself) and applies the §3.2 failure handling:
+each error code has a default, a reference's `fallback_config` overrides it, and every
+failure becomes a `ResolutionFailure` in the seed's shape.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from engine.context import errors
+from engine.context.errors import RefError
+from engine.context.filters import apply_filter, matches
+from engine.jsonpath import PathError, compile_path
+
+NOT_READY = object()
+"""What a task-output source returns for a task that has not finished yet."""
+
+# Characters that make a JSONPath select many values rather than one.
+_MULTI_MARKERS = ("*", "?(", "..", ":", ",")
+
+
+@dataclass
+class Sources:
+    """Where references read from. Each callable raises RefError when it cannot answer."""
+
+    task_output: Callable[[str], Any] | None = None  # task id → output, or NOT_READY
+    read_file: Callable[[dict], Any] | None = None  # the file reference → its data
+    query: Callable[[dict], list] | None = None  # the db_query reference → rows
+
+    def completed(self, task_id: str) -> bool:
+        if self.task_output is None:
+            return False
+        try:
+            return self.task_output(task_id) is not NOT_READY
+        except RefError:
+            return True  # it will fail now rather than later
+
+
+@dataclass
+class ResolutionFailure:
+    """§3.2 `resolution_failure`, plus the input's name and how many attempts were made."""
+
+    reference: dict
+    name: str
+    error_code: str
+    error_message: str
+    fallback_strategy: str
+    fallback_value: Any = None
+    attempts: int = 1
+    timestamp: str = ""
+
+    def as_dict(self) -> dict:
+        ref = self.reference
+        target = {key: ref[key] for key in ("task_id", "path", "table") if key in ref}
+        return {
+            "ref_type": ref.get("ref_type"),
+            **target,
+            "input": self.name,
+            "error_code": self.error_code,
+            "error_message": self.error_message,
+            "fallback_strategy": self.fallback_strategy,
+            "fallback_value": self.fallback_value,
+            "attempts": self.attempts,
+            "timestamp": self.timestamp,
+        }
+
+
+class ResolutionAborted(Exception):
+    """A reference failed and its handling says to stop the node."""
+
+    def __init__(self, failure: ResolutionFailure):
+        super().__init__(f"input '{failure.name}': {failure.error_code}: {failure.error_message}")
+        self.failure = failure
+
+
+@dataclass
+class Resolved:
+    """A reference's data, or `skipped` when its fallback left nothing to pass."""
+
+    data: Any = None
+    skipped: bool = False
+    resolved_at: str = "before_scheduling"
+    failures: list[ResolutionFailure] = field(default_factory=list)
+
+
+def timing(reference: dict, sources: Sources) -> str:
+    """§3.1: files, queries and outputs of finished tasks resolve before scheduling; the
+    outputs of unfinished tasks resolve at execution, once the task completes."""
+    if reference["ref_type"] == "task_output" and not sources.completed(reference["task_id"]):
+        return "at_execution"
+    return "before_scheduling"
+
+
+def is_singular(path: str) -> bool:
+    return not any(marker in path for marker in _MULTI_MARKERS)
+
+
+def select_path(data: Any, path: str, spec: dict | None = None) -> Any:
+    """The value(s) a JSONPath selects — one value for a singular path, a list otherwise —
+    kept only where the `filter` object matches.
+
+    The filter looks at each selected object; for a selected list, at its elements; and
+    for a selected scalar, at the object holding it, so the seed's example
+    (`$.atoms[*].content` filtered on `atom_type`) keeps the contents of matching atoms.
+    """
+    try:
+        expression = compile_path(path)
+    except PathError as error:
+        raise RefError(errors.REF_PATH_INVALID, str(error)) from None
+    if spec is not None:
+        apply_filter([], spec)  # refuses a malformed filter even when nothing is selected
+    found = expression.find(data)
+    if is_singular(path):
+        if not found:
+            raise RefError(errors.REF_NOT_FOUND, f"path '{path}' selects nothing in the output")
+        value = found[0].value
+        return value if spec is None else apply_filter(value, spec)
+    if spec is None:
+        return [match.value for match in found]
+    selected = []
+    for match in found:
+        if isinstance(match.value, list):
+            selected.append(apply_filter(match.value, spec))
+        elif _holder_matches(match, spec):
+            selected.append(match.value)
+    return selected
+
+
+def _holder_matches(match, spec: dict) -> bool:
+    datum = match
+    while datum is not None and not isinstance(datum.value, dict):
+        datum = datum.context
+    return datum is not None and matches(datum.value, spec)
+
+
+def keys_only(data: Any) -> Any:
+    """`transform: keys_only` — the shape of the data without its values."""
+    if isinstance(data, dict):
+        return sorted(data)
+    if isinstance(data, list):
+        keys = sorted({key for element in data if isinstance(element, dict) for key in element})
+        return {"count": len(data), "keys": keys}
+    return type(data).__name__
+
+
+class Resolver:
+    """Resolves references with §3.2 failure handling.
+
+    `wait_timeout_s` bounds how long a dynamic task-output reference waits for its task
+    (REF_TIMEOUT after that); `sleep` and `clock` are injectable so tests need not wait.
+    """
+
+    def __init__(self, sources: Sources, *, wait_timeout_s: float = 0.0, poll_s: float = 0.5,
+                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
+                 now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)):
+        self.sources = sources
+        self.wait_timeout_s = wait_timeout_s
+        self.poll_s = poll_s
+        self.sleep = sleep
+        self.clock = clock
+        self.now = now
+
+    # -- one attempt -------------------------------------------------------------------
+
+    def fetch(self, reference: dict) -> Any:
+        """One attempt at the raw data, before path and filter."""
+        kind = reference["ref_type"]
+        if kind == "task_output":
+            return self._task_output(reference["task_id"])
+        if kind == "file":
+            if self.sources.read_file is None:
+                raise RefError(errors.REF_PERMISSION_DENIED, "file references are not available here")
+            return self.sources.read_file(reference)
+        if kind == "db_query":
+            if self.sources.query is None:
+                raise RefError(errors.REF_PERMISSION_DENIED, "db_query references are not available here")
+            return self.sources.query(reference)
+        raise RefError(errors.REF_FORMAT_ERROR, f"unknown ref_type {kind!r}")
+
+    def _task_output(self, task_id: str) -> Any:
+        if self.sources.task_output is None:
+            raise RefError(errors.REF_NOT_FOUND, f"no output of task '{task_id}' is available")
+        deadline = self.clock() + self.wait_timeout_s
+        while True:
+            output = self.sources.task_output(task_id)
+            if output is not NOT_READY:
+                return output
+            if self.clock() >= deadline:
+                raise RefError(errors.REF_TIMEOUT, f"task '{task_id}' did not complete within {self.wait_timeout_s:g} s")
+            self.sleep(self.poll_s)
+
+    # -- a whole reference -------------------------------------------------------------
+
+    def resolve(self, reference: dict, name: str) -> Resolved:
+        resolved = Resolved(resolved_at=timing(reference, self.sources))
+        config = reference.get("fallback_config") or {}
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                data = self.fetch(reference)
+                break
+            except RefError as error:
+                strategy = config.get("strategy") or default_strategy(error, config)
+                if strategy == "retry" and attempts <= int(config.get("retry_count", 3)):
+                    self.sleep(int(config.get("retry_delay_ms", 1000)) / 1000)
+                    continue
+                return self._fall_back(reference, name, error, strategy, attempts, config, resolved)
+        if reference["ref_type"] == "task_output":
+            data = self._select(reference, name, data, resolved)
+        return resolved if resolved.skipped else _with(resolved, data)
+
+    def _select(self, reference: dict, name: str, data: Any, resolved: Resolved) -> Any:
+        """Path and filter, then transform; an invalid path or filter degrades as §3.2 says."""
+        path, spec = reference.get("path"), reference.get("filter")
+        try:
+            data = self._path_and_filter(reference, name, data, path, spec, resolved)
+        except RefError as error:
+            config = reference.get("fallback_config") or {}
+            strategy = config.get("strategy") or default_strategy(error, config)
+            self._fall_back(reference, name, error, strategy, 1, config, resolved)
+            return resolved.data
+        if reference.get("transform") == "keys_only":
+            data = keys_only(data)
+        return data
+
+    def _path_and_filter(self, reference, name, data, path, spec, resolved: Resolved) -> Any:
+        try:
+            return select_path(data, path, spec) if path else data if spec is None else apply_filter(data, spec)
+        except RefError as error:
+            if error.code == errors.REF_FILTER_ERROR:
+                resolved.failures.append(self._failure(reference, name, error, "ignore_filter", None, 1))
+                return self._path_and_filter(reference, name, data, path, None, resolved)
+            if error.code == errors.REF_PATH_INVALID and "strategy" not in (reference.get("fallback_config") or {}):
+                resolved.failures.append(self._failure(reference, name, error, "full_data", None, 1))
+                return data if spec is None else self._path_and_filter(reference, name, data, None, spec, resolved)
+            raise
+
+    def _fall_back(self, reference, name, error: RefError, strategy, attempts, config, resolved: Resolved) -> Resolved:
+        if strategy == "retry":  # retries exhausted
+            strategy = config.get("on_final_failure", "skip")
+        if strategy == "convert":
+            value = error.convertible
+        elif strategy == "use_default":
+            value = config.get("default_value")
+        else:
+            value = None
+        failure = self._failure(reference, name, error, strategy, value, attempts)
+        resolved.failures.append(failure)
+        if strategy == "abort":
+            raise ResolutionAborted(failure)
+        if strategy == "skip":
+            resolved.skipped = True
+        else:
+            resolved.data = value
+        return resolved
+
+    def _failure(self, reference, name, error: RefError, strategy, value, attempts) -> ResolutionFailure:
+        return ResolutionFailure(
+            reference=reference, name=name, error_code=error.code, error_message=error.message,
+            fallback_strategy=strategy, fallback_value=value, attempts=attempts,
+            timestamp=self.now().isoformat().replace("+00:00", "Z"),
+        )
+
+
+def _with(resolved: Resolved, data: Any) -> Resolved:
+    resolved.data = data
+    return resolved
+
+
+def default_strategy(error: RefError, config: dict) -> str:
+    """§3.2's default handling for each error code."""
+    code = error.code
+    if code == errors.REF_NOT_FOUND:
+        return "use_default" if "default_value" in config else "skip"
+    if code == errors.REF_TIMEOUT:
+        return "retry"
+    if code == errors.REF_FORMAT_ERROR:
+        return "convert" if error.convertible is not None else "abort"
+    if code == errors.REF_PATH_INVALID:
+        return "full_data"
+    if code == errors.REF_FILTER_ERROR:
+        return "ignore_filter"
+    return "abort"  # REF_PERMISSION_DENIED
+

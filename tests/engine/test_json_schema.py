@@ -1,0 +1,62 @@
+"""JSON Schemas with their patterns matched by RE2: linear time, and refused when RE2 cannot take them."""
+import json
+import subprocess
+import sys
+
+import pytest
+from jsonschema.exceptions import SchemaError
+
+from engine.json_schema import SchemaValidator, check_schema
+from tests.executions.conftest import ROOT
+
+# `(a+)+$` against "aaa…a!" backtracks exponentially in Python's `re`: 2^40 steps.
+CATASTROPHIC = {"type": "object", "properties": {"text": {"pattern": "(a+)+$"}},
+                "patternProperties": {"^(x+)+$": {"type": "integer"}}}
+VICTIM = {"text": "a" * 40 + "!", "x" * 40 + "!": "not checked: the key does not match"}
+
+
+def test_it_validates_a_catastrophic_pattern_without_hanging():
+    # In a child process with a generous timeout, so that a hang fails the test instead of pinning the run.
+    script = ("import json, sys; from engine.json_schema import SchemaValidator; "
+              "schema, value = json.loads(sys.argv[1]), json.loads(sys.argv[2]); "
+              "print(json.dumps([e.message for e in SchemaValidator(schema).iter_errors(value)]))")
+    try:
+        done = subprocess.run([sys.executable, "-c", script, json.dumps(CATASTROPHIC), json.dumps(VICTIM)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("validating (a+)+$ against 'aaa…a!' did not finish within 60 s")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [f"{VICTIM['text']!r} does not match '(a+)+$'"]
+
+
+def test_it_keeps_json_schema_pattern_semantics():
+    validator = SchemaValidator({"properties": {"code": {"pattern": "[0-9]{3}"}},
+                                 "patternProperties": {"^n_": {"type": "integer"}}})
+    assert validator.is_valid({"code": "ab123cd", "n_x": 1, "other": "free"})  # patterns are not anchored
+    assert not validator.is_valid({"code": "12"})
+    assert not validator.is_valid({"n_x": "one"})
+
+
+@pytest.mark.parametrize("schema, path, pattern", [
+    ({"properties": {"id": {"pattern": "^(?=.*[0-9])[a-z0-9]+$"}}}, "$.properties.id.pattern", "^(?=.*[0-9])[a-z0-9]+$"),
+    ({"items": {"pattern": r"(a)\1"}}, "$.items.pattern", r"(a)\1"),
+    ({"patternProperties": {"(?<!x)y": {}}}, "$.patternProperties", "(?<!x)y"),
+])
+def test_it_refuses_a_pattern_re2_cannot_take_naming_it_and_where(schema, path, pattern):
+    with pytest.raises(SchemaError) as refused:
+        check_schema(schema)
+    assert refused.value.json_path == path
+    assert f"the pattern {pattern!r} cannot be used" in refused.value.message
+    assert "lookarounds or backreferences" in refused.value.message
+
+
+def test_it_still_refuses_what_is_not_a_schema_and_accepts_what_is():
+    with pytest.raises(SchemaError):
+        check_schema({"type": "objekt"})
+    check_schema({"type": "object", "properties": {"pattern": {"type": "string"}}, "examples": [{"pattern": "(?=x)"}],
+                  "patternProperties": {r"^\p{L}+$": {"pattern": r"^\d+$"}}})
+
+
+def test_it_reports_a_stored_pattern_re2_cannot_take_as_a_violation_rather_than_running_it():
+    errors = [error.message for error in SchemaValidator({"pattern": "(?=a)a"}).iter_errors("a")]
+    assert len(errors) == 1 and "the pattern '(?=a)a' cannot be used" in errors[0]
