@@ -3,13 +3,13 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from agents.urls import agent_patterns, derive_request_patterns
-from core import views as core_views
 from executions.urls import evaluation_patterns, execution_patterns
+from project import views as project_views
 from project.api import api
 from workflows.urls import blueprint_patterns, workflow_patterns
 
 urlpatterns = [
-    path("", core_views.overview, name="overview"),
+    path("", project_views.overview, name="overview"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("agents/", include((agent_patterns, "agents"))),

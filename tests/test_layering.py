@@ -1,32 +1,32 @@
-"""The engine is pure Python: no Django, Celery or Redis inside it (STYLE habit 1)."""
-import ast
+"""The layers of the house, as import-linter reads them from .importlinter (STYLE habit 1).
+
+import-linter follows every import, relative or absolute, at module level or inside a
+function, and reports chains through other modules too: the pure engine imports no app,
+no Django, Celery or Redis, and nothing imports a layer above its own except the few
+imports .importlinter names.
+"""
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-ENGINE = Path(__file__).resolve().parent.parent / "executions" / "engine"
-FORBIDDEN = ("django", "celery", "redis", "kombu", "agents", "workflows.models", "executions.models", "core")
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / ".importlinter"
 
 
-def imported_modules(path):
-    tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            yield node.module
+def lint_imports(*arguments):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [str(Path(sys.executable).parent / "lint-imports"), "--no-cache", "--no-logo", *arguments, str(CONFIG)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
 
 
-def test_it_keeps_django_celery_and_redis_out_of_the_engine():
-    files = list(ENGINE.rglob("*.py"))
-    assert files, "the engine package exists"
-    offending = [
-        f"{path.relative_to(ENGINE)} imports {module}"
-        for path in files
-        for module in imported_modules(path)
-        if module.split(".")[0] in {f.split(".")[0] for f in FORBIDDEN} and module.startswith(FORBIDDEN)
-    ]
-    assert offending == []
+def test_it_keeps_every_import_contract():
+    result = lint_imports()
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_it_keeps_the_condition_language_free_of_django():
-    modules = set(imported_modules(ENGINE.parent.parent / "workflows" / "conditions.py"))
-    assert not {m for m in modules if m.startswith(("django", "celery", "redis"))}
+def test_it_keeps_django_celery_redis_and_the_apps_out_of_the_engine():
+    result = lint_imports("--contract", "pure-engine")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "KEPT" in result.stdout
+

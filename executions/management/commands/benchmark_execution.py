@@ -26,6 +26,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import dj_database_url
+from celery import current_app
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
@@ -186,7 +187,6 @@ class Command(BaseCommand):
         if chain < 1 or wide < 1:
             raise CommandError("--chain and --wide need at least one node")
         from core.tasks import ping
-        from project.celery import app
 
         token = secrets.token_hex(4)
         queue = f"switchyard-bench-{token}"
@@ -197,7 +197,7 @@ class Command(BaseCommand):
         env = dict(os.environ, DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "project.settings"),
                    DEBUG="0", CELERY_QUEUE=queue, DATABASE_URL=worker_database_url(), REDIS_URL=settings.REDIS_URL,
                    CELERY_BROKER_URL=settings.CELERY_BROKER_URL, CELERY_RESULT_BACKEND=settings.CELERY_RESULT_BACKEND)
-        worker = Worker(app, queue, env, profile=worker_profile)
+        worker = Worker(current_app, queue, env, profile=worker_profile)
         previous_queue = settings.CELERY_TASK_DEFAULT_QUEUE
         report = {"database": database_label(), "queue": queue, "baseline": None, "figures": [], "error": None}
         try:

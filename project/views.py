@@ -1,3 +1,4 @@
+"""The overview page: it counts rows of every app, so it sits above them all."""
 from django.shortcuts import render
 
 from agents.models import Agent, DeriveRequest

@@ -13,9 +13,9 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from engine.tot import verify
-from executions.management.commands import solve24
+from demo.management.commands import solve24
 from executions.models import Execution, ThoughtSearch
-from tests.executions.conftest import ROOT, database_url
+from tests.executions.conftest import ROOT, database_url, workers  # noqa: F401 - a fixture
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -13,6 +13,7 @@ import socket
 import time
 import uuid
 
+from celery import current_app
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
@@ -110,13 +111,11 @@ class Command(BaseCommand):
 
     def listening_workers(self) -> list[str]:
         """The Celery workers consuming this project's queue, asked for WORKER_WAIT_SECONDS."""
-        from project.celery import app
-
         queue = settings.CELERY_TASK_DEFAULT_QUEUE
         try:
-            with app.connection_for_write() as connection:
+            with current_app.connection_for_write() as connection:
                 connection.ensure_connection(max_retries=1, timeout=WORKER_WAIT_SECONDS)
-                replies = app.control.inspect(timeout=WORKER_WAIT_SECONDS, connection=connection).active_queues()
+                replies = current_app.control.inspect(timeout=WORKER_WAIT_SECONDS, connection=connection).active_queues()
         except OperationalError as error:
             self.stderr.write(f"the broker cannot be reached ({error})")
             return []
