@@ -1,11 +1,12 @@
-"""Runs (core-data-structures §5): start, read, steer; their node runs; evaluations (§7).
+"""Runs (core-data-structures §5): start, read, steer; their node runs; evaluations (§7);
+and a workflow node's context plan before it runs.
 
 Viewers read; authors start runs, steer them (cancel; resume, retry or abort an escalated
 run) and record evaluations. Starting or steering a run sends its node runs to the
 workers once the transaction commits.
 """
 
-from ninja import Path, Query, Router, Status
+from ninja import Body, Path, Query, Router, Status
 from ninja.pagination import paginate
 
 from core.api_support import Page, responses
@@ -15,6 +16,9 @@ from executions.schemas import (
     ID_PATTERN, MAX_ROW_ID, EvaluationFilters, EvaluationIn, EvaluationOut, ExecutionFilters, ExecutionIn,
     ExecutionOut, ExecutionSummaryOut, NodeRunOut, ResumeIn,
 )
+from executions.preview import node_context_plan
+from workflows.schemas import PlanIn, PlanOut
+from workflows.selectors import workflow_get
 
 router = Router(tags=["executions"])
 
@@ -115,3 +119,13 @@ def evaluations_create(request, payload: EvaluationIn):
     document = payload.dict(by_alias=True, exclude_none=True)
     evaluation = services.evaluation_create(document=document, actor=request.user.get_username())
     return Status(201, selectors.evaluation_out(evaluation))
+
+
+# The plan is a workflow's page, but assembling a context is the executions app's work.
+@router.post("/workflows/{workflow_id}/nodes/{node_id}/plan", response=responses(200, PlanOut), tags=["workflows"],
+             operation_id="workflows_api_workflows_node_plan",
+             summary="A node's context as a run would assemble it, without running it or calling a model")
+def workflows_node_plan(request, workflow_id: str, node_id: str, payload: PlanIn | None = Body(None)):
+    payload = payload or PlanIn()
+    return node_context_plan(workflow=workflow_get(workflow_id), node_id=node_id,
+                             outputs=payload.outputs, input=payload.input, state=payload.state)

@@ -436,7 +436,6 @@ def _apply_ordering(table: Table, queryset: models.QuerySet, ordering: tuple[str
 
 
 def _register_builtin_tables() -> None:
-    from executions.models import NodeRun
     from knowledge.models import KnowledgeAtom, Paper, QualityRecord, Relation
 
     register(
@@ -495,31 +494,6 @@ def _register_builtin_tables() -> None:
             "created_at": "created_at",
         },
         "quality evaluation records",
-    )
-    # A read-only view over node runs: what ran, how it went and what it cost. Prompts,
-    # inputs and outputs stay out of it.
-    register(
-        "execution_logs",
-        lambda: NodeRun.objects.all(),
-        {
-            "execution_id": "execution__execution_id",
-            "workflow_id": "execution__workflow__workflow_id",
-            "node_id": "node_id",
-            "agent_id": "agent__agent_id",
-            "agent_version": "agent_version__version",
-            "status": "status",
-            "attempt": "attempt",
-            "sequence": "sequence",
-            "backend": "backend",
-            "model": "model",
-            "tokens_in": "tokens_in",
-            "tokens_out": "tokens_out",
-            "duration_ms": "duration_ms",
-            "started_at": "started_at",
-            "ended_at": "completed_at",
-            "error": "error",
-        },
-        "execution logs: one row per node run attempt",
     )
 
 

@@ -1,8 +1,8 @@
-"""Blueprints (§3.1) and workflows (§4.1) in their seed shapes; validation without saving;
-and a node's context plan before it runs.
+"""Blueprints (§3.1) and workflows (§4.1) in their seed shapes, and validation without saving
+(a node's context plan before it runs is an operation of executions/api.py).
 
-Everyone signed in reads, validates and plans (none of them changes anything); authors
-create, replace and delete.
+Everyone signed in reads and validates (neither changes anything); authors create,
+replace and delete.
 """
 
 from typing import Any
@@ -12,14 +12,11 @@ from ninja.pagination import paginate
 
 from core.api_support import Page, responses
 from core.roles import AUTHOR, require_role
-from executions.preview import node_context_plan
 from workflows import selectors, services
 from workflows.documents import blueprint_document, workflow_document
 from workflows.schemas import (
     BlueprintOut,
     BlueprintSummaryOut,
-    PlanIn,
-    PlanOut,
     Topology,
     ValidationOut,
     WorkflowOut,
@@ -117,11 +114,3 @@ def workflows_validate(request, workflow_id: str, payload: dict[str, Any] | None
         None, description="a workflow document; none (or {}) validates the stored workflow")):
     problems = selectors.workflow_check(workflow_id=workflow_id, document=payload)
     return {"valid": not problems, "problems": problems}
-
-
-@router.post("/workflows/{workflow_id}/nodes/{node_id}/plan", response=responses(200, PlanOut),
-             summary="A node's context as a run would assemble it, without running it or calling a model")
-def workflows_node_plan(request, workflow_id: str, node_id: str, payload: PlanIn | None = Body(None)):
-    payload = payload or PlanIn()
-    return node_context_plan(workflow=selectors.workflow_get(workflow_id), node_id=node_id,
-                             outputs=payload.outputs, input=payload.input, state=payload.state)
