@@ -34,6 +34,7 @@ from agents.documents import agent_document
 from agents.models import Agent, DeriveRequest, DeriveRequestEvent
 from agents.services import agent_import_document, derive_request_event
 from core.errors import SwitchyardError
+from executions.models import Evaluation, NodeRun
 
 Trigger = DeriveRequest.Trigger
 
@@ -67,8 +68,6 @@ def _domains(agent: Agent) -> list[str]:
 
 
 def quality_issue(agent: Agent) -> Proposal | None:
-    from executions.models import Evaluation
-
     since = _last_decision(agent, Trigger.QUALITY_ISSUE)
     recent = Evaluation.objects.filter(target_type="agent", target_id=agent.agent_id).exclude(
         method=Evaluation.Method.AGGREGATE)
@@ -98,8 +97,6 @@ def quality_issue(agent: Agent) -> Proposal | None:
 
 
 def capability_gap(agent: Agent) -> Proposal | None:
-    from executions.models import NodeRun
-
     since = _last_decision(agent, Trigger.CAPABILITY_GAP)
     failed = NodeRun.objects.filter(agent=agent, status=NodeRun.Status.FAILED, error_code="CAPABILITY_GAP")
     if since:
@@ -131,8 +128,6 @@ def capability_gap(agent: Agent) -> Proposal | None:
 
 
 def frequency_threshold(agent: Agent) -> Proposal | None:
-    from executions.models import NodeRun
-
     start = timezone.now() - timedelta(days=settings.DERIVE_FREQUENCY_WINDOW_DAYS)
     since = _last_decision(agent, Trigger.FREQUENCY_THRESHOLD)
     if since and since > start:

@@ -12,6 +12,7 @@ from agents.documents import ID, agent_document, derive_request_document
 from agents.models import Agent, AgentVersion, DeriveRequest
 from core.errors import NotFound
 from core.jsonutil import iso
+from executions.models import Evaluation, Execution, NodeRun
 
 _ID = re.compile(ID["pattern"])
 
@@ -214,8 +215,6 @@ def agent_version_diff(agent: Agent, older: str, newer: str) -> dict[str, Any]:
 def agent_executions(agent: Agent, *, limit: int = PAGE_WINDOW) -> dict[str, Any]:
     """The runs the agent took part in (it ran at least one node), newest first, with how
     many of their node runs were its own: one query for the window, one for the count."""
-    from executions.models import Execution
-
     took_part = Execution.objects.filter(node_runs__agent=agent)
     runs = (Execution.objects.filter(pk__in=took_part.values("pk"))
             .select_related("workflow")
@@ -226,8 +225,6 @@ def agent_executions(agent: Agent, *, limit: int = PAGE_WINDOW) -> dict[str, Any
 
 def agent_evaluations(agent: Agent, *, limit: int = PAGE_WINDOW) -> dict[str, Any]:
     """Evaluations of the agent itself and of the runs it took part in, newest first."""
-    from executions.models import Evaluation, NodeRun
-
     runs = NodeRun.objects.filter(agent=agent).values("execution__execution_id")
     evaluations = Evaluation.objects.filter(Q(target_type="agent", target_id=agent.agent_id)
                                             | Q(target_type="execution", target_id__in=runs))
@@ -277,8 +274,6 @@ def derive_request_evidence(trigger_context: Any) -> dict[str, Any]:
        table, a list of scalars a list; scalars that are known ids become links, preferring
        the kind the key names (an `execution_id` links to the run even if an agent shares it).
     """
-    from executions.models import Evaluation, Execution
-
     candidates: set[str] = set()
     stack = [trigger_context]
     while stack and len(candidates) < EVIDENCE_LIMIT:

@@ -428,9 +428,7 @@ def derive_request_approve(*, request: DeriveRequest, user, comment: str = "") -
     """Approve a pending request; a worker then creates the child agent (agents.derive_child)."""
     request = DeriveRequest.objects.select_for_update().get(pk=request.pk)
     _derive_request_decide(request, DeriveRequest.Status.APPROVED, user=user, comment=comment)
-    from agents.tasks import derive_child
-
-    send_after_commit(derive_child, request.pk)
+    send_after_commit("agents.derive_child", request.pk)
     return request
 
 

@@ -23,5 +23,5 @@ def sweep() -> list[int]:
     a request delivered twice still gets one child."""
     request_pks = derive_requests_awaiting_child()
     for request_pk in request_pks:
-        send_after_commit(derive_child, request_pk)
+        send_after_commit("agents.derive_child", request_pk)
     return request_pks

@@ -18,7 +18,8 @@ from core.errors import DocumentError, NotFound, WorkflowInvalid
 from core.jsonutil import check_storable
 from executions.documents import evaluation_document, execution_document
 from executions.models import Evaluation, Execution
-from executions.services import evaluation_import_document, execution_import_document
+from executions.evaluations import evaluation_import_document
+from executions.services import execution_import_document
 from workflows.documents import blueprint_document, task_chain_document, workflow_document
 from workflows.models import Blueprint, Workflow
 from workflows.services import blueprint_import_document, task_chain_import_document, workflow_import_document

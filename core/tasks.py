@@ -1,7 +1,9 @@
 """Celery tasks that belong to no app in particular."""
 import logging
 
-from celery import shared_task
+from celery import current_app, shared_task
+from django.conf import settings
+from django.db import transaction
 
 logger = logging.getLogger(__name__)
 
@@ -12,23 +14,31 @@ def ping(self, value):
     return {"pong": value, "worker": self.request.hostname}
 
 
-def send_after_commit(task, *args, countdown: float | None = None, **options) -> None:
-    """Send `task(*args)` to the workers' queue once the current transaction commits, so a
-    worker never looks for a row that is not there yet (at once when there is none).
-    `options` go to apply_async as they are (e.g. time limits).
+def send_after_commit(task_name: str, *args, countdown: float | None = None, **options) -> None:
+    """Send the task named `task_name` (e.g. "executions.run_node") with `args` to the
+    workers' queue once the current transaction commits, so a worker never looks for a row
+    that is not there yet (at once when there is none). `options` go to apply_async as they
+    are (e.g. time limits).
+
+    By name, so that a service sending a task need not import the tasks module, which
+    imports the services (a cycle). A task this process has imported sends itself, with
+    its own options; any other goes by name as the same message, keeping no result (no
+    one can wait for the result of a send made after commit).
 
     A send that fails (Redis away) is logged, not raised: what caused it is committed and
     correct, so it must not become a 500 or a failed node. The sweep sends node runs and
     evaluations again from the database once Redis is back."""
-    from django.conf import settings
-    from django.db import transaction
-
     queue = settings.CELERY_TASK_DEFAULT_QUEUE  # the queue as it is now, not when the commit comes
 
     def send():
         try:
-            task.apply_async(args, countdown=countdown or None, queue=queue, **options)
+            task = current_app.tasks.get(task_name)
+            if task is not None:
+                task.apply_async(args, countdown=countdown or None, queue=queue, **options)
+            else:
+                current_app.send_task(task_name, args, countdown=countdown or None, queue=queue, ignore_result=True,
+                                      **options)
         except Exception:  # kombu's OperationalError, redis' errors: the broker could not be reached
-            logger.warning("could not send %s%r to the queue %r", task.name, tuple(args), queue, exc_info=True)
+            logger.warning("could not send %s%r to the queue %r", task_name, tuple(args), queue, exc_info=True)
 
     transaction.on_commit(send)

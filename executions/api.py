@@ -11,7 +11,7 @@ from ninja.pagination import paginate
 
 from core.api_support import Page, responses
 from core.roles import AUTHOR, require_role
-from executions import selectors, services
+from executions import evaluations, selectors, services
 from executions.schemas import (
     ID_PATTERN, MAX_ROW_ID, EvaluationFilters, EvaluationIn, EvaluationOut, ExecutionFilters, ExecutionIn,
     ExecutionOut, ExecutionSummaryOut, NodeRunOut, ResumeIn,
@@ -117,7 +117,7 @@ def evaluations_detail(request, evaluation_id: str = Path(..., pattern=ID_PATTER
 def evaluations_create(request, payload: EvaluationIn):
     require_role(request.user, AUTHOR, to="record evaluations")
     document = payload.dict(by_alias=True, exclude_none=True)
-    evaluation = services.evaluation_create(document=document, actor=request.user.get_username())
+    evaluation = evaluations.evaluation_create(document=document, actor=request.user.get_username())
     return Status(201, selectors.evaluation_out(evaluation))
 
 

@@ -1,4 +1,6 @@
-"""Evaluating runs (core-data-structures §7): the writes after a run ends.
+"""Evaluations (core-data-structures §7): every write of one, computed when a run ends,
+given by a person, or imported. This module builds on executions (its models, its
+services' graphs); executions only sends the task `executions.evaluate` by name.
 
 `execution_evaluate` runs on a worker (the task `executions.evaluate`, sent when a run
 ends in success or failure). It gathers the facts the pure scorer
@@ -27,11 +29,17 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents.backends import BackendError, BackendRequest, get_backend
+from agents.models import Agent
 from engine.evaluation import Check, Policy, RunFact, Scored, Verdict, aggregate, gate_failures, score_run
+from core.errors import DocumentError, SwitchyardError
+from core.jsonutil import check_shape, check_storable
 from core.tasks import send_after_commit
 from engine.tot.game24 import verify
+from executions.documents import EVALUATION_SHAPE, evaluation_document
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.runner import contract_results, skills
+from executions.services import workflow_graph
+from workflows.models import Workflow
 
 logger = logging.getLogger(__name__)
 
@@ -54,8 +62,6 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
     stored = run_evaluation(execution).first()
     if stored is not None:
         return stored
-    from executions.services import workflow_graph  # executions.services imports this module
-
     graph = workflow_graph(execution.workflow)
     runs = list(execution.node_runs.select_related("agent").order_by("sequence", "id"))
     checks = _checks(execution, runs, graph)
@@ -108,9 +114,7 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
 
 
 def _after_commit_raise_derive_requests(execution_pk: int) -> None:
-    from agents.tasks import raise_derive_requests
-
-    send_after_commit(raise_derive_requests, execution_pk)
+    send_after_commit("agents.raise_derive_requests", execution_pk)
 
 
 def run_evaluation(execution: Execution):
@@ -276,3 +280,57 @@ def evaluation_aggregate_refresh(*, target_type: str, target_id: str) -> Evaluat
     Evaluation.objects.filter(pk=current.pk).update(**values)
     current.refresh_from_db()
     return current
+
+
+def _target_exists(target_type: str, target_id: str) -> bool:
+    model, field = {
+        "execution": (Execution, "execution_id"),
+        "agent": (Agent, "agent_id"),
+        "workflow": (Workflow, "workflow_id"),
+    }[target_type]
+    return model.objects.filter(**{field: target_id}).exists()
+
+
+@transaction.atomic
+def evaluation_import_document(document: dict[str, Any], *, actor: str = "") -> tuple[Evaluation, str]:
+    check_shape(document, EVALUATION_SHAPE, "evaluation")
+    if not _target_exists(document["target_type"], document["target_id"]):
+        raise DocumentError(f"{document['target_type']} '{document['target_id']}' does not exist", where="target_id")
+    values = {
+        "target_type": document["target_type"],
+        "target_id": document["target_id"],
+        **document["scores"],
+        "overall_score": document["overall_score"],
+        "passed": document["pass"],
+        "feedback": document.get("feedback", []),
+        "action": document["action"],
+    }
+    evaluation, created = Evaluation.objects.select_for_update().get_or_create(
+        evaluation_id=document["evaluation_id"], defaults={**values, "created_by": actor}
+    )
+    if created:
+        return evaluation, "created"
+    before = evaluation_document(evaluation)
+    for name, value in values.items():
+        setattr(evaluation, name, value)
+    if evaluation_document(evaluation) == before:
+        return evaluation, "unchanged"
+    evaluation.save()
+    return evaluation, "updated"
+
+
+@transaction.atomic
+def evaluation_create(*, document: dict[str, Any], actor: str = "") -> Evaluation:
+    """Record an evaluation a person gives (§7); its id is made up when the document has
+    none. Unlike an import, it never replaces a stored evaluation: that is a conflict, and
+    the rollback leaves the stored one as it was."""
+    check_storable(document)
+    if document.get("evaluation_id") is None:
+        now = timezone.now()
+        document = {**document, "evaluation_id": f"eval_{now:%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}"}
+    evaluation, outcome = evaluation_import_document(document, actor=actor)
+    if outcome != "created":
+        raise SwitchyardError(f"evaluation_id: evaluation '{evaluation.evaluation_id}' exists already; "
+                              "evaluations are not rewritten", code="CONFLICT")
+    evaluation_aggregate_refresh(target_type=evaluation.target_type, target_id=evaluation.target_id)
+    return evaluation

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
+from executions.evaluations import run_evaluation
 from executions.models import Evaluation, Execution, NodeRun
 from workflows.models import Workflow
 from workflows.selectors import ID_PATTERN
@@ -181,8 +182,6 @@ def evaluations_of_same_run(evaluation: Evaluation) -> list[Evaluation]:
 
 def execution_evaluation(execution: Execution) -> Evaluation | None:
     """The evaluation computed from a run when it ended (None until a worker has made it)."""
-    from executions.evaluations import run_evaluation
-
     return run_evaluation(execution).first()
 
 

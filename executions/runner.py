@@ -1,8 +1,9 @@
 """Performing one node run: its context, its prompt, the backend call, the contract check.
 
-`perform` reads rows and calls the pure engine and the agent's backend; it writes nothing
-(but a Tree-of-Thoughts node's search, stored by executions/tot.py as soon as it ends).
-The services in `executions/services.py` claim the run before and store the result after.
+`perform` is how a node of the kind `llm` runs (executions/nodes.py): it reads rows and
+calls the pure engine and the agent's backend; it writes nothing. The helpers here serve
+the other kinds too (executions/tot.py). The services in `executions/services.py` claim
+the run before and store the result after.
 """
 from __future__ import annotations
 
@@ -30,7 +31,6 @@ PROMPT_LIMIT = 200_000  # characters of the prompt kept on the node run
 INPUT_PREVIEW_LIMIT = 20_000  # characters of each resolved input kept; the full data stays at its source
 NODE_PATH = re.compile(r"^\$\.nodes\.([A-Za-z0-9][A-Za-z0-9_:\-]*)(?:[.\[]|$)")
 COMPRESSION_CACHE = RedisCompressionCache()
-TOT_SKILL = "tot_orchestrate"  # the skill of an agent whose node is a Tree-of-Thoughts search
 
 
 class NodeFailure(Exception):
@@ -50,13 +50,9 @@ class Performed:
 
 
 def perform(run: NodeRun, graph, node: Node) -> Performed:
-    """`graph` is the workflow's `executions.services.Graph`: its plan, nodes and contracts."""
-    if TOT_SKILL in skills(run.agent):
-        # A Tree-of-Thoughts node runs a whole search, its roles played by other agents;
-        # it stores the search (ThoughtSearch) itself, so that a failed search keeps its tree.
-        from executions.tot import perform_search  # it builds on this module
-
-        return perform_search(run, graph, node)
+    """Perform a node of the kind `llm` (executions/nodes.py): one prompt, or one per batch,
+    to the agent's backend. `graph` is the workflow's `executions.services.Graph`: its plan,
+    nodes and contracts."""
     plan = graph.plan
     execution = run.execution
     agent = run.agent

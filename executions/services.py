@@ -1,4 +1,6 @@
-"""Writes for executions and evaluations."""
+"""Writes for executions: import, start and steer, run a node, advance, sweep.
+
+Evaluations are written by executions/evaluations.py, which builds on this module."""
 from __future__ import annotations
 
 import logging
@@ -19,15 +21,14 @@ from django.utils import timezone
 
 from agents.models import Agent, AgentVersion
 from agents.services import get_agent
-from core.errors import DocumentError, IllegalTransition, SwitchyardError, WorkflowInvalid
+from core.errors import DocumentError, IllegalTransition, WorkflowInvalid
 from core.states import change_status, claim_row, transition, transition_all
 from core.tasks import send_after_commit
 from core.jsonutil import check_shape, check_storable, parse_datetime
 from core.locks import redis_lock
-from executions.evaluations import evaluation_aggregate_refresh
-from executions.documents import EVALUATION_SHAPE, EXECUTION_SHAPE, evaluation_document, execution_document
+from executions.documents import EXECUTION_SHAPE, execution_document
 from executions.models import Evaluation, Execution, NodeRun
-from executions import runner
+from executions import nodes, runner
 from engine.context.errors import RefError
 from engine.context.resolution import select_path
 from engine.scheduling import Plan
@@ -109,43 +110,6 @@ def _comparable(document: dict[str, Any]) -> dict[str, Any]:
         {"output": None, "duration_ms": None, **result} for result in normal.get("results", [])
     ]
     return normal
-
-
-def _target_exists(target_type: str, target_id: str) -> bool:
-    model, field = {
-        "execution": (Execution, "execution_id"),
-        "agent": (Agent, "agent_id"),
-        "workflow": (Workflow, "workflow_id"),
-    }[target_type]
-    return model.objects.filter(**{field: target_id}).exists()
-
-
-@transaction.atomic
-def evaluation_import_document(document: dict[str, Any], *, actor: str = "") -> tuple[Evaluation, str]:
-    check_shape(document, EVALUATION_SHAPE, "evaluation")
-    if not _target_exists(document["target_type"], document["target_id"]):
-        raise DocumentError(f"{document['target_type']} '{document['target_id']}' does not exist", where="target_id")
-    values = {
-        "target_type": document["target_type"],
-        "target_id": document["target_id"],
-        **document["scores"],
-        "overall_score": document["overall_score"],
-        "passed": document["pass"],
-        "feedback": document.get("feedback", []),
-        "action": document["action"],
-    }
-    evaluation, created = Evaluation.objects.select_for_update().get_or_create(
-        evaluation_id=document["evaluation_id"], defaults={**values, "created_by": actor}
-    )
-    if created:
-        return evaluation, "created"
-    before = evaluation_document(evaluation)
-    for name, value in values.items():
-        setattr(evaluation, name, value)
-    if evaluation_document(evaluation) == before:
-        return evaluation, "unchanged"
-    evaluation.save()
-    return evaluation, "updated"
 
 
 logger = logging.getLogger(__name__)
@@ -309,7 +273,7 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
     run.agent = graph.agents.get(run.agent_id) or Agent.objects.get(pk=run.agent_id)
     with heartbeat(run.pk, claim):
         try:
-            performed = runner.perform(run, graph, node)
+            performed = nodes.perform(run, graph, node)
         except SoftTimeLimitExceeded:  # raised by Celery wherever the node was; the worker goes on
             limit = settings.NODE_SOFT_TIME_LIMIT_SECONDS
             _node_failed(run, claim, _time_limit_failure(
@@ -503,9 +467,8 @@ def _new_run(execution: Execution, node_id: str, *, agent_id: int, kind: str, at
 def _dispatch(node_run_id: int, delay: float = 0) -> None:
     """Send the node run to a worker once the transaction commits (counted in `dispatches`
     by whoever calls this: creation sets 1, the sweep adds one)."""
-    from executions.tasks import run_node
-
-    send_after_commit(run_node, node_run_id, countdown=delay, soft_time_limit=settings.NODE_SOFT_TIME_LIMIT_SECONDS,
+    send_after_commit("executions.run_node", node_run_id, countdown=delay,
+                      soft_time_limit=settings.NODE_SOFT_TIME_LIMIT_SECONDS,
                       time_limit=settings.NODE_HARD_TIME_LIMIT_SECONDS)
 
 
@@ -539,9 +502,7 @@ def _end(execution: Execution, status: str, reason: str) -> None:
 
 
 def _evaluate_after_commit(execution_pk: int) -> None:
-    from executions.tasks import evaluate
-
-    send_after_commit(evaluate, execution_pk)
+    send_after_commit("executions.evaluate", execution_pk)
 
 
 def _any_active(execution: Execution) -> bool:
@@ -782,20 +743,3 @@ def execution_start_by_id(*, workflow_id: str, input: Any = None, actor=None) ->
     if workflow is None:
         raise DocumentError(f"workflow '{workflow_id}' does not exist", where="workflow_id")
     return execution_start(workflow=workflow, input=input, actor=actor)
-
-
-@transaction.atomic
-def evaluation_create(*, document: dict[str, Any], actor: str = "") -> Evaluation:
-    """Record an evaluation a person gives (§7); its id is made up when the document has
-    none. Unlike an import, it never replaces a stored evaluation: that is a conflict, and
-    the rollback leaves the stored one as it was."""
-    check_storable(document)
-    if document.get("evaluation_id") is None:
-        now = timezone.now()
-        document = {**document, "evaluation_id": f"eval_{now:%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}"}
-    evaluation, outcome = evaluation_import_document(document, actor=actor)
-    if outcome != "created":
-        raise SwitchyardError(f"evaluation_id: evaluation '{evaluation.evaluation_id}' exists already; "
-                              "evaluations are not rewritten", code="CONFLICT")
-    evaluation_aggregate_refresh(target_type=evaluation.target_type, target_id=evaluation.target_id)
-    return evaluation

@@ -14,9 +14,9 @@ from django.utils.dateparse import parse_date
 from core.errors import NotFound, SwitchyardError
 from core.pages import paginate
 from core.roles import AUTHOR, has_role
-from executions import page_selectors, selectors, services
+from executions import page_selectors, selectors
 from engine.evaluation import SCORES, decide, overall_of
-from executions.evaluations import EVALUATED, evaluation_policy
+from executions.evaluations import EVALUATED, evaluation_create, evaluation_policy
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 
 
@@ -192,7 +192,7 @@ def evaluation_add(request):
         form = EvaluationForm(request.POST)
         if form.is_valid():
             try:
-                evaluation = services.evaluation_create(document=form.document(), actor=request.user.get_username())
+                evaluation = evaluation_create(document=form.document(), actor=request.user.get_username())
             except SwitchyardError as error:
                 field = getattr(error, "where", None) if getattr(error, "where", None) in form.fields else None
                 form.add_error(field, error.problem if field else str(error))

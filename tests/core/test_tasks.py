@@ -1,9 +1,17 @@
-"""Sending a task after commit when the broker is away."""
+"""Sending a task after commit: by name, to the queue, and when the broker is away."""
+import base64
+import json
 import os
 import socket
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+
+import pytest
+import redis
+
+from core.tasks import send_after_commit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -11,9 +19,9 @@ SEND = """
 import time
 import django
 django.setup()
-from core.tasks import ping, send_after_commit
+from core.tasks import send_after_commit
 started = time.monotonic()
-send_after_commit(ping, "hello")
+send_after_commit("core.tasks.ping", "hello")
 print(f"returned after {time.monotonic() - started:.1f} s")
 """
 
@@ -35,3 +43,27 @@ def test_it_logs_a_send_to_an_unreachable_broker_fast_instead_of_raising(tmp_pat
     assert "could not send core.tasks.ping('hello',) to the queue" in completed.stderr
     seconds = float(completed.stdout.split()[2])
     assert seconds < 5, f"a send to an unreachable broker took {seconds} s"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("task_name", ["core.tasks.ping", "agents.not_imported_here"])
+def test_it_sends_a_task_by_name_to_the_queue_of_the_moment_with_its_countdown_and_limits(settings, task_name):
+    # A task this process has imported sends itself, any other goes by name: the queue
+    # gets the same message either way.
+    from django.db import transaction
+
+    settings.CELERY_TASK_DEFAULT_QUEUE = queue = f"switchyard-test-{uuid.uuid4().hex[:12]}"
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    try:
+        with transaction.atomic():
+            send_after_commit(task_name, 7, countdown=30, soft_time_limit=10, time_limit=12)
+            assert broker.llen(queue) == 0, "sent before the commit"
+        (message,) = [json.loads(raw) for raw in broker.lrange(queue, 0, -1)]
+    finally:
+        broker.delete(queue)
+    headers = message["headers"]
+    assert headers["task"] == task_name
+    assert json.loads(base64.b64decode(message["body"]))[0] == [7]
+    assert headers["timelimit"] == [12, 10]
+    assert headers["eta"] is not None
+    assert message["properties"]["delivery_info"]["routing_key"] == queue

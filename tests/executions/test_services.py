@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from core.documents import import_documents
 from core.errors import IllegalTransition
-from executions import runner
+from executions import nodes
 from executions.models import Execution, NodeRun
 from executions.services import (
     _claim, _execute, _locked_for_result, execution_resume, execution_start, heartbeat, node_run_execute, node_runs_sweep,
@@ -79,7 +79,7 @@ def test_it_reads_the_state_again_before_storing_a_result_in_a_workflow_that_wri
 
 
 def test_it_fails_a_node_visibly_when_something_unexpected_breaks():
-    with mock.patch.object(runner, "perform", side_effect=ValueError("a defect")):
+    with mock.patch.object(nodes, "perform", side_effect=ValueError("a defect")):
         execution = drain(start("parallel_analysis", repository="acme"))
     failed = execution.node_runs.filter(status="failed").first()
     assert (failed.error_code, failed.error) == ("INTERNAL_ERROR", "ValueError: a defect")
@@ -187,13 +187,13 @@ def test_it_sends_the_rest_of_a_chain_through_the_queue_once_its_task_is_a_secon
                        "nodes": [{"id": f"step_{i}", "agent_ref": "Drafter"} for i in range(3)]}], actor="test")
     execution = start("chain", topic="t")
     (first,) = execution.node_runs.all()
-    real_perform = runner.perform
+    real_perform = nodes.perform
 
     def slow_perform(run, graph, node):
         time.sleep(1.2)
         return real_perform(run, graph, node)
 
-    monkeypatch.setattr(runner, "perform", slow_perform)
+    monkeypatch.setattr(nodes, "perform", slow_perform)
     assert node_run_execute(node_run_id=first.pk, worker="w1") == "success"
     second = execution.node_runs.get(node_id="step_1")
     assert second.status == "pending" and demo.call_count == 2
@@ -209,7 +209,7 @@ def test_it_fails_a_node_stopped_by_its_soft_time_limit_without_retrying_it_then
     def stopped(run, graph, node):
         raise SoftTimeLimitExceeded()
 
-    monkeypatch.setattr(runner, "perform", stopped)
+    monkeypatch.setattr(nodes, "perform", stopped)
     assert node_run_execute(node_run_id=draft.pk, worker="w1") == "failed"
     draft.refresh_from_db()
     assert draft.error_code == "NODE_TIME_LIMIT" and "node time limit of 600 s" in draft.error

@@ -7,7 +7,8 @@ from django.utils import timezone
 from jsonpath_ng.jsonpath import Child
 
 from executions.models import Execution, NodeRun
-from executions.services import evaluation_import_document, execution_import_document
+from executions.evaluations import evaluation_import_document
+from executions.services import execution_import_document
 from workflows.documents import blueprint_document, workflow_document
 from workflows.models import Blueprint, Workflow
 

@@ -34,6 +34,7 @@ from django.db.models import Q
 
 from agents.models import Agent
 from core.documents import import_documents
+from core.tasks import ping
 from executions.models import Evaluation, Execution, NodeRun
 from executions.services import execution_cancel, execution_start
 from workflows.models import Workflow
@@ -186,7 +187,6 @@ class Command(BaseCommand):
     def handle(self, *args, chain, wide, wide_shape, timeout, worker_profile, as_json, **options):
         if chain < 1 or wide < 1:
             raise CommandError("--chain and --wide need at least one node")
-        from core.tasks import ping
 
         token = secrets.token_hex(4)
         queue = f"switchyard-bench-{token}"
