@@ -11,18 +11,8 @@ from typing import Any, Callable
 
 from django.db import transaction
 
-from agents.documents import agent_document, derive_request_document
-from agents.models import Agent, DeriveRequest
-from agents.services import agent_import_document, check_stated_children, derive_request_import_document
 from core.errors import DocumentError, NotFound, WorkflowInvalid
 from core.jsonutil import check_storable
-from executions.documents import evaluation_document, execution_document
-from executions.models import Evaluation, Execution
-from executions.evaluations import evaluation_import_document
-from executions.services import execution_import_document
-from workflows.documents import blueprint_document, task_chain_document, workflow_document
-from workflows.models import Blueprint, Workflow
-from workflows.services import blueprint_import_document, task_chain_import_document, workflow_import_document
 
 
 @dataclass(frozen=True)
@@ -33,19 +23,27 @@ class Kind:
     lookup: str
     importer: Callable[..., tuple[Any, str]]
     exporter: Callable[[Any], dict[str, Any]]
+    # Puts the kind's (index, document) pairs in the order they are imported in.
+    arrange: Callable[[list[tuple[int | None, dict]]], list[tuple[int | None, dict]]] | None = None
+    # Checks a document once the whole import is in (it may name rows imported after it).
+    check_after: Callable[[dict[str, Any]], None] | None = None
 
 
-# In import order: a kind may refer to the kinds above it.
-KINDS = [
-    Kind("agent", "agent_id", Agent, "agent_id", agent_import_document, agent_document),
-    Kind("blueprint", "blueprint_id", Blueprint, "blueprint_id", blueprint_import_document, blueprint_document),
-    Kind("workflow", "workflow_id", Workflow, "workflow_id", workflow_import_document, workflow_document),
-    Kind("task_chain", "task_chain", Workflow, "workflow_id", task_chain_import_document, task_chain_document),
-    Kind("execution", "execution_id", Execution, "execution_id", execution_import_document, execution_document),
-    Kind("derive_request", "derive_request_id", DeriveRequest, "derive_request_id", derive_request_import_document, derive_request_document),
-    Kind("evaluation", "evaluation_id", Evaluation, "evaluation_id", evaluation_import_document, evaluation_document),
-]
-KINDS_BY_NAME = {kind.name: kind for kind in KINDS}
+# The kinds in import order: a kind may refer to the kinds above it. Each app registers
+# its own kinds from its AppConfig.ready(), since core sits below the apps and imports none.
+IMPORT_ORDER = ("agent", "blueprint", "workflow", "task_chain", "execution", "derive_request", "evaluation")
+KINDS: list[Kind] = []
+KINDS_BY_NAME: dict[str, Kind] = {}
+
+
+def register_kind(kind: Kind) -> Kind:
+    if kind.name not in IMPORT_ORDER:
+        raise ValueError(f"document kind '{kind.name}' has no place in IMPORT_ORDER ({', '.join(IMPORT_ORDER)})")
+    ordered = sorted({**KINDS_BY_NAME, kind.name: kind}.values(), key=lambda known: IMPORT_ORDER.index(known.name))
+    KINDS[:] = ordered
+    KINDS_BY_NAME.clear()
+    KINDS_BY_NAME.update((known.name, known) for known in ordered)
+    return kind
 
 
 def detect_kind(document: Any) -> Kind:
@@ -75,25 +73,6 @@ def document_label(document: Any, index: int | None) -> str:
     return f"{label} ({kind.name})"
 
 
-def _agent_order(documents: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
-    """Parents before children, so one list can carry a whole lineage tree."""
-    by_id = {doc.get("agent_id"): (index, doc) for index, doc in documents}
-    ordered, placed = [], set()
-
-    def place(agent_id, trail=()):
-        if agent_id in placed or agent_id not in by_id or agent_id in trail:
-            return
-        lineage = by_id[agent_id][1].get("lineage")
-        parent = lineage.get("parent_id") if isinstance(lineage, dict) else None
-        place(parent, trail + (agent_id,))
-        placed.add(agent_id)
-        ordered.append(by_id[agent_id])
-
-    for _, doc in documents:
-        place(doc.get("agent_id"))
-    return ordered + [(i, d) for i, d in documents if d.get("agent_id") not in placed]
-
-
 @transaction.atomic
 def import_documents(payload: Any, *, actor: str = "") -> list[dict[str, Any]]:
     """Import one document or a list of them; returns what happened to each."""
@@ -106,7 +85,9 @@ def import_documents(payload: Any, *, actor: str = "") -> list[dict[str, Any]]:
             grouped[detect_kind(document).name].append((index, document))
         except DocumentError as error:
             raise error.located(document_label(document, index)) from None
-    grouped["agent"] = _agent_order(grouped["agent"])
+    for kind in KINDS:
+        if kind.arrange:
+            grouped[kind.name] = kind.arrange(grouped[kind.name])
 
     report = []
     for kind in KINDS:
@@ -120,11 +101,12 @@ def import_documents(payload: Any, *, actor: str = "") -> list[dict[str, Any]]:
                     problem["where"] = f"{document_label(document, index)}.{problem['where']}"
                 raise
             report.append({"kind": kind.name, "id": getattr(obj, kind.lookup), "result": outcome, "index": index})
-    for index, document in grouped["agent"]:
-        try:
-            check_stated_children(document)
-        except DocumentError as error:
-            raise error.located(document_label(document, index)) from None
+    for kind in (kind for kind in KINDS if kind.check_after):
+        for index, document in grouped[kind.name]:
+            try:
+                kind.check_after(document)
+            except DocumentError as error:
+                raise error.located(document_label(document, index)) from None
     return sorted(report, key=lambda entry: entry["index"] if entry["index"] is not None else -1)
 
 

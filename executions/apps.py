@@ -6,7 +6,10 @@ class ExecutionsConfig(AppConfig):
     name = "executions"
 
     def ready(self):
-        # knowledge's db_query registry does not know executions: executions tells it its table.
+        # core's document registry and knowledge's db_query registry do not know executions:
+        # executions tells them its kinds and its table.
+        from executions.document_kinds import register_document_kinds
         from executions.tables import register_tables
 
+        register_document_kinds()
         register_tables()

@@ -261,3 +261,24 @@ def test_it_refuses_reference_settings_a_run_could_not_use(option, value):
     with pytest.raises(DocumentError) as caught:
         import_documents(workflow)
     assert option in caught.value.where
+
+
+# -- the registry: each app registers its own kinds --------------------------------------------
+
+
+def test_it_knows_every_kind_in_import_order_from_the_apps_that_own_them():
+    from core.documents import IMPORT_ORDER, KINDS, KINDS_BY_NAME
+
+    assert [kind.name for kind in KINDS] == list(IMPORT_ORDER) == list(KINDS_BY_NAME)
+    owners = {kind.name: kind.importer.__module__.split(".")[0] for kind in KINDS}
+    assert owners == {"agent": "agents", "derive_request": "agents", "blueprint": "workflows",
+                      "workflow": "workflows", "task_chain": "workflows", "execution": "executions",
+                      "evaluation": "executions"}
+
+
+def test_it_refuses_to_register_a_kind_with_no_place_in_the_import_order():
+    from core.documents import KINDS_BY_NAME, Kind, register_kind
+
+    with pytest.raises(ValueError, match="document kind 'note' has no place in IMPORT_ORDER"):
+        register_kind(Kind("note", "note_id", Agent, "agent_id", lambda document, actor="": None, lambda obj: {}))
+    assert "note" not in KINDS_BY_NAME

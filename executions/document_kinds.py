@@ -1,0 +1,13 @@
+"""The kinds of documents this app brings to core's document registry: executions and evaluations."""
+from core.documents import Kind, register_kind
+from executions.documents import evaluation_document, execution_document
+from executions.evaluations import evaluation_import_document
+from executions.models import Evaluation, Execution
+from executions.services import execution_import_document
+
+
+def register_document_kinds() -> None:
+    register_kind(Kind("execution", "execution_id", Execution, "execution_id", execution_import_document,
+                       execution_document))
+    register_kind(Kind("evaluation", "evaluation_id", Evaluation, "evaluation_id", evaluation_import_document,
+                       evaluation_document))
