@@ -3,7 +3,7 @@ from core.documents import Kind, register_kind
 from executions.documents import evaluation_document, execution_document
 from executions.evaluations import evaluation_import_document
 from executions.models import Evaluation, Execution
-from executions.services import execution_import_document
+from executions.services.document_import import execution_import_document
 
 
 def register_document_kinds() -> None:

@@ -38,7 +38,7 @@ from engine.tot.game24 import verify
 from executions.documents import EVALUATION_SHAPE, evaluation_document
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.runner import contract_results, skills
-from executions.services import workflow_graph
+from executions.services.graph import workflow_graph
 from workflows.models import Workflow
 
 logger = logging.getLogger(__name__)

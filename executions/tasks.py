@@ -3,11 +3,12 @@ from celery import shared_task
 from django.conf import settings
 
 from executions.evaluations import execution_evaluate
-from executions.services import node_run_execute, node_runs_sweep_exclusive
+from executions.services.node_run import node_run_execute
+from executions.services.sweep import node_runs_sweep_exclusive
 
 
 # The time limits cover the whole task: the node, and the quick nodes of a chain it may
-# run after it (see executions.services.INLINE_SECONDS). These are the defaults; the
+# run after it (see executions.services.inline.INLINE_SECONDS). These are the defaults; the
 # services send each node run with the limits of the settings as they are then.
 @shared_task(name="executions.run_node", bind=True, ignore_result=True,
              soft_time_limit=settings.NODE_SOFT_TIME_LIMIT_SECONDS, time_limit=settings.NODE_HARD_TIME_LIMIT_SECONDS)

@@ -15,9 +15,8 @@ from core.documents import import_documents
 from core.errors import IllegalTransition
 from executions import nodes
 from executions.models import Execution, NodeRun
-from executions.services import (
-    _claim, _execute, _locked_for_result, execution_resume, execution_start, heartbeat, node_run_execute, node_runs_sweep,
-)
+from executions.services import execution_resume, execution_start, heartbeat, node_run_execute, node_runs_sweep
+from executions.services.node_run import _claim, _execute, _locked_for_result
 from workflows.models import Workflow
 
 from tests.executions.conftest import drain

@@ -39,7 +39,7 @@ def test_it_skips_a_sweep_while_another_one_runs(queue):
         release.wait(10)
         return {"swept": True}
 
-    with mock.patch("executions.services.node_runs_sweep", side_effect=slow_sweep), ThreadPoolExecutor(1) as pool:
+    with mock.patch("executions.services.sweep.node_runs_sweep", side_effect=slow_sweep), ThreadPoolExecutor(1) as pool:
         first = pool.submit(node_runs_sweep_exclusive)
         assert inside.wait(10), "the first sweep did not start"
         started = time.monotonic()

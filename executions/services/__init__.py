@@ -1,0 +1,25 @@
+"""Writes for executions, one module per concern (imports run down this list, never up):
+
+- graph.py: the workflow's graph as running it reads it, cached per version of the workflow
+- inline.py: the next node of a chain, run by the worker that made it ready
+- advance.py: what runs next after a start, a stored result or a failure; the end of a run
+- node_run.py: a node run on a worker: claim, perform, store, advance; heartbeats
+- sweep.py: crash safety: silent workers, lost messages and evaluations, wall time
+- start.py: start and steer a run: start, cancel, resume, retry, abort
+- document_import.py: an execution recorded elsewhere, imported
+
+Evaluations are written by executions/evaluations.py, which builds on these. The names other
+code uses are importable from here."""
+from executions.services.document_import import execution_import_document
+from executions.services.graph import Graph, workflow_graph, workflow_node, workflow_plan
+from executions.services.node_run import heartbeat, node_run_execute
+from executions.services.start import (
+    execution_abort, execution_cancel, execution_resume, execution_retry, execution_start, execution_start_by_id,
+)
+from executions.services.sweep import node_runs_sweep, node_runs_sweep_exclusive
+
+__all__ = [
+    "Graph", "execution_abort", "execution_cancel", "execution_import_document", "execution_resume",
+    "execution_retry", "execution_start", "execution_start_by_id", "heartbeat", "node_run_execute",
+    "node_runs_sweep", "node_runs_sweep_exclusive", "workflow_graph", "workflow_node", "workflow_plan",
+]

@@ -1,0 +1,88 @@
+"""An execution that ran elsewhere (or earlier), imported as a record in the §5 shape."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from agents.services import get_agent
+from core.errors import DocumentError
+from core.jsonutil import check_shape, parse_datetime
+from executions.documents import EXECUTION_SHAPE, execution_document
+from executions.models import Execution, NodeRun
+from workflows.models import Workflow
+
+
+@transaction.atomic
+def execution_import_document(document: dict[str, Any], *, actor: str = "") -> tuple[Execution, str]:
+    """Record an execution that ran elsewhere (or earlier) in the §5 shape.
+
+    An execution is a record of what happened: importing the same record again changes
+    nothing, and a record that contradicts a stored one is refused rather than rewritten.
+    """
+    check_shape(document, EXECUTION_SHAPE, "execution")
+    try:
+        workflow = Workflow.objects.get(workflow_id=document["workflow_ref"])
+    except Workflow.DoesNotExist:
+        raise DocumentError(f"workflow '{document['workflow_ref']}' does not exist", where="workflow_ref")
+    node_ids = set(workflow.nodes.values_list("node_id", flat=True))
+    started_at = parse_datetime(document.get("started_at"), "started_at")
+    completed_at = parse_datetime(document.get("completed_at"), "completed_at")
+    if started_at and completed_at and completed_at < started_at:
+        raise DocumentError("is before started_at", where="completed_at")
+
+    runs = []
+    attempts: dict[str, int] = {}
+    for index, result in enumerate(document.get("results", [])):
+        where = f"results[{index}]"
+        if result["node_id"] not in node_ids:
+            raise DocumentError(f"node '{result['node_id']}' is not a node of workflow '{workflow.workflow_id}'", where=f"{where}.node_id")
+        agent = get_agent(result["agent_ref"], where=f"{where}.agent_ref")
+        attempts[result["node_id"]] = attempts.get(result["node_id"], 0) + 1
+        runs.append(
+            NodeRun(
+                node_id=result["node_id"],
+                agent=agent,
+                agent_version=agent.versions.filter(version=agent.version).first(),
+                status=result["status"],
+                attempt=attempts[result["node_id"]],
+                sequence=index,
+                output=result.get("output"),
+                duration_ms=result.get("duration_ms"),
+            )
+        )
+
+    existing = Execution.objects.filter(execution_id=document["execution_id"]).first()
+    if existing is not None:
+        if _comparable(execution_document(existing)) == _comparable(document):
+            return existing, "unchanged"
+        raise DocumentError(
+            f"execution '{existing.execution_id}' is already recorded ({existing.status}) and differs; "
+            "executions are records and are not rewritten by import",
+            where="execution_id",
+        )
+    execution = Execution.objects.create(
+        execution_id=document["execution_id"],
+        workflow=workflow,
+        status=document["status"],
+        input=document.get("input", {}),
+        started_at=started_at,
+        completed_at=completed_at,
+    )
+    for run in runs:
+        run.execution = execution
+    NodeRun.objects.bulk_create(runs)
+    return execution, "created"
+
+
+def _comparable(document: dict[str, Any]) -> dict[str, Any]:
+    """A document with datetimes normalised and absent optional keys filled, for equality."""
+    normal = dict(document)
+    for key in ("started_at", "completed_at"):
+        value = parse_datetime(normal.get(key), key)
+        normal[key] = value.isoformat() if value else None
+    normal.setdefault("input", {})
+    normal["results"] = [
+        {"output": None, "duration_ms": None, **result} for result in normal.get("results", [])
+    ]
+    return normal

@@ -1,0 +1,227 @@
+"""A node run on a worker: claimed, performed, its result or failure stored, then the run
+advanced; and the heartbeats that tell the sweep its worker is alive.
+
+Node runs are claimed with a conditional UPDATE that must touch exactly one row, and their
+results are stored only by the claim that ran them, so a task delivered twice, or a run
+swept from a worker that went silent, never yields two results."""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from agents.models import Agent
+from core.states import claim_row, transition
+from executions import nodes, runner
+from executions.models import Execution, NodeRun
+from executions.services.advance import (
+    _advance, _apply_output_mapping, _dispatch, _end, _handle_failure, _locked, _past_wall_time, _wall_reason,
+)
+from executions.services.graph import workflow_graph
+from executions.services.inline import INLINE_SECONDS, MAX_INLINE, _inline
+
+logger = logging.getLogger(__name__)
+
+
+def node_run_execute(*, node_run_id: int, worker: str) -> str:
+    """Claim a pending node run, perform it, store what happened and advance the run; then
+    run the next node of a chain here too. Returns what happened to the first run
+    ("duplicate" when another delivery already has it)."""
+    first, claimed = None, None
+    _inline.until = time.monotonic() + INLINE_SECONDS
+    for _ in range(MAX_INLINE):
+        _inline.open, _inline.next, _inline.reserved, _inline.worker = True, None, False, worker
+        try:
+            outcome = _execute(node_run_id, worker, claimed)
+        finally:
+            _inline.open = False
+        first = first or outcome
+        if _inline.next is None:
+            break
+        claimed = _inline.next
+        node_run_id = claimed[0].pk
+    else:
+        if _inline.next is not None:  # give it back to the queue
+            run, claim = _inline.next
+            if transition(NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.PENDING,
+                          worker="") == 1:
+                _dispatch(run.pk)
+    return first
+
+
+def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str:
+    """Perform one node run: claimed here, or already claimed (`(run, claim)`) for us."""
+    now = timezone.now()
+    if claimed is None:
+        claim = f"{worker}/{uuid.uuid4().hex[:8]}"
+        run = _claim(node_run_id, claim, now)
+        if run is None:
+            return "duplicate"
+        run.execution = Execution.objects.select_related("workflow").get(pk=run.execution_id)
+    else:
+        run, claim = claimed
+    execution = run.execution
+    if execution.status != Execution.Status.RUNNING:
+        transition(NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED,
+                   completed_at=now)
+        return "cancelled"
+    if _past_wall_time(execution, now):
+        with transaction.atomic():
+            transition(NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED,
+                       completed_at=now)
+            _end(_locked(execution), Execution.Status.FAILED, _wall_reason(execution))
+        return "ended"
+    graph = workflow_graph(execution.workflow)
+    node = graph.nodes[run.node_id]
+    # The node's agent as of the workflow's graph; a fallback agent is not in it.
+    run.agent = graph.agents.get(run.agent_id) or Agent.objects.get(pk=run.agent_id)
+    with heartbeat(run.pk, claim):
+        try:
+            performed = nodes.perform(run, graph, node)
+        except SoftTimeLimitExceeded:  # raised by Celery wherever the node was; the worker goes on
+            limit = settings.NODE_SOFT_TIME_LIMIT_SECONDS
+            _node_failed(run, claim, _time_limit_failure(
+                f"the node did not finish within the node time limit of {limit:g} s and was stopped"))
+            return "failed"
+        except runner.NodeFailure as failure:
+            _node_failed(run, claim, failure)
+            return "failed"
+        except Exception as error:  # a defect must fail the node visibly, not leave it running
+            logger.exception("node run %s failed unexpectedly", run.pk)
+            _node_failed(run, claim, runner.NodeFailure(f"{type(error).__name__}: {error}", code="INTERNAL_ERROR",
+                                                        retryable=False))
+            return "failed"
+    _node_succeeded(run, claim, performed, node)
+    return "success"
+
+
+def _claim(node_run_id: int, claim: str, now) -> NodeRun | None:
+    """Claim a pending node run for `claim`: a conditional UPDATE that must touch exactly
+    one row, returning that row (PostgreSQL and SQLite 3.35+ have RETURNING), so that
+    claiming and reading the run are one round trip. None: someone else has it."""
+    return claim_row(NodeRun, node_run_id, NodeRun.Status.PENDING, NodeRun.Status.RUNNING, worker=claim,
+                     started_at=now, heartbeat_at=now)
+
+
+def _locked_for_result(execution: Execution) -> Execution:
+    """Lock a running execution's row before storing a node's result, by touching it: one
+    UPDATE that also says it is still running, instead of reading the row again. Its
+    state is read again only in workflows whose nodes write it (output_mapping): in the
+    others it stays `{}`. An execution no longer running is read again whole."""
+    running = Execution.objects.filter(pk=execution.pk, status=Execution.Status.RUNNING)
+    if not Execution.workflow.is_cached(execution) or running.update(updated_at=timezone.now()) != 1:
+        return _locked(execution)
+    if workflow_graph(execution.workflow).writes_state:
+        execution.state = running.values_list("state", flat=True).get()
+    return execution
+
+
+def _node_succeeded(run: NodeRun, claim: str, performed, node) -> None:
+    ended = timezone.now()
+    with transaction.atomic():
+        execution = _locked_for_result(run.execution)
+        stored = transition(
+            NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.SUCCESS,
+            output=performed.output, completed_at=ended,
+            duration_ms=_ms(run.started_at, ended), **_fields(performed.record))
+        if stored != 1:
+            return  # cancelled, or swept and given to another worker: that one's result counts
+        run.status, run.output = NodeRun.Status.SUCCESS, performed.output
+        _apply_output_mapping(execution, run, node)
+        _advance(execution, completed=run)
+
+
+def _node_failed(run: NodeRun, claim: str, failure) -> None:
+    ended = timezone.now()
+    with transaction.atomic():
+        execution = _locked(run.execution)
+        stored = transition(
+            NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.FAILED,
+            error=str(failure), error_code=failure.code, completed_at=ended,
+            error_details=getattr(failure, "details", None),
+            duration_ms=_ms(run.started_at, ended), **_fields(failure.record))
+        if stored != 1 or execution.status != Execution.Status.RUNNING:
+            return
+        run.refresh_from_db()
+        _handle_failure(execution, run, failure.retryable)
+
+
+def _time_limit_failure(message: str) -> runner.NodeFailure:
+    """A node past its time limit. Not retryable: another try would most likely take as long
+    again, each costing the whole limit; the fallback agent and escalation still apply."""
+    return runner.NodeFailure(message, code="NODE_TIME_LIMIT", retryable=False)
+
+
+def _ms(start, end) -> int:
+    return int((end - start).total_seconds() * 1000) if start else 0
+
+
+STORED_FIELDS = {"backend", "model", "tokens_in", "tokens_out", "prompt", "resolved_inputs", "context_record",
+                 "resolution_failures", "compression"}
+
+
+def _fields(record: dict) -> dict:
+    return {key: value for key, value in record.items() if key in STORED_FIELDS}
+
+
+# -- heartbeats -------------------------------------------------------------------------
+
+
+class _Heartbeats:
+    """The node runs this process is performing, and one thread (with its own database
+    connection) that touches their heartbeats every NODE_HEARTBEAT_SECONDS. One thread per
+    process rather than one per node run: starting a thread for every run of a no-op node
+    cost more than the node. Started lazily, so a forked worker child starts its own."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.runs: dict[int, str] = {}  # node run pk → the claim performing it
+        self.pid = None
+
+    def add(self, node_run_id: int, claim: str) -> None:
+        with self.lock:
+            self.runs[node_run_id] = claim
+            if self.pid != os.getpid():  # not started in this process yet
+                self.pid = os.getpid()
+                threading.Thread(target=self.beat, name="node-run-heartbeats", daemon=True).start()
+
+    def remove(self, node_run_id: int) -> None:
+        with self.lock:
+            self.runs.pop(node_run_id, None)
+
+    def beat(self) -> None:
+        while True:
+            time.sleep(settings.NODE_HEARTBEAT_SECONDS)
+            with self.lock:
+                runs = list(self.runs.items())
+            if not runs:
+                continue
+            try:
+                for node_run_id, claim in runs:
+                    NodeRun.objects.filter(pk=node_run_id, worker=claim, status=NodeRun.Status.RUNNING).update(
+                        heartbeat_at=timezone.now())
+            except Exception:  # the database is away: beat again later, the sweep judges staleness
+                logger.warning("could not touch node run heartbeats", exc_info=True)
+            finally:
+                connection.close()  # beats are seconds apart: hold no connection in between
+
+
+_heartbeats = _Heartbeats()
+
+
+@contextmanager
+def heartbeat(node_run_id: int, claim: str):
+    """Touch the node run's heartbeat while it runs."""
+    _heartbeats.add(node_run_id, claim)
+    try:
+        yield
+    finally:
+        _heartbeats.remove(node_run_id)

@@ -1,0 +1,106 @@
+"""Start and steer a run: what people (and the API) do to an execution."""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from core.errors import DocumentError, IllegalTransition, WorkflowInvalid
+from core.jsonutil import check_storable
+from core.states import change_status, transition_all
+from executions.models import Execution, NodeRun
+from executions.services.advance import _advance, _apply_output_mapping, _end, _locked, _new_run
+from executions.services.graph import workflow_graph, workflow_node
+from workflows.models import Workflow
+
+
+def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None,
+                    execution_id: str | None = None) -> Execution:
+    """Create a run and dispatch its first nodes (after commit)."""
+    if input is not None and not isinstance(input, dict):
+        raise DocumentError("the input of a run is a JSON object", where="input")
+    check_storable(input, where="input")
+    problems = workflow_graph(workflow).problems
+    if problems:  # run as if its transitions were not written, it would do what they say it must not
+        raise WorkflowInvalid(problems, workflow_id=workflow.workflow_id)
+    with transaction.atomic():
+        now = timezone.now()
+        execution = Execution.objects.create(
+            execution_id=execution_id or f"exec_{now:%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}",
+            workflow=workflow, status=Execution.Status.RUNNING, input=input or {}, state={},
+            domain=_domain_of(input, workflow),
+            started_at=now, created_by=actor if getattr(actor, "pk", None) else None,
+        )
+        _advance(_locked(execution), completed=None)
+    return execution
+
+
+def _domain_of(input: dict | None, workflow: Workflow) -> str:
+    """The knowledge domain a run works in: the input's `domain`, else the workflow's."""
+    named = (input or {}).get("domain")
+    return named.strip()[:200] if isinstance(named, str) and named.strip() else workflow.domain
+
+
+def execution_cancel(*, execution: Execution, actor=None) -> Execution:
+    """Stop a run: its pending node runs are cancelled; a running one's result is dropped."""
+    with transaction.atomic():
+        execution = _locked(execution)
+        who = getattr(actor, "username", "") or "someone"
+        _end(execution, Execution.Status.CANCELLED, f"cancelled by {who}")
+        transition_all(execution.node_runs, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED,
+                       completed_at=timezone.now())
+    return execution
+
+
+def execution_resume(*, execution: Execution, output: Any, actor=None) -> Execution:
+    """Go on past the escalated node with an output a person gives."""
+    check_storable(output, where="output")
+    with transaction.atomic():
+        execution = _escalated(execution)
+        node = workflow_node(execution.workflow, execution.escalation["node_id"])
+        change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None)
+        now = timezone.now()
+        run = _new_run(execution, node.node_id, agent_id=node.agent_id, kind="manual", attempt=1,
+                       status=NodeRun.Status.SUCCESS)
+        NodeRun.objects.filter(pk=run.pk).update(output=output, backend="manual", completed_at=now, started_at=now,
+                                                 worker=getattr(actor, "username", "") or "manual")
+        run.output = output
+        _apply_output_mapping(execution, run, node)
+        _advance(execution, completed=run)
+    return execution
+
+
+def execution_retry(*, execution: Execution, actor=None) -> Execution:
+    """Run the escalated node again from its first attempt."""
+    with transaction.atomic():
+        execution = _escalated(execution)
+        node = workflow_node(execution.workflow, execution.escalation["node_id"])
+        change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None)
+        _new_run(execution, node.node_id, agent_id=node.agent_id, kind="first", attempt=1)
+    return execution
+
+
+def execution_abort(*, execution: Execution, actor=None) -> Execution:
+    with transaction.atomic():
+        execution = _escalated(execution)
+        who = getattr(actor, "username", "") or "someone"
+        _end(execution, Execution.Status.FAILED, f"aborted by {who} after escalation at '{execution.escalation['node_id']}'")
+    return execution
+
+
+def _escalated(execution: Execution) -> Execution:
+    execution = _locked(execution)
+    if execution.status != Execution.Status.ESCALATED:
+        raise IllegalTransition(f"execution {execution.execution_id} is {execution.status}, not escalated",
+                                code="CONFLICT")
+    return execution
+
+
+def execution_start_by_id(*, workflow_id: str, input: Any = None, actor=None) -> Execution:
+    """Start a run of the workflow with this id: what the API's `POST /executions` does."""
+    workflow = Workflow.objects.filter(workflow_id=workflow_id).first()
+    if workflow is None:
+        raise DocumentError(f"workflow '{workflow_id}' does not exist", where="workflow_id")
+    return execution_start(workflow=workflow, input=input, actor=actor)

@@ -1,0 +1,98 @@
+"""Crash safety: node runs whose worker went silent or whose message was lost are sent again,
+lost evaluations sent again, runs past their wall time ended."""
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import models, transaction
+from django.utils import timezone
+
+from core.locks import redis_lock
+from core.states import transition
+from executions import runner
+from executions.models import Evaluation, Execution, NodeRun
+from executions.services.advance import (
+    _dispatch, _end, _evaluate_after_commit, _locked, _past_wall_time, _wall_reason,
+)
+from executions.services.node_run import _node_failed, _time_limit_failure
+
+logger = logging.getLogger(__name__)
+
+
+def node_runs_sweep_exclusive(*, now=None) -> dict:
+    """The sweep, unless another one is running (two beats, on two machines): that one holds
+    a lock in Redis, and this one returns at once, saying it skipped."""
+    name = f"sweep:{settings.CELERY_TASK_DEFAULT_QUEUE}"  # the queue names the deployment
+    with redis_lock(name, timeout=settings.SWEEP_LOCK_SECONDS) as acquired:
+        if not acquired:
+            logger.info("sweep skipped: another sweep holds the lock")
+            return {"skipped": "another sweep is running"}
+        return node_runs_sweep(now=now)
+
+
+# An ended run whose evaluation message was lost is sent again for this long after it ended
+# (an evaluation that keeps failing is not tried for ever).
+EVALUATION_RESEND_WINDOW = timedelta(hours=1)
+
+
+def node_runs_sweep(*, now=None) -> dict:
+    """Re-dispatch node runs whose worker went silent (no heartbeat for NODE_STALE_SECONDS)
+    and pending runs whose message may have been lost; send again the evaluation of a run
+    that ended that long ago without one; end runs past their wall time."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=settings.NODE_STALE_SECONDS)
+    report = {"requeued": [], "redispatched": [], "failed": [], "ended": [], "evaluations": []}
+    for run in NodeRun.objects.filter(status=NodeRun.Status.RUNNING, heartbeat_at__lt=stale,
+                                      execution__status=Execution.Status.RUNNING).select_related("execution"):
+        hard = settings.NODE_HARD_TIME_LIMIT_SECONDS
+        if run.started_at and run.started_at <= now - timedelta(seconds=hard):
+            # Silent, and started longer ago than the hard time limit: the worker killed its
+            # process for that (the soft limit did not stop it). Sent again, it would only be
+            # killed again.
+            _node_failed(run, run.worker, _time_limit_failure(
+                f"the node ran past the hard time limit of {hard:g} s and its worker process was killed"))
+            report["failed"].append(run.pk)
+            continue
+        if run.dispatches >= settings.NODE_MAX_DISPATCHES:
+            # It took its worker down every time it was sent: fail it rather than loop.
+            failure = runner.NodeFailure(f"the worker running it went silent {run.dispatches} times",
+                                         code="WORKER_LOST", retryable=False)
+            _node_failed(run, run.worker, failure)
+            report["failed"].append(run.pk)
+            continue
+        with transaction.atomic():
+            if transition(NodeRun.objects.filter(worker=run.worker), run.pk, NodeRun.Status.RUNNING,
+                          NodeRun.Status.PENDING, worker="", heartbeat_at=now,
+                          dispatches=models.F("dispatches") + 1) == 1:
+                report["requeued"].append(run.pk)
+                _dispatch(run.pk)
+    for run in NodeRun.objects.filter(status=NodeRun.Status.PENDING, heartbeat_at__lt=stale,
+                                      available_at__lte=now, execution__status=Execution.Status.RUNNING):
+        with transaction.atomic():
+            if NodeRun.objects.filter(pk=run.pk, status=NodeRun.Status.PENDING, heartbeat_at__lt=stale).update(
+                    heartbeat_at=now, dispatches=models.F("dispatches") + 1) == 1:
+                report["redispatched"].append(run.pk)
+                _dispatch(run.pk)
+    computed = Evaluation.objects.filter(execution=models.OuterRef("pk"), method=Evaluation.Method.COMPUTED,
+                                         target_type=Evaluation.TargetType.EXECUTION)
+    unevaluated = Execution.objects.filter(
+        status__in=(Execution.Status.SUCCESS, Execution.Status.FAILED), completed_at__lt=stale,
+        completed_at__gte=now - EVALUATION_RESEND_WINDOW).exclude(models.Exists(computed))
+    for execution_pk in unevaluated.values_list("pk", flat=True)[:100]:
+        # Once per NODE_STALE_SECONDS, as for pending runs; a duplicate is harmless (a run
+        # evaluated twice has one evaluation).
+        if cache.add(f"evaluation-sent:{settings.CELERY_TASK_DEFAULT_QUEUE}:{execution_pk}", 1,
+                     timeout=settings.NODE_STALE_SECONDS):
+            report["evaluations"].append(execution_pk)
+            _evaluate_after_commit(execution_pk)
+    for execution in Execution.objects.filter(status=Execution.Status.RUNNING).select_related("workflow"):
+        if _past_wall_time(execution, now):
+            with transaction.atomic():
+                locked = _locked(execution)
+                if locked.status == Execution.Status.RUNNING:
+                    _end(locked, Execution.Status.FAILED, _wall_reason(locked))
+                    report["ended"].append(locked.execution_id)
+    return report
