@@ -31,5 +31,5 @@ def kind_of(agent) -> str:
 
 
 def perform(run: NodeRun, graph, node: Node) -> Performed:
-    """Perform `run` as its kind says. `graph` is the workflow's `executions.services.Graph`."""
+    """Perform `run` as its kind says. `graph` is the workflow's `executions.services.graph.Graph`."""
     return KINDS[kind_of(run.agent)](run, graph, node)

@@ -1,6 +1,6 @@
 """Assembling one node's context (data-transfer-protocol §2–§7, agent-data-message).
 
-`assemble_context` is the one entry point: it resolves the node's data references,
+`ContextBuilder.assemble` is the one entry point: it resolves the node's data references,
 chooses how each is passed, adds inline items and data messages, fits everything into
 the agent's limit by priority, and returns a `ContextAssembly` whose `record` is the
 §7.2 `context_management` object — what each input cost, every action taken and why,
