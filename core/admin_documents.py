@@ -17,10 +17,13 @@ from django.forms.fields import InvalidJSONInput
 from core.documents import KINDS_BY_NAME, import_documents
 from core.errors import DocumentError, WorkflowInvalid
 from core.jsonutil import parse_json
+from engine.errors import EngineError
 
 
-class _DryRun(Exception):
-    pass
+class _DryRun(EngineError):
+    """Raised inside the dry run's transaction to roll the import back."""
+
+    code = "DRY_RUN"
 
 
 class DocumentField(forms.JSONField):
@@ -68,7 +71,7 @@ class DocumentForm(forms.ModelForm):
         try:
             with transaction.atomic():
                 import_documents(document, actor=self.actor)
-                raise _DryRun
+                raise _DryRun("a dry run: the import is rolled back")
         except _DryRun:
             pass
         except WorkflowInvalid as error:

@@ -1,25 +1,20 @@
-"""One family of domain errors, each with a stable code.
+"""The errors a request can cause, each with a stable code.
 
-Codes follow the seeds where they define one (REF_*, INVALID_FORMAT, ...);
-the API and the pages turn these into responses in one place.
+They extend the one family rooted in `engine.errors.EngineError` (code, message,
+details); the API and the pages turn these into responses in one place.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from engine.errors import EngineError
 
-class SwitchyardError(Exception):
+
+class SwitchyardError(EngineError):
+    """An error the API's one handler answers with its code and an HTTP status; the
+    engine's own errors are not, so one that escapes a request stays a server error."""
+
     code = "SWITCHYARD_ERROR"
-
-    def __init__(self, message: str, *, code: str | None = None, details: Any = None):
-        super().__init__(message)
-        self.message = message
-        if code:
-            self.code = code
-        self.details = details
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "details": self.details}
 
 
 class DocumentError(SwitchyardError):

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from engine.errors import EngineError
 from engine.jsonpath import PathError, compile_path
 from jsonpath_ng.jsonpath import Child, Fields, Index, Root, This
 
@@ -82,8 +83,10 @@ _OPERATOR = re.compile(r"==|!=|<=|>=|<|>")
 _JSONPATH_STOP = frozenset(",)]=!<>")
 
 
-class ConditionError(ValueError):
+class ConditionError(EngineError, ValueError):
     """A condition could not be parsed; ``position`` is a 0-based offset or None."""
+
+    code = "CONDITION_INVALID"
 
     def __init__(self, message: str, *, position: int | None = None, expression: str | None = None) -> None:
         if position is not None:

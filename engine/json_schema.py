@@ -19,12 +19,16 @@ import re2
 from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import SchemaError, ValidationError
 
+from engine.errors import EngineError
+
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # a refused pattern is reported to whoever wrote it, not logged by RE2
 
 
-class PatternError(ValueError):
+class PatternError(EngineError, ValueError):
     """A pattern RE2 cannot compile; says which and why."""
+
+    code = "PATTERN_INVALID"
 
     def __init__(self, pattern: str, reason: str):
         super().__init__(f"the pattern {pattern!r} cannot be used: {reason} (patterns run on RE2, in linear "

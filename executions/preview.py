@@ -23,6 +23,7 @@ from executions.context import context_builder, outputs_from
 from engine import compression
 from engine.context.messages import MessageError
 from engine.context.resolution import ResolutionAborted
+from engine.errors import EngineError
 from engine.tokens import TokenCounter
 from executions.runner import (
     COMPRESSION_CACHE,
@@ -38,8 +39,10 @@ from executions.services import workflow_graph
 NOT_CALLED = "a plan never calls the model"
 
 
-class ModelNotCalled(Exception):
+class ModelNotCalled(EngineError):
     """What the abstractive summariser raises in a plan: the builder then summarises extractively."""
+
+    code = "MODEL_NOT_CALLED"
 
 
 class _ReadOnlyCache:

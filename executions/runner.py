@@ -20,6 +20,7 @@ from engine import compression
 from engine.context.batching import aggregate
 from engine.context.errors import RefError
 from engine.context.resolution import NOT_READY, ResolutionAborted, select_path
+from engine.errors import EngineError
 from engine.json_schema import SchemaValidator
 from engine.jsonpath import PathError
 from engine.scheduling import Plan
@@ -33,14 +34,17 @@ NODE_PATH = re.compile(r"^\$\.nodes\.([A-Za-z0-9][A-Za-z0-9_:\-]*)(?:[.\[]|$)")
 COMPRESSION_CACHE = RedisCompressionCache()
 
 
-class NodeFailure(Exception):
+class NodeFailure(EngineError):
+    """A node run that failed: its code, whether a retry may help, and the fields of the
+    run to store. Recorded on the run, never answered to a request."""
+
+    code = "NODE_FAILED"
+
     def __init__(self, message: str, *, code: str, retryable: bool, record: dict | None = None,
                  details: dict | None = None):
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code=code, details=details or None)
         self.retryable = retryable
         self.record = record or {}
-        self.details = details or None
 
 
 @dataclass

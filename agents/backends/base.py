@@ -10,6 +10,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.errors import EngineError
+
 
 @dataclass
 class BackendRequest:
@@ -38,17 +40,19 @@ class BackendResponse:
     text: str = ""  # the raw reply, when the backend produced text
 
 
-class BackendError(Exception):
+class BackendError(EngineError):
     """A backend could not answer. `retryable` says whether trying again may help;
     `code` is e.g. CAPABILITY_GAP, TIMEOUT, HTTP_429, BAD_OUTPUT; `details` what a
-    program can act on (a CAPABILITY_GAP names `missing_skills` and `missing_tools`)."""
+    program can act on (a CAPABILITY_GAP names `missing_skills` and `missing_tools`).
 
-    def __init__(self, message: str, *, code: str = "BACKEND_ERROR", retryable: bool = True,
+    Not a request's error (`SwitchyardError`): the node run that met it records it."""
+
+    code = "BACKEND_ERROR"
+
+    def __init__(self, message: str, *, code: str | None = None, retryable: bool = True,
                  details: dict | None = None):
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code=code, details=details or {})
         self.retryable = retryable
-        self.details = details or {}
 
 
 class Backend(ABC):

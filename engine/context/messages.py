@@ -15,6 +15,7 @@ from jsonschema.exceptions import SchemaError
 from jsonschema_specifications import REGISTRY as METASCHEMAS
 from referencing.exceptions import Unresolvable
 
+from engine.errors import EngineError
 from engine.json_schema import SchemaValidator, check_schema
 
 MESSAGE_KEYS = ("data", "schema", "kind", "_instance")
@@ -22,12 +23,13 @@ MESSAGE_KEYS = ("data", "schema", "kind", "_instance")
 SHOWN_ERRORS = 5
 
 
-class MessageError(ValueError):
+class MessageError(EngineError, ValueError):
     """A malformed data message, or data that does not match its schema; says which."""
+
+    code = "MESSAGE_INVALID"
 
     def __init__(self, message: str, *, index: int | None = None, identity: tuple | None = None):
         super().__init__(message)
-        self.message = message
         self.index = index
         self.identity = identity
 

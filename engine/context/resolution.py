@@ -15,6 +15,7 @@ from typing import Any, Callable
 from engine.context import errors
 from engine.context.errors import RefError
 from engine.context.filters import apply_filter, matches
+from engine.errors import EngineError
 from engine.jsonpath import PathError, compile_path
 
 NOT_READY = object()
@@ -70,11 +71,14 @@ class ResolutionFailure:
         }
 
 
-class ResolutionAborted(Exception):
-    """A reference failed and its handling says to stop the node."""
+class ResolutionAborted(EngineError):
+    """A reference failed and its handling says to stop the node; the code is the failure's."""
+
+    code = "RESOLUTION_ABORTED"
 
     def __init__(self, failure: ResolutionFailure):
-        super().__init__(f"input '{failure.name}': {failure.error_code}: {failure.error_message}")
+        super().__init__(f"input '{failure.name}': {failure.error_code}: {failure.error_message}",
+                         code=failure.error_code)
         self.failure = failure
 
 

@@ -1,6 +1,8 @@
 """The four error codes of tot-protocol "错误处理", raised as one exception."""
 from __future__ import annotations
 
+from engine.errors import EngineError
+
 INVALID_FORMAT = "INVALID_FORMAT"
 GENERATION_FAILED = "GENERATION_FAILED"
 EVALUATION_TIMEOUT = "EVALUATION_TIMEOUT"
@@ -9,19 +11,19 @@ SEARCH_EXHAUSTED = "SEARCH_EXHAUSTED"
 ERROR_CODES = (INVALID_FORMAT, GENERATION_FAILED, EVALUATION_TIMEOUT, SEARCH_EXHAUSTED)
 
 
-class ToTError(Exception):
+class ToTError(EngineError):
     """An error of the Tree-of-Thoughts protocol; `as_dict()` is the seed's `error` field.
 
     `recoverable` says whether the search can go on without what failed (a generator
     call that gave nothing, an evaluation that came too late) or the run is over.
     """
 
+    code = "TOT_ERROR"  # the family's name: every instance carries one of ERROR_CODES
+
     def __init__(self, code: str, message: str, *, recoverable: bool = False):
         if code not in ERROR_CODES:
             raise ValueError(f"unknown Tree-of-Thoughts error code {code!r} (known: {', '.join(ERROR_CODES)})")
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(message, code=code)
         self.recoverable = recoverable
 
     def as_dict(self) -> dict:

@@ -35,6 +35,7 @@ from django.db.models import Q
 from agents.models import Agent
 from core.documents import import_documents
 from core.tasks import ping
+from engine.errors import EngineError
 from executions.models import Evaluation, Execution, NodeRun
 from executions.services import execution_cancel, execution_start
 from workflows.models import Workflow
@@ -48,8 +49,10 @@ WARMUP_NODES = 3
 WARMUP_PINGS = 5
 
 
-class BenchmarkFailed(Exception):
+class BenchmarkFailed(EngineError):
     """A run that did not finish, or did not succeed: reported, then exit 1."""
+
+    code = "BENCHMARK_FAILED"
 
 
 def worker_database_url() -> str:
