@@ -105,7 +105,7 @@ def _start_node(execution: Execution, plan: Plan, node_id: str) -> None:
 
 def _start_layer(execution: Execution, plan: Plan, node_ids: list[str]) -> None:
     """Start the first attempts of nodes that became ready together, in one INSERT; inside
-    a worker, the first is claimed for that worker to run next (see node_run_execute)."""
+    a worker, the first is claimed for that worker to run next (see node_run.node_run_execute)."""
     now = timezone.now()
     last = execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0
     versions = workflow_graph(execution.workflow).versions
