@@ -1,9 +1,10 @@
 """Performing one node run: its context, its prompt, the backend call, the contract check.
 
 `perform` is how a node of the kind `llm` runs (executions/nodes.py): it reads rows and
-calls the pure engine and the agent's backend; it writes nothing. The helpers here serve
-the other kinds too (executions/tot.py). The services in `executions/services.py` claim
-the run before and store the result after.
+calls the pure engine and the agent's backend. It writes no row: what it did goes back in
+`Performed`, and its only write is a compressed output, to the shared compression cache.
+The helpers here serve the other kinds too (executions/tot.py). The services in
+`executions/services/node_run.py` claim the run before and store the result after.
 """
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ class Performed:
 
 def perform(run: NodeRun, graph, node: Node) -> Performed:
     """Perform a node of the kind `llm` (executions/nodes.py): one prompt, or one per batch,
-    to the agent's backend. `graph` is the workflow's `executions.services.Graph`: its plan,
+    to the agent's backend. `graph` is the workflow's `executions.services.graph.Graph`: its plan,
     nodes and contracts."""
     plan = graph.plan
     execution = run.execution
