@@ -364,6 +364,9 @@ def test_it_lets_an_author_edit_the_system_prompt_and_see_the_new_version_and_th
     assert current == ["Scholar"]
     screenshot(page, "agent_detail")
     page.locator("#lineage-graph").scroll_into_view_if_needed()
+    # Let the scroll's events reach cytoscape before clicking, as they would for a person:
+    # it maps a click through the container's position, which it re-reads on scroll.
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
     box = page.locator("#lineage-graph").bounding_box()
     point = page.evaluate("(() => { const p = document.getElementById('lineage-graph').cy"
                           ".getElementById('Scholar_Physics').renderedPosition(); return [p.x, p.y]; })()")
