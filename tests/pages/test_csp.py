@@ -260,7 +260,7 @@ def test_it_has_every_page_satisfy_the_content_security_policy(browser, live_ser
 
     # The editor: a node, and a mapping that does not parse, so the problem badge is drawn.
     visit(page, "/workflows/new/", "#cy canvas")
-    page.wait_for_function("document.getElementById('agent-search').placeholder.startsWith('Search')")
+    page.wait_for_function("() => document.getElementById('agent-search').placeholder.startsWith('Search')")
     page.fill("[data-field=workflow_id]", "csp_check")
     page.fill("[data-field=name]", "CSP check")
     page.select_option("#editor-panel select", "dag")

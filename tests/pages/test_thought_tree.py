@@ -417,7 +417,9 @@ def click_tree_node(page, node_id: str) -> None:
     page.wait_for_function("(id) => window.switchyard.thoughtTree && window.switchyard.thoughtTree.getElementById(id).length",
                            arg=node_id)
     page.evaluate("(id) => { const cy = window.switchyard.thoughtTree; cy.center(cy.getElementById(id)); }", node_id)
-    page.wait_for_timeout(0)  # let cytoscape paint the centred view before reading positions
+    # Let the scroll's events and the centred view reach cytoscape before clicking, as they
+    # would for a person: it maps a click through the container position it re-reads on scroll.
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
     box = page.locator("#tt-graph").bounding_box()
     point = page.evaluate("(id) => window.switchyard.thoughtTree.getElementById(id).renderedPosition()", node_id)
     page.mouse.click(box["x"] + point["x"], box["y"] + point["y"])

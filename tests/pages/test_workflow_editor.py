@@ -219,7 +219,7 @@ def test_it_lets_an_author_build_a_workflow_see_a_problem_on_its_node_fix_it_sav
     # Two nodes from the agent list, connected in Connect mode by clicking source then target.
     search = page.locator("#agent-search")
     expect_placeholder = re.compile(r"Search \d+ agents")
-    page.wait_for_function("document.getElementById('agent-search').placeholder.startsWith('Search')")
+    page.wait_for_function("() => document.getElementById('agent-search').placeholder.startsWith('Search')")
     assert expect_placeholder.search(search.get_attribute("placeholder"))
     search.fill("Scholar")
     page.click("#add-node-button")
@@ -298,7 +298,7 @@ def test_it_shows_the_api_refusal_next_to_the_field_and_keeps_the_edits(api, pag
     call_command("load_demo", stdout=io.StringIO())
     page, errors = watched(page_for, api.author.user)
     page.goto("/workflows/new/")
-    page.wait_for_function("document.getElementById('agent-search').placeholder.startsWith('Search')")
+    page.wait_for_function("() => document.getElementById('agent-search').placeholder.startsWith('Search')")
     page.fill("[data-field=workflow_id]", "release_review")  # taken
     page.fill("[data-field=name]", "Another review")
     page.fill("#agent-search", "Drafter")
