@@ -10,27 +10,11 @@ import pytest
 
 from agents.backends import BackendError, BackendRequest
 from agents.backends.builtin import SKILLS, BuiltinBackend, register_skill
-from demo.documents import AGENTS
 from demo.skills import DEMO_SKILLS
+# Requests built as the builtin backend's own tests build them.
+from tests.agents.backends.test_builtin import SKILLS_OF, backend, request, run
 
 ROOT = Path(__file__).resolve().parents[2]
-SKILLS_OF = {agent["agent_id"]: agent["capabilities"]["skills"] for agent in AGENTS}
-backend = BuiltinBackend()
-
-
-def request(skill_or_agent: str, inputs=None, *, runner: str | None = None, state=None, **fields) -> BackendRequest:
-    """A request for the node of `skill_or_agent` (a demo agent, or a bare skill), run by `runner`."""
-    required = SKILLS_OF.get(skill_or_agent, [skill_or_agent])
-    skills = SKILLS_OF[runner] if runner else required
-    return BackendRequest(agent_id=runner or skill_or_agent, skills=skills, required_skills=required,
-                          system_prompt="You are a test agent.", prompt="Do the task.", inputs=inputs or {},
-                          state=state or {}, **fields)
-
-
-def run(*args, **kwargs):
-    return backend.complete(request(*args, **kwargs)).output
-
-
 # ---------------------------------------------------------------- the registration
 
 # The product as installed without the demo app: the same settings, less "demo".
