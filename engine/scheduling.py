@@ -95,10 +95,13 @@ class Plan:
 
     def ready(self, statuses: dict[str, str], candidates: list[str] | None = None) -> list[str]:
         """seq, par, dag: every node not started yet (of `candidates`, if given) whose
-        dependencies are all done — all of them at once, so independent nodes run in parallel."""
+        dependencies are all done — all of them at once, so independent nodes run in parallel.
+        A node whose run was cancelled (a worker took it while the run waited for a person)
+        has not run: it starts again."""
         return [
             node_id for node_id in (self.nodes if candidates is None else candidates)
-            if node_id not in statuses and all(statuses.get(dep) in DONE for dep in self.dependencies(node_id))
+            if statuses.get(node_id, "cancelled") == "cancelled"
+            and all(statuses.get(dep) in DONE for dep in self.dependencies(node_id))
         ]
 
     def finished(self, statuses: dict[str, str]) -> bool:

@@ -1,5 +1,7 @@
-"""What runs next, once a node run is stored or a run is started or resumed: the next nodes
-(created and sent to a worker), the node's `on_failure`, the end of the run.
+"""What runs next, once a node run is stored or a run is started or resumed. The engine
+decides (`engine.steps.next_step`); this module reads the run for it and stores the step:
+the next nodes (created and sent to a worker), a retry, the fallback agent's attempt, an
+escalation, the end of the run.
 
 A run advances by these services only. Each takes the execution row's lock
 (`select_for_update`) before deciding what comes next, so two workers finishing parallel
@@ -17,90 +19,62 @@ from django.utils import timezone
 from agents.models import AgentVersion
 from core.states import change_status, transition_all
 from core.tasks import send_after_commit
-from engine.conditions import evaluate_condition
 from engine.context.errors import RefError
 from engine.context.resolution import select_path
 from engine.scheduling import Plan
+from engine.steps import Outcome, Policy, Progress, Step, next_step, wall_time_exceeded
 from executions.models import Execution, NodeRun
 from executions.services.graph import workflow_graph, workflow_node, workflow_plan
 from executions.services.inline import _inline
 
 
-def _handle_failure(execution: Execution, run: NodeRun, retryable: bool) -> None:
-    """The node's `on_failure`: escalate (the default) means retries with backoff up to
-    `retry_count`, then one attempt by `fallback_agent`, then waiting in `escalated` for a
-    person (failing the run when there is no `escalate_to`); abort fails the run; skip
-    passes over the node; a node id goes there (state machines)."""
-    workflow = execution.workflow
-    plan = workflow_plan(workflow)
-    action = plan.failure_action(run.node_id)
-    node = workflow_node(workflow, run.node_id)
-    if action == "escalate":
-        if retryable and run.kind in ("first", "retry") and run.attempt <= workflow.retry_count:
-            delay = settings.NODE_RETRY_BACKOFF_SECONDS * 2 ** (run.attempt - 1)
-            _new_run(execution, node.node_id, agent_id=node.agent_id, kind="retry", attempt=run.attempt + 1, delay=delay)
-        elif run.kind != "fallback" and workflow.fallback_agent_id and workflow.fallback_agent_id != run.agent_id:
-            _new_run(execution, node.node_id, agent_id=workflow.fallback_agent_id, kind="fallback", attempt=run.attempt + 1)
-        elif workflow.escalate_to_id:
-            change_status(execution, Execution.STATES, Execution.Status.ESCALATED, escalation={
-                "node_id": run.node_id, "node_run": run.pk, "error_code": run.error_code, "error": run.error,
-                "escalate_to": workflow.escalate_to.agent_id, "at": timezone.now().isoformat(),
-            })
-        else:
-            _end(execution, Execution.Status.FAILED, f"node '{run.node_id}' failed: {run.error_code}")
-    elif action == "abort":
-        _end(execution, Execution.Status.FAILED, f"node '{run.node_id}' failed ({run.error_code}); on_failure is abort")
-    elif action == "skip":
-        skipped = _new_run(execution, node.node_id, agent_id=node.agent_id, kind="manual", attempt=run.attempt,
-                           status=NodeRun.Status.SKIPPED)
-        _advance(execution, completed=skipped)
-    else:
-        _start_node(execution, plan, action)
-
-
-def _advance(execution: Execution, *, completed: NodeRun | None) -> None:
-    """Decide what runs next (the execution row is locked by the caller)."""
+def _advance(execution: Execution, *, completed: NodeRun | None, retryable: bool = True) -> None:
+    """Ask the engine what follows `completed` (None: the run starts) and store it. The
+    execution row is locked by the caller."""
     if execution.status != Execution.Status.RUNNING:
         return
-    if _past_wall_time(execution, timezone.now()):
-        _end(execution, Execution.Status.FAILED, _wall_reason(execution))
-        return
-    plan = workflow_plan(execution.workflow)
-    if plan.topology == "state_machine":
-        if completed is None:
-            _start_node(execution, plan, plan.start)
-            return
-        decision = plan.next_state(completed.node_id, evaluate=evaluate_condition, output=completed.output,
-                                   state=execution.state, input=execution.input)
-        NodeRun.objects.filter(pk=completed.pk).update(decision=decision.as_dict())
-        if decision.action == "end":
-            _end(execution, Execution.Status.SUCCESS, "")
-        else:
-            _start_node(execution, plan, decision.node_id)
-        return
-    # Only the completed node's successors can have become ready: read the statuses of
-    # those and of their dependencies, not of the whole run.
-    candidates = plan.nodes if completed is None else plan.successors(completed.node_id)
-    relevant = set(candidates) | {dep for node_id in candidates for dep in plan.dependencies(node_id)}
-    statuses = dict(execution.node_runs.filter(node_id__in=relevant).order_by("sequence", "id")
-                    .values_list("node_id", "status")) if relevant else {}
-    ready = plan.ready(statuses, candidates)
-    if ready:
-        _start_layer(execution, plan, ready)
-    elif not _any_active(execution):
-        done = execution.node_runs.filter(status__in=["success", "skipped"]).values("node_id").distinct().count()
-        if done == len(plan.nodes):
-            _end(execution, Execution.Status.SUCCESS, "")
+    workflow = execution.workflow
+    step = next_step(workflow_plan(workflow), _policy(workflow), _progress(execution),
+                     None if completed is None else _outcome(completed, retryable))
+    if step.skipped:  # the failed node is passed over: what follows, follows its skipped run
+        completed = _new_run(execution, step.skipped, agent_id=completed.agent_id, kind="manual",
+                             attempt=completed.attempt, status=NodeRun.Status.SKIPPED)
+    if step.decision:
+        NodeRun.objects.filter(pk=completed.pk).update(decision=step.decision.as_dict())
+    if step.action == "start":
+        _start_layer(execution, workflow_plan(workflow), list(step.nodes))
+    elif step.action in ("retry", "fallback"):
+        _new_run(execution, step.nodes[0], agent_id=step.agent, kind=step.action, attempt=step.attempt,
+                 delay=step.delay)
+    elif step.action == "escalate":
+        change_status(execution, Execution.STATES, Execution.Status.ESCALATED, escalation={
+            "node_id": completed.node_id, "node_run": completed.pk, "error_code": completed.error_code,
+            "error": completed.error, "escalate_to": workflow.escalate_to.agent_id, "at": timezone.now().isoformat(),
+        })
+    elif step.action == "end":
+        _end(execution, step.status, step.reason)
 
 
-def _start_node(execution: Execution, plan: Plan, node_id: str) -> None:
-    """Start a state machine's next node. It may loop, so its steps are bounded by the
-    workflow's max_steps."""
-    limit = execution.workflow.max_steps
-    if plan.topology == "state_machine" and execution.node_runs.filter(kind="first").count() >= limit:
-        _end(execution, Execution.Status.FAILED, f"max_steps: the run reached its bound of {limit} steps")
-        return
-    _new_run(execution, node_id, agent_id=plan.agents[node_id], kind="first", attempt=1)
+def _policy(workflow) -> Policy:
+    return Policy(retry_count=workflow.retry_count, backoff_seconds=settings.NODE_RETRY_BACKOFF_SECONDS,
+                  fallback_agent=workflow.fallback_agent_id, escalate_to=workflow.escalate_to_id,
+                  max_steps=workflow.max_steps, max_wall_seconds=workflow.max_wall_seconds)
+
+
+def _progress(execution: Execution) -> Progress:
+    def statuses(node_ids) -> dict[str, str]:
+        rows = execution.node_runs.filter(node_id__in=node_ids).order_by("sequence", "id")
+        return dict(rows.values_list("node_id", "status"))  # the latest run of each node wins
+
+    return Progress(elapsed_seconds=_elapsed(execution, timezone.now()), statuses=statuses,
+                    any_active=lambda: _any_active(execution),
+                    steps_taken=lambda: execution.node_runs.filter(kind="first").count(),
+                    state=execution.state, input=execution.input)
+
+
+def _outcome(run: NodeRun, retryable: bool) -> Outcome:
+    return Outcome(run.node_id, run.status, kind=run.kind, attempt=run.attempt, agent=run.agent_id,
+                   retryable=retryable, error_code=run.error_code, output=run.output)
 
 
 def _start_layer(execution: Execution, plan: Plan, node_ids: list[str]) -> None:
@@ -203,9 +177,10 @@ def _locked(execution: Execution) -> Execution:
     return locked
 
 
-def _past_wall_time(execution: Execution, now) -> bool:
-    return bool(execution.started_at) and (now - execution.started_at).total_seconds() > execution.workflow.max_wall_seconds
+def _elapsed(execution: Execution, now) -> float:
+    return (now - execution.started_at).total_seconds() if execution.started_at else 0.0
 
 
-def _wall_reason(execution: Execution) -> str:
-    return f"max_wall_seconds: the run exceeded its {execution.workflow.max_wall_seconds} s"
+def _wall_time_end(execution: Execution, now) -> Step | None:
+    """The end of a run past its wall time (asked before a node starts work, and by the sweep)."""
+    return wall_time_exceeded(_policy(execution.workflow), _elapsed(execution, now))

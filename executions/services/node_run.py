@@ -23,7 +23,7 @@ from core.states import claim_row, transition
 from executions import nodes, runner
 from executions.models import Execution, NodeRun
 from executions.services.advance import (
-    _advance, _apply_output_mapping, _dispatch, _end, _handle_failure, _locked, _past_wall_time, _wall_reason,
+    _advance, _apply_output_mapping, _dispatch, _end, _locked, _wall_time_end,
 )
 from executions.services.graph import workflow_graph
 from executions.services.inline import INLINE_SECONDS, MAX_INLINE, _inline
@@ -73,11 +73,12 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
         transition(NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED,
                    completed_at=now)
         return "cancelled"
-    if _past_wall_time(execution, now):
+    ended = _wall_time_end(execution, now)
+    if ended:
         with transaction.atomic():
             transition(NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED,
                        completed_at=now)
-            _end(_locked(execution), Execution.Status.FAILED, _wall_reason(execution))
+            _end(_locked(execution), ended.status, ended.reason)
         return "ended"
     graph = workflow_graph(execution.workflow)
     node = graph.nodes[run.node_id]
@@ -151,7 +152,7 @@ def _node_failed(run: NodeRun, claim: str, failure) -> None:
         if stored != 1 or execution.status != Execution.Status.RUNNING:
             return
         run.refresh_from_db()
-        _handle_failure(execution, run, failure.retryable)
+        _advance(execution, completed=run, retryable=failure.retryable)
 
 
 def _time_limit_failure(message: str) -> runner.NodeFailure:

@@ -15,7 +15,7 @@ from core.states import transition
 from executions import runner
 from executions.models import Evaluation, Execution, NodeRun
 from executions.services.advance import (
-    _dispatch, _end, _evaluate_after_commit, _locked, _past_wall_time, _wall_reason,
+    _dispatch, _end, _evaluate_after_commit, _locked, _wall_time_end,
 )
 from executions.services.node_run import _node_failed, _time_limit_failure
 
@@ -89,10 +89,11 @@ def node_runs_sweep(*, now=None) -> dict:
             report["evaluations"].append(execution_pk)
             _evaluate_after_commit(execution_pk)
     for execution in Execution.objects.filter(status=Execution.Status.RUNNING).select_related("workflow"):
-        if _past_wall_time(execution, now):
+        ended = _wall_time_end(execution, now)
+        if ended:
             with transaction.atomic():
                 locked = _locked(execution)
                 if locked.status == Execution.Status.RUNNING:
-                    _end(locked, Execution.Status.FAILED, _wall_reason(locked))
+                    _end(locked, ended.status, ended.reason)
                     report["ended"].append(locked.execution_id)
     return report

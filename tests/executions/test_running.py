@@ -1,4 +1,6 @@
 """Running the demo workflows on real Celery workers against the real Redis."""
+import time
+
 import pytest
 from django.utils import timezone
 
@@ -119,3 +121,34 @@ def test_it_skips_a_failed_dag_node_as_its_transition_says_and_refuses_a_conditi
         ("transitions[0].condition", "TRANSITION_UNHONOURED")]
     assert "transitions[0].condition: (publish → after) a condition chooses the next node only" in str(refused.value)
     assert list(Execution.objects.filter(workflow=workflow)) == [execution], "nothing half-started"
+
+
+def test_a_branch_held_while_a_person_had_the_run_goes_on_once_the_run_resumes(demo):
+    # `publish` fails and waits for a person; meanwhile the worker takes the other branch's
+    # pending node and, the run not running, cancels it. Resumed, the run starts it again
+    # and ends only when every node is done.
+    demo.start(1)
+    import_documents([{
+        "workflow_id": "two_branches", "name": "Two branches", "topology": "dag",
+        "nodes": [{"id": "publish", "agent_ref": "Publisher"}, {"id": "announce", "agent_ref": "Drafter"},
+                  {"id": "draft", "agent_ref": "Drafter"}, {"id": "polish", "agent_ref": "Drafter"}],
+        "transitions": [{"from": "publish", "to": "announce"}, {"from": "draft", "to": "polish"}],
+        "error_handling": {"retry_count": 0, "escalate_to": "Orchestrator"},
+    }], actor="test")
+    execution = wait_for(start("two_branches", topic="t"), workers=demo)
+    assert execution.status == "escalated", execution.ended_reason
+    wait_for_no_active(execution)
+    assert "cancelled" in {run.status for run in runs(execution)}
+
+    execution_resume(execution=execution, output={"published_at": "by hand"})
+    execution = wait_for(execution, statuses=("success", "failed"), workers=demo)
+    assert execution.status == "success", execution.ended_reason
+    latest = {run.node_id: run.status for run in runs(execution)}
+    assert latest == {"publish": "success", "announce": "success", "draft": "success", "polish": "success"}
+
+
+def wait_for_no_active(execution, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while execution.node_runs.filter(status__in=("pending", "running")).exists():
+        assert time.monotonic() < deadline, "the worker did not take the held node runs"
+        time.sleep(0.1)
