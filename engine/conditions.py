@@ -10,10 +10,14 @@ Literals
     ``42``, ``-3.5``, ``1e3``, ``'text'`` / ``"text"`` (escapes ``\\\\ \\' \\" \\n
     \\t \\r``), ``true``, ``false``, ``null``, lists ``[1, 'a', output.x]``.
 Data
-    ``$...``           JSONPath (jsonpath_ng.ext, filters allowed) on the node
-                       output: no match -> null, one match -> the value,
-                       several -> a list of the values. It ends at whitespace
-                       or one of ``, ) ] = ! < >`` outside quotes and brackets.
+    ``$...``           JSONPath (RFC 9535, filters allowed) on the node output,
+                       by the rule references follow: a singular query (names
+                       and indices only) -> its value, any other query -> the
+                       list of its values. Nothing selected is null for a
+                       singular query, as for a missing key (a condition may
+                       ask whether something is there), and an empty list for
+                       any other. It ends at whitespace or one of
+                       ``, ) ] = ! < >`` outside quotes and brackets.
     ``output.a.b``     dotted lookup into the node output,
     ``state.a.b``      ... into the workflow state,
     ``input.a.b``      ... into the node input. Integer segments index lists
@@ -26,8 +30,8 @@ Functions
     ``len(x)`` (null -> 0), ``exists(x)`` (x is not null), ``lower(x)``
     (a string, or each string in a list). Anything else is a parse error.
     ``len`` of a multi-valued JSONPath (filter, wildcard, slice, ``..``,
-    several fields) counts its matches, so ``len($.a[?(@.x > 1)]) == 1`` holds
-    when one item matches instead of measuring that item.
+    union) counts its matches, since its value is always a list, so
+    ``len($.a[?@.x > 1]) == 1`` holds when one item matches.
 Semantics
     int and float compare numerically (``1 == 1.0``); booleans are not numbers
     (``true == 1`` and ``true > 0`` are false). ``<``-style comparisons between
@@ -53,8 +57,7 @@ from decimal import Decimal
 from typing import Any
 
 from engine.errors import EngineError
-from engine.jsonpath import PathError, compile_path
-from jsonpath_ng.jsonpath import Child, Fields, Index, Root, This
+from engine.jsonpath import PathError, compile_path, find_values
 
 __all__ = [
     "Condition",
@@ -79,7 +82,7 @@ _SEGMENT = re.compile(r"[^\W\d]\w*|[0-9]+")
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _OPERATOR = re.compile(r"==|!=|<=|>=|<|>")
 # Characters that end a JSONPath at bracket depth 0, so that ``$.a==1`` and
-# ``[$.a]`` lex as expected; jsonpath_ng never uses them outside brackets.
+# ``[$.a]`` lex as expected; RFC 9535 never uses them outside brackets.
 _JSONPATH_STOP = frozenset(",)]=!<>")
 
 
@@ -218,53 +221,16 @@ class _ListLiteral(_Node):
         return [item.evaluate(scope) for item in self.items]
 
 
-def _is_singular(path: Any) -> bool:
-    """Whether a parsed JSONPath can match at most one value (``$.a.b[0]``).
-
-    Conservative: anything but plain fields and single indices counts as
-    multi-valued, including every jsonpath_ng.ext extension.
-    """
-    kind = type(path)
-    if kind is Child:
-        return _is_singular(path.left) and _is_singular(path.right)
-    if kind is Fields:
-        return len(path.fields) == 1 and path.fields[0] != "*"
-    if kind is Index:
-        return len(path.indices) == 1
-    return kind is Root or kind is This
-
-
 @dataclass(frozen=True)
 class _JsonPath(_Node):
     source: str
-    expression: Any  # a compiled jsonpath_ng expression
-    singular: bool
-
-    def matches(self, scope: _Scope) -> list[Any]:
-        try:
-            return [match.value for match in self.expression.find(scope["output"])]
-        except Exception:  # e.g. RecursionError on absurdly long paths: treat as "no match"
-            return []
+    singular: bool  # an RFC 9535 singular query: names and indices only
 
     def evaluate(self, scope: _Scope) -> Any:
-        values = self.matches(scope)
-        if not values:
-            return None
-        return values[0] if len(values) == 1 else values
-
-
-@dataclass(frozen=True)
-class _MatchCount(_Node):
-    """``len()`` of a multi-valued JSONPath.
-
-    With "one match -> the value", ``len($.atoms[?(...)])`` would otherwise
-    return the number of keys of the single matching atom.
-    """
-
-    path: _JsonPath
-
-    def evaluate(self, scope: _Scope) -> Any:
-        return len(self.path.matches(scope))
+        values = find_values(self.source, scope["output"])
+        if self.singular:
+            return values[0] if values else None
+        return values
 
 
 @dataclass(frozen=True)
@@ -620,7 +586,7 @@ class _Parser:
         if token.kind == "jsonpath":
             self.advance()
             self.paths.append(token.text)
-            return _JsonPath(token.text, token.value, _is_singular(token.value))
+            return _JsonPath(token.text, token.value.singular_query())
         if token.kind == "name":
             return self.name()
         if self.at("punct", "("):
@@ -673,8 +639,6 @@ class _Parser:
         if len(arguments) != 1:
             raise self.error(f"{name.text}() takes exactly 1 argument ({len(arguments)} given)", name)
         argument = arguments[0]
-        if name.text == "len" and isinstance(argument, _JsonPath) and not argument.singular:
-            return _MatchCount(argument)
         return _Call(name.text, argument)
 
 

@@ -1,66 +1,140 @@
-"""JSONPath with a parse cache and limits.
+"""JSONPath as RFC 9535 defines it, parsed once per expression and run in bounded time.
 
-jsonpath-ng builds a new parser for every `parse` call (milliseconds each), so every
-expression is parsed once per process and reused.
+Every JSONPath of the house goes through here: data references, output mappings, the
+`$…` paths of transition conditions, and validation (which the editor asks as you type).
+The parser and evaluator are jsonpath-rfc9535's, which passes the RFC's compliance suite
+(tests/engine/test_jsonpath_compliance.py runs all of it). Two things are ours:
 
-jsonpath-ng parses any length without trouble but walks the parsed path recursively
-(finding, printing, comparing): a path of a few hundred segments overflows Python's
-stack wherever it is used. So a path is refused when it is longer or nested more deeply
-than any real one (the same style of limits as a transition's condition has).
+- `match()` and `search()` run their I-Regexp (RFC 9485) on RE2, in time linear in the
+  text, instead of a backtracking engine: a filter such as `match(@.a, '(a+)+$')` cannot pin
+  a worker. An argument that is not a valid I-Regexp matches nothing, as the RFC says.
+- Limits: a path longer than any real one is refused before it is parsed, and one that
+  walks deeper than `MAX_DESCENT` levels of the data is an error, not a stack overflow.
+
+How a nodelist becomes the value a reference passes is one rule, written and applied in
+`engine.context.resolution.select_path`.
 """
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
-from jsonpath_ng import JSONPath
-from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
-from jsonpath_ng.ext import parse as _parse
+import re2
+from iregexp_check import check as is_iregexp
+from jsonpath_rfc9535 import JSONPathEnvironment, JSONPathError, JSONPathQuery
+from jsonpath_rfc9535.function_extensions import ExpressionType, FilterFunction
 
 from engine.errors import EngineError
 
 MAX_PATH_LENGTH = 2000  # characters
-MAX_PATH_DEPTH = 50  # levels of the parsed path: each segment, filter and union adds one
+MAX_DESCENT = 100  # levels of the data a descendant segment (`..`) walks
 
 
 class PathError(EngineError, ValueError):
-    """A JSONPath expression that does not parse, or is beyond the limits."""
+    """A JSONPath expression that is not RFC 9535, or is beyond the limits."""
 
     code = "REF_PATH_INVALID"
 
 
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+
+
+@lru_cache(maxsize=1024)
+def _iregexp(pattern: str):
+    """An I-Regexp as RE2 runs it, or None when it is not one. I-Regexp's `.` matches any
+    character but a line break (CR or LF); RE2's would match a CR."""
+    if not is_iregexp(pattern):
+        return None
+    translated, in_class, escaped = [], False, False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "[":
+            in_class = True
+        elif char == "]":
+            in_class = False
+        elif char == "." and not in_class:
+            translated.append("[^\\n\\r]")
+            continue
+        translated.append(char)
+    try:
+        return re2.compile("".join(translated), _RE2_OPTIONS)
+    except re2.error:
+        return None
+
+
+class _RegexFunction(FilterFunction):
+    """RFC 9535 `match()` (the whole string) and `search()` (a substring) on RE2."""
+
+    arg_types = [ExpressionType.VALUE, ExpressionType.VALUE]
+    return_type = ExpressionType.LOGICAL
+
+    def __init__(self, whole: bool):
+        self.whole = whole
+
+    def __call__(self, string: object, pattern: object) -> bool:
+        if not isinstance(string, str) or not isinstance(pattern, str):
+            return False
+        compiled = _iregexp(pattern)
+        if compiled is None:
+            return False
+        try:
+            found = compiled.fullmatch(string) if self.whole else compiled.search(string)
+        except UnicodeEncodeError:  # a lone surrogate is not text RE2 can read
+            return False
+        return found is not None
+
+
+class _Environment(JSONPathEnvironment):
+    max_recursion_depth = MAX_DESCENT
+
+    def setup_function_extensions(self) -> None:
+        super().setup_function_extensions()
+        self.function_extensions["match"] = _RegexFunction(whole=True)
+        self.function_extensions["search"] = _RegexFunction(whole=False)
+
+
+_ENVIRONMENT = _Environment()
+
+
 @lru_cache(maxsize=4096)
-def compile_path(expression: str) -> JSONPath:
+def compile_path(expression: str) -> JSONPathQuery:
+    """The parsed query; PathError naming what is wrong and where."""
     if not isinstance(expression, str) or not expression.startswith("$"):
         raise PathError(f"JSONPath '{_shown(expression)}' must start with '$'")
     if len(expression) > MAX_PATH_LENGTH:
         raise PathError(f"JSONPath '{_shown(expression)}' is too long "
                         f"({len(expression)} characters; the limit is {MAX_PATH_LENGTH})")
-    if "=~" in expression:
-        # Regex filters would let a document author make the engine backtrack for ever.
-        raise PathError(f"JSONPath '{expression}': regular-expression filters (=~) are not allowed")
     try:
-        parsed = _parse(expression)
-    except (JsonPathParserError, JsonPathLexerError, ValueError, TypeError, AttributeError) as error:
-        raise PathError(f"JSONPath '{expression}' does not parse: {error}") from None
-    depth = _depth(parsed)
-    if depth > MAX_PATH_DEPTH:
-        raise PathError(f"JSONPath '{_shown(expression)}' is nested too deeply "
-                        f"({depth} levels; the limit is {MAX_PATH_DEPTH})")
-    return parsed
+        return _ENVIRONMENT.compile(expression)
+    except (JSONPathError, RecursionError) as error:
+        raise PathError(f"JSONPath '{_shown(expression)}' is not valid: {_reason(error)}") from None
 
 
-def _depth(path: JSONPath) -> int:
-    """How deeply the parsed path nests, counted without recursion."""
-    deepest = 0
-    pending = [(path, 1)]
-    while pending:
-        node, depth = pending.pop()
-        deepest = max(deepest, depth)
-        for value in vars(node).values():
-            for child in value if isinstance(value, (list, tuple)) else (value,):
-                if isinstance(child, JSONPath):
-                    pending.append((child, depth + 1))
-    return deepest
+def find_nodes(expression: str, data: Any) -> list:
+    """The nodes (`.value`, `.path()`, `.parent`) the expression selects in `data`, in order."""
+    query = compile_path(expression)
+    try:
+        return list(query.find(data))
+    except (JSONPathError, RecursionError) as error:
+        raise PathError(f"JSONPath '{_shown(expression)}' cannot be applied: {_reason(error)}") from None
+
+
+def find_values(expression: str, data: Any) -> list:
+    return [node.value for node in find_nodes(expression, data)]
+
+
+def is_singular(expression: str) -> bool:
+    """Whether the expression is an RFC 9535 singular query (names and indices only), which
+    selects at most one node."""
+    return compile_path(expression).singular_query()
+
+
+def _reason(error: Exception) -> str:
+    return str(error) if isinstance(error, JSONPathError) else "nested too deeply"
 
 
 def _shown(expression) -> str:

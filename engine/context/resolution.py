@@ -16,13 +16,12 @@ from engine.context import errors
 from engine.context.errors import RefError
 from engine.context.filters import apply_filter, matches
 from engine.errors import EngineError
-from engine.jsonpath import PathError, compile_path
+from engine.jsonpath import PathError, compile_path, find_nodes
 
 NOT_READY = object()
 """What a task-output source returns for a task that has not finished yet."""
 
 # Characters that make a JSONPath select many values rather than one.
-_MULTI_MARKERS = ("*", "?(", "..", ":", ",")
 
 
 @dataclass
@@ -100,13 +99,14 @@ def timing(reference: dict, sources: Sources) -> str:
     return "before_scheduling"
 
 
-def is_singular(path: str) -> bool:
-    return not any(marker in path for marker in _MULTI_MARKERS)
-
-
 def select_path(data: Any, path: str, spec: dict | None = None) -> Any:
-    """The value(s) a JSONPath selects — one value for a singular path, a list otherwise —
-    kept only where the `filter` object matches.
+    """The value a JSONPath selects, kept only where the `filter` object matches.
+
+    RFC 9535 answers with a nodelist; a reference passes a value. The rule, the same for
+    references, output mappings and conditions: a singular query (names and indices only:
+    `$.atoms[0].content`) passes its node's value; any other query (a wildcard, a slice, a
+    filter, a union, `..`) passes the list of its nodes' values, in order; a query that
+    selects no node is REF_NOT_FOUND, never an empty list or null passed as if it were data.
 
     The filter looks at each selected object; for a selected list, at its elements; and
     for a selected scalar, at the object holding it, so the seed's example
@@ -114,32 +114,31 @@ def select_path(data: Any, path: str, spec: dict | None = None) -> Any:
     """
     try:
         expression = compile_path(path)
+        if spec is not None:
+            apply_filter([], spec)  # refuses a malformed filter even when nothing is selected
+        found = find_nodes(path, data)
     except PathError as error:
         raise RefError(errors.REF_PATH_INVALID, str(error)) from None
-    if spec is not None:
-        apply_filter([], spec)  # refuses a malformed filter even when nothing is selected
-    found = expression.find(data)
-    if is_singular(path):
-        if not found:
-            raise RefError(errors.REF_NOT_FOUND, f"path '{path}' selects nothing in the output")
+    if not found:
+        raise RefError(errors.REF_NOT_FOUND, f"path '{path}' selects nothing in the output")
+    if expression.singular_query():
         value = found[0].value
         return value if spec is None else apply_filter(value, spec)
     if spec is None:
-        return [match.value for match in found]
+        return [node.value for node in found]
     selected = []
-    for match in found:
-        if isinstance(match.value, list):
-            selected.append(apply_filter(match.value, spec))
-        elif _holder_matches(match, spec):
-            selected.append(match.value)
+    for node in found:
+        if isinstance(node.value, list):
+            selected.append(apply_filter(node.value, spec))
+        elif _holder_matches(node, spec):
+            selected.append(node.value)
     return selected
 
 
-def _holder_matches(match, spec: dict) -> bool:
-    datum = match
-    while datum is not None and not isinstance(datum.value, dict):
-        datum = datum.context
-    return datum is not None and matches(datum.value, spec)
+def _holder_matches(node, spec: dict) -> bool:
+    while node is not None and not isinstance(node.value, dict):
+        node = node.parent
+    return node is not None and matches(node.value, spec)
 
 
 def keys_only(data: Any) -> Any:

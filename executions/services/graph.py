@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from agents.models import Agent, AgentVersion
 from engine.scheduling import Plan
-from engine.validation import dependency_edges, transition_problems
+from engine.validation import dependency_edges, validate_workflow
 from workflows.models import Contract, Workflow
 
 
@@ -22,7 +22,7 @@ class Graph:
     versions: dict  # agent pk → the pk of its latest AgentVersion
     contracts: list  # Contract rows from one of the workflow's agents
     writes_state: bool  # some node has an output_mapping
-    problems: list  # transitions its topology cannot honour (stored before validation refused them)
+    problems: list  # what validation refuses today, in a workflow stored under earlier rules (a run is refused)
 
 
 _GRAPHS: dict[tuple, Graph] = {}
@@ -38,21 +38,23 @@ def workflow_graph(workflow: Workflow) -> Graph:
             for source, target, condition, on_success, on_failure in workflow.transitions.order_by("position", "id")
             .values_list("from_node", "to_node", "condition", "on_success", "on_failure")
         ]
-        document = {"nodes": [{"id": n.node_id, "input_mapping": n.input_mapping} for n in nodes],
-                    "transitions": transitions}
+        agents = Agent.objects.in_bulk({n.agent_id for n in nodes})
+        document = {"topology": workflow.topology, "transitions": transitions,
+                    "nodes": [{"id": n.node_id, "agent_ref": agents[n.agent_id].agent_id,
+                               "input_mapping": n.input_mapping, "output_mapping": n.output_mapping} for n in nodes]}
         plan = Plan(workflow.topology, [n.node_id for n in nodes], dependency_edges(document), transitions,
                     agents={n.node_id: n.agent_id for n in nodes})
-        agents = {n.agent_id for n in nodes}
         versions = {}
         for agent_id, version_id in AgentVersion.objects.filter(agent_id__in=agents).order_by(
                 "agent_id", "-created_at", "-id").values_list("agent_id", "pk"):
             versions.setdefault(agent_id, version_id)  # the latest of each agent
         contracts = list(Contract.objects.filter(from_agent_id__in=agents, to_agent_id__in=agents))
+        known = {agent.agent_id for agent in agents.values()}
         if len(_GRAPHS) > 256:
             _GRAPHS.clear()
-        graph = _GRAPHS[key] = Graph(plan, {n.node_id: n for n in nodes}, Agent.objects.in_bulk(agents), versions,
-                                     contracts, writes_state=any(n.output_mapping for n in nodes),
-                                     problems=transition_problems(workflow.topology, transitions))
+        graph = _GRAPHS[key] = Graph(plan, {n.node_id: n for n in nodes}, agents, versions, contracts,
+                                     writes_state=any(n.output_mapping for n in nodes),
+                                     problems=validate_workflow(document, known))
     return graph
 
 

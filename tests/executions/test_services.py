@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.documents import import_documents
-from core.errors import IllegalTransition
+from core.errors import IllegalTransition, WorkflowInvalid
 from executions import nodes
 from executions.models import Execution, NodeRun
 from executions.services import execution_resume, execution_start, heartbeat, node_run_execute, node_runs_sweep
@@ -226,3 +226,15 @@ def test_it_fails_a_silent_node_run_older_than_the_hard_time_limit_instead_of_se
     assert report["failed"] == [draft.pk] and report["requeued"] == []
     draft.refresh_from_db()
     assert draft.error_code == "NODE_TIME_LIMIT" and "hard time limit of 660 s" in draft.error
+
+
+def test_a_stored_workflow_with_a_path_that_is_not_rfc_9535_is_refused_at_start_naming_it():
+    # Stored when paths were read by a looser JSONPath: a run would resolve nothing from it.
+    workflow = Workflow.objects.get(workflow_id="parallel_analysis")
+    workflow.nodes.filter(node_id="task_a").update(input_mapping={"repository": "$.input[?(@.name =~ 'a')]"})
+    Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())  # as the services do
+    with pytest.raises(WorkflowInvalid) as refused:
+        start("parallel_analysis", repository="acme")
+    assert [(p["where"], p["code"]) for p in refused.value.problems] == [
+        ("nodes[task_a].input_mapping.repository", "REF_PATH_INVALID")]
+    assert not Execution.objects.filter(workflow=workflow).exists()

@@ -64,7 +64,7 @@ def best_of(repeats: int, run) -> float:
 
 
 class Command(BaseCommand):
-    help = "Measure context assembly and JSONPath resolution against bare tiktoken and jsonpath-ng; print ratios."
+    help = "Measure context assembly and JSONPath resolution against bare tiktoken and jsonpath-rfc9535; print ratios."
 
     def add_arguments(self, parser):
         parser.add_argument("--inputs", type=int, default=100)
@@ -142,7 +142,7 @@ class Command(BaseCommand):
                 select_path(document, expression)
 
         baseline_s, ours_s = best_of(repeats, bare), best_of(repeats, ours)
-        return {"name": "JSONPath resolution", "ours_s": ours_s, "baseline": "pre-parsed jsonpath-ng find",
+        return {"name": "JSONPath resolution", "ours_s": ours_s, "baseline": "pre-parsed jsonpath-rfc9535 find",
                 "baseline_s": baseline_s, "ratio": ours_s / baseline_s, "target": JSONPATH_TARGET,
                 "detail": f"{len(calls):,} resolutions of {len(expressions)} distinct expressions"}
 

@@ -103,10 +103,11 @@ def test_it_uses_the_default_value_for_a_missing_target_when_one_is_given():
     assert resolved.failures[0].fallback_strategy == "use_default"
 
 
-def test_it_treats_a_singular_path_that_selects_nothing_as_not_found_but_a_filter_as_empty():
-    resolved = resolver().resolve(task_ref(path="$.validation_results"), "x")
+@pytest.mark.parametrize("path", ["$.validation_results", "$.atoms[?(@.confidence>2)]", "$.atom[*].content"])
+def test_a_path_or_filter_that_selects_nothing_is_not_found_never_an_empty_value(path):
+    resolved = resolver().resolve(task_ref(path=path), "x")
     assert resolved.skipped and resolved.failures[0].error_code == "REF_NOT_FOUND"
-    assert resolver().resolve(task_ref(path="$.atoms[?(@.confidence>2)]"), "x").data == []
+    assert resolved.failures[0].error_message == f"path '{path}' selects nothing in the output"
 
 
 def test_it_returns_the_full_data_for_an_invalid_path():
@@ -234,4 +235,7 @@ def test_it_filters_objects_selected_by_a_filter_expression_and_lists_selected_b
 def test_it_reports_a_broken_filter_even_when_the_path_selects_nothing():
     resolved = resolver().resolve(task_ref(path="$.atoms[?(@.confidence>5)]", filter={"field": "x", "operator": "like",
                                                                                       "value": "a"}), "x")
-    assert resolved.data == [] and resolved.failures[0].error_code == "REF_FILTER_ERROR"
+    # The filter's error is on the record; without it the path still selects nothing.
+    assert resolved.skipped
+    assert [(f.error_code, f.fallback_strategy) for f in resolved.failures] == [
+        ("REF_FILTER_ERROR", "ignore_filter"), ("REF_NOT_FOUND", "skip")]
