@@ -93,6 +93,12 @@ class Plan:
             return []
         return list(dict.fromkeys(downstream for upstream, downstream in self.edges if upstream == node_id))
 
+    def downstream(self, node_id: str) -> set[str]:
+        """Every node this node's output may reach next: the next node of a seq, the
+        targets of its edges (dependencies, references) and of its transitions."""
+        return (set(self.successors(node_id)) | {d for u, d in self.edges if u == node_id}
+                | {t["to"] for t in self.transitions if t["from"] == node_id})
+
     def ready(self, statuses: dict[str, str], candidates: list[str] | None = None) -> list[str]:
         """seq, par, dag: every node not started yet (of `candidates`, if given) whose
         dependencies are all done — all of them at once, so independent nodes run in parallel.

@@ -267,9 +267,7 @@ def bounded(report: dict) -> dict:
 def contract_results(node: Node, plan: Plan, output: Any, contracts: list[Contract]) -> list[tuple[Contract, str | None]]:
     """Each blueprint contract (core-data-structures §3.1) from this node's agent to the
     agent of a node downstream, with what is wrong with `output` under it (None: it holds)."""
-    downstream = {d for u, d in plan.edges if u == node.node_id} | {
-        t["to"] for t in plan.transitions if t["from"] == node.node_id}
-    agents = {plan.agents.get(node_id) for node_id in downstream}
+    agents = {plan.agents.get(node_id) for node_id in plan.downstream(node.node_id)}
     results = []
     for contract in contracts:
         if contract.from_agent_id != node.agent_id or contract.to_agent_id not in agents:

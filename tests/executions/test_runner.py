@@ -124,3 +124,17 @@ def test_it_finishes_a_run_whose_contract_pattern_backtracks_catastrophically(in
     graph = workflow_graph(execution.workflow)
     assert [c.key for c, error in contract_results(graph.nodes["first"], graph.plan, {"text": "aa"}, graph.contracts)
             if error] == ["Echo → Echo"], "the contract applies to the first node's output"
+
+
+def test_it_checks_the_contract_to_the_next_node_of_a_seq_without_transitions(chain):
+    from core.documents import import_documents
+
+    import_documents({"workflow_id": "read_then_check", "name": "Read, then check", "topology": "seq",
+                      "nodes": [{"id": "read", "agent_ref": "Scholar"}, {"id": "check", "agent_ref": "Validator"}]},
+                     actor="test")
+    workflow = Workflow.objects.get(workflow_id="read_then_check")
+    graph = workflow_graph(workflow)
+    with pytest.raises(NodeFailure) as caught:
+        check_contracts(workflow.nodes.get(node_id="read"), graph.plan, {"atoms": [{"atom_type": "rumour"}]}, {},
+                        graph.contracts)
+    assert caught.value.code == "CONTRACT_VIOLATION" and "Scholar → Validator" in str(caught.value)
