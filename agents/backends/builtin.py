@@ -46,12 +46,19 @@ def output_text(output: Any) -> str:
 # --------------------------------------------------------------------------- the skill rule
 
 
+# What a node whose agent has no skills is answered with: it asks for no skill in particular.
+NO_SKILL = "respond"
+
+
 def choose_skill(request: BackendRequest) -> str:
     """The skill a node run performs: the first of the executing agent's skills
     (`request.skills`) that the node's own agent has too (`request.required_skills`).
 
     An agent running its own node performs its first skill; a fallback agent runs a node
-    only if it shares a skill with the node's agent, else CAPABILITY_GAP (not retryable)."""
+    only if it shares a skill with the node's agent, else CAPABILITY_GAP (not retryable).
+    A node whose agent has no skills needs none: whoever runs it answers it (`respond`)."""
+    if not request.required_skills:
+        return NO_SKILL
     required = set(request.required_skills)
     for skill in request.skills:
         if skill in required:
@@ -465,6 +472,19 @@ def judge_outputs(request: BackendRequest) -> dict:
             "judge": "builtin rules (not a model)"}
 
 
+RESPOND_TOKENS = 300  # the length of the digest `respond` gives
+
+
+def respond(request: BackendRequest) -> dict:
+    """An agent with no skills, on the builtin: an extractive digest of what it was given
+    (its data inputs, else its task), labelled as such, since the builtin writes nothing of
+    its own."""
+    text = text_of(data_inputs(request)) or text_of(request.prompt)
+    digest = summarize_data(text, target_tokens=RESPOND_TOKENS, counter=TokenCounter(ENCODING), strategy="extractive")
+    return {"response": output_text(digest.content), "inputs": sorted(data_inputs(request)),
+            "note": "builtin: not a model; an agent without skills gets an extractive digest of its inputs"}
+
+
 def noop(request: BackendRequest) -> dict:
     """Nothing at all: what `benchmark_execution` runs to time the orchestration around a node."""
     return {"ok": True}
@@ -511,6 +531,7 @@ SKILLS: dict[str, Skill] = {
     "validate_atoms": validate_atoms,
     "integrate_atoms": integrate_atoms,
     "noop": noop,
+    NO_SKILL: respond,
     "judge_outputs": judge_outputs,
     **{skill: (lambda request, skill=skill: game24(request, skill)) for skill in GAME24_ROLES},
 }

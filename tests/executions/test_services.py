@@ -238,3 +238,17 @@ def test_a_stored_workflow_with_a_path_that_is_not_rfc_9535_is_refused_at_start_
     assert [(p["where"], p["code"]) for p in refused.value.problems] == [
         ("nodes[task_a].input_mapping.repository", "REF_PATH_INVALID")]
     assert not Execution.objects.filter(workflow=workflow).exists()
+
+
+def test_an_agent_with_no_skills_runs_its_own_node_on_the_builtin():
+    from demo.documents import _agent
+
+    import_documents([_agent("Generalist", "Generalist", skills=[], prompt="You answer questions."), {
+        "workflow_id": "ask", "name": "Ask", "topology": "seq",
+        "nodes": [{"id": "answer", "agent_ref": "Generalist", "input_mapping": {"question": "$.input.question"}}],
+    }], actor="test")
+    execution = drain(start("ask", question="What does a switchyard do? It sorts railway cars onto tracks."))
+    assert execution.status == "success", execution.ended_reason
+    output = execution.node_runs.get(node_id="answer").output
+    assert output["inputs"] == ["question"] and "sorts railway cars" in output["response"]
+    assert output["note"].startswith("builtin: not a model")
