@@ -107,6 +107,14 @@ def decide(overall: float, policy: Policy) -> tuple[bool, str]:
     return passed, "approve" if passed else "revise" if overall >= policy.revise_score else "reject"
 
 
+def verdict_of(scores: dict[str, float], policy: Policy) -> dict[str, Any]:
+    """What §7 derives from the three scores, for a person's evaluation as for a computed one:
+    `overall_score` (as stored), `pass` and `action`."""
+    overall = _round(overall_of(scores, policy))
+    passed, action = decide(overall, policy)
+    return {"overall_score": overall, "pass": passed, "action": action}
+
+
 def score_run(*, expected: Iterable[str], runs: list[RunFact], checks: list[Check], verdict: Verdict | None = None,
               elapsed_seconds: float, wall_seconds: float, policy: Policy = Policy()) -> Scored:
     """Score the node runs of a run (or of one agent's part of it).

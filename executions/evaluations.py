@@ -30,7 +30,9 @@ from django.utils import timezone
 
 from agents.backends import BackendError, BackendRequest, get_backend
 from agents.models import Agent
-from engine.evaluation import Check, Policy, RunFact, Scored, Verdict, aggregate, gate_failures, score_run
+from engine.evaluation import (
+    SCORES, Check, Policy, RunFact, Scored, Verdict, aggregate, gate_failures, score_run, verdict_of,
+)
 from core.errors import DocumentError, SwitchyardError
 from core.jsonutil import check_shape, check_storable
 from core.tasks import send_after_commit
@@ -322,9 +324,12 @@ def evaluation_import_document(document: dict[str, Any], *, actor: str = "") -> 
 @transaction.atomic
 def evaluation_create(*, document: dict[str, Any], actor: str = "") -> Evaluation:
     """Record an evaluation a person gives (§7); its id is made up when the document has
-    none. Unlike an import, it never replaces a stored evaluation: that is a conflict, and
-    the rollback leaves the stored one as it was."""
+    none. Its overall score, pass and action follow from its scores by the formula computed
+    evaluations use: left out, they are filled in; given otherwise, the evaluation is refused
+    naming the field. Unlike an import, it never replaces a stored evaluation: that is a
+    conflict, and the rollback leaves the stored one as it was."""
     check_storable(document)
+    document = _with_verdict(document)
     if document.get("evaluation_id") is None:
         now = timezone.now()
         document = {**document, "evaluation_id": f"eval_{now:%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}"}
@@ -334,3 +339,20 @@ def evaluation_create(*, document: dict[str, Any], actor: str = "") -> Evaluatio
                               "evaluations are not rewritten", code="CONFLICT")
     evaluation_aggregate_refresh(target_type=evaluation.target_type, target_id=evaluation.target_id)
     return evaluation
+
+
+def _with_verdict(document: dict[str, Any]) -> dict[str, Any]:
+    scores = document.get("scores")
+    if not (isinstance(scores, dict) and all(type(scores.get(name)) in (int, float) for name in SCORES)):
+        return document  # the shape check names what is wrong with the scores
+    policy = evaluation_policy()
+    derived = verdict_of(scores, policy)
+    for key, value in derived.items():
+        given = document.get(key, value)
+        if given != value and not (key == "overall_score" and type(given) in (int, float) and abs(given - value) < 1e-4):
+            weights = ", ".join(f"{policy.weights[name]:g} × {name}" for name in SCORES)
+            raise DocumentError(
+                f"{key} is {json.dumps(given)}, but the scores give {json.dumps(value)} (overall = {weights}, "
+                f"divided by the sum of the weights; pass from {policy.pass_score:g}; revise from "
+                f"{policy.revise_score:g}, reject below)", where=key)
+    return {**document, **derived}

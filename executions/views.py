@@ -15,7 +15,7 @@ from core.errors import NotFound, SwitchyardError
 from core.pages import paginate
 from core.roles import AUTHOR, has_role
 from executions import page_selectors, selectors
-from engine.evaluation import SCORES, decide, overall_of
+from engine.evaluation import SCORES
 from executions.evaluations import EVALUATED, evaluation_create, evaluation_policy
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 
@@ -160,24 +160,20 @@ def evaluation_list(request):
 
 
 class EvaluationForm(forms.Form):
-    """An evaluation a person gives (§7). The overall score and pass follow from the scores
-    by the same weights and pass score as computed ones; the action is the person's call."""
+    """An evaluation a person gives (§7). The overall score, pass and action follow from the
+    scores by the same formula as computed ones (`evaluation_create` works them out)."""
 
     target_type = forms.ChoiceField(label="Of", choices=Evaluation.TargetType.choices)
     target_id = forms.CharField(label="Id", max_length=100, help_text="an execution, agent or workflow id")
     accuracy = forms.FloatField(min_value=0, max_value=1)
     completeness = forms.FloatField(min_value=0, max_value=1)
     efficiency = forms.FloatField(min_value=0, max_value=1)
-    action = forms.ChoiceField(choices=Evaluation.Action.choices)
     feedback = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}), help_text="one point a line")
 
     def document(self) -> dict:
         data = self.cleaned_data
-        scores = {name: data[name] for name in SCORES}
-        overall = overall_of(scores, evaluation_policy())
-        passed, _ = decide(overall, evaluation_policy())
-        return {"target_type": data["target_type"], "target_id": data["target_id"].strip(), "scores": scores,
-                "overall_score": round(overall, 4), "pass": passed, "action": data["action"],
+        return {"target_type": data["target_type"], "target_id": data["target_id"].strip(),
+                "scores": {name: data[name] for name in SCORES},
                 "feedback": [line.strip() for line in data["feedback"].splitlines() if line.strip()]}
 
 

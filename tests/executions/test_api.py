@@ -350,7 +350,7 @@ def test_it_aborts_an_escalated_run(api):
 def evaluation(**changes):
     document = {"evaluation_id": "eval_001", "target_type": "agent", "target_id": "Code_Analyzer",
                 "scores": {"accuracy": 0.9, "completeness": 0.8, "efficiency": 1},
-                "overall_score": 0.85, "pass": True, "feedback": ["clear"], "action": "approve"}
+                "overall_score": 0.88, "pass": True, "feedback": ["clear"], "action": "approve"}
     document.update(changes)
     return {key: value for key, value in document.items() if value is not None}
 
@@ -366,7 +366,7 @@ def test_it_records_an_evaluation_by_hand_and_reads_it_back(api):
     stored = Evaluation.objects.get(evaluation_id="eval_001")
     assert (stored.passed, stored.efficiency, stored.created_by) == (True, 1.0, "author-user")
     combined = Evaluation.objects.get(method="aggregate")  # the target's aggregate takes it in
-    assert (combined.target_type, combined.target_id, combined.overall_score) == (stored.target_type, stored.target_id, 0.85)
+    assert (combined.target_type, combined.target_id, combined.overall_score) == (stored.target_type, stored.target_id, 0.88)
     assert combined.details["evaluations"] == ["eval_001"]
 
 
@@ -408,16 +408,20 @@ def test_it_names_what_is_wrong_with_an_evaluation_and_stores_nothing(api, chang
 
 def test_it_does_not_rewrite_an_evaluation_recorded_before(api):
     assert api.author.post("/api/evaluations", evaluation()).status_code == 201
-    response = api.author.post("/api/evaluations", evaluation(overall_score=0.1, **{"pass": False}, action="reject"))
+    low = {"accuracy": 0.1, "completeness": 0.1, "efficiency": 0.1}
+    response = api.author.post("/api/evaluations", evaluation(scores=low, overall_score=0.1, **{"pass": False},
+                                                              action="reject"))
     assert response.status_code == 409 and "eval_001" in response.json()["message"]
     stored = Evaluation.objects.get(method="manual")
-    assert (stored.overall_score, stored.passed, stored.action) == (0.85, True, "approve")
+    assert (stored.overall_score, stored.passed, stored.action) == (0.88, True, "approve")
 
 
 def test_it_lists_evaluations_by_target_and_verdict(api):
     execution = start()
     api.author.post("/api/evaluations", evaluation(evaluation_id="e1"))
-    api.author.post("/api/evaluations", evaluation(evaluation_id="e2", **{"pass": False}, action="revise"))
+    halves = {"accuracy": 0.5, "completeness": 0.5, "efficiency": 0.5}
+    api.author.post("/api/evaluations", evaluation(evaluation_id="e2", scores=halves, overall_score=0.5,
+                                                   **{"pass": False}, action="revise"))
     api.author.post("/api/evaluations", evaluation(evaluation_id="e3", target_type="execution", target_id=execution.execution_id))
     ids = lambda **params: [e["evaluation_id"] for e in api.viewer.get("/api/evaluations", **params).json()["items"]  # noqa: E731
                             if e["method"] == "manual"]
@@ -432,3 +436,18 @@ def test_it_lists_evaluations_by_target_and_verdict(api):
     assert api.viewer.get("/api/evaluations", target_type="blueprint").status_code == 422
     missing = api.viewer.get("/api/evaluations/e9")
     assert missing.status_code == 404 and missing.json()["message"] == "evaluation 'e9' does not exist"
+
+
+@pytest.mark.parametrize("changes, where, message", [
+    # 0.2, 0.3 and 0.1 give 0.4 × 0.2 + 0.4 × 0.3 + 0.2 × 0.1 = 0.22: a reject, not an approved 0.95
+    ({"scores": {"accuracy": 0.2, "completeness": 0.3, "efficiency": 0.1}}, "overall_score",
+     "overall_score is 0.88, but the scores give 0.22"),
+    ({"pass": False}, "pass", "pass is false, but the scores give true"),
+    ({"action": "revise"}, "action", 'action is "revise", but the scores give "approve"'),
+])
+def test_a_hand_evaluation_that_does_not_follow_from_its_scores_is_refused_naming_the_field(api, changes, where,
+                                                                                             message):
+    response = api.author.post("/api/evaluations", evaluation(**changes))
+    assert response.status_code == 422, response.json()
+    assert response.json()["message"].startswith(f"{where}: {message} (overall = 0.4 × accuracy")
+    assert not Evaluation.objects.exists()

@@ -337,13 +337,12 @@ def test_it_records_an_evaluation_from_the_page_and_shows_it(page_for, api, demo
     page.fill("#id_accuracy", "0.5")
     page.fill("#id_completeness", "1")
     page.fill("#id_efficiency", "1")
-    page.select_option("#id_action", "revise")
     page.fill("#id_feedback", "misses the methods section\n<b>cites nothing</b>")
     page.click("#save-evaluation")
     page.wait_for_url(re.compile(r"/evaluations/eval_[^/]+/$"))
     stored = Evaluation.objects.get(method="manual")
-    # 0.4 × 0.5 + 0.4 × 1 + 0.2 × 1 = 0.8: it passes by the same weights as computed ones
-    assert (stored.target_id, stored.overall_score, stored.passed, stored.action) == ("Scholar", 0.8, True, "revise")
+    # 0.4 × 0.5 + 0.4 × 1 + 0.2 × 1 = 0.8: it passes, and is approved, by the same formula as computed ones
+    assert (stored.target_id, stored.overall_score, stored.passed, stored.action) == ("Scholar", 0.8, True, "approve")
     assert stored.feedback == ["misses the methods section", "<b>cites nothing</b>"]
     assert stored.created_by == api.author.user.username
     assert page.get_by_text("<b>cites nothing</b>").count() == 1  # shown as text, not markup
