@@ -1,10 +1,12 @@
 """Writes for agents and derive requests.
 
-Two invariants live here and nowhere else:
+Three invariants live here and nowhere else:
 - lineage: `root` and `level` follow from `parent` (root agents are their own root, at
   level 0), for the agent and its whole subtree, and a parent can never be a descendant;
 - versions: an agent version is immutable; a change to what the agent is (prompt,
-  capabilities, constraints, runtime, limits) creates a new version.
+  capabilities, constraints, runtime, limits) creates a new version;
+- derivation: a child agent (one with a parent) comes from an approved derive request or
+  from an admin, so approving a derivation is not a step anyone can go around.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from agents.documents import (
 from agents.models import Agent, AgentVersion, DeriveRequest, DeriveRequestEvent
 from core.errors import DocumentError, IllegalTransition, SwitchyardError
 from core.jsonutil import check_shape, check_storable, parse_datetime
-from core.roles import APPROVER, require_role
+from core.roles import ADMIN, APPROVER, require_role
 from core.states import change_status
 from core.tasks import send_after_commit
 from engine.tokens import OFFLINE_ENCODINGS
@@ -228,15 +230,20 @@ def derive_request_import_document(document: dict[str, Any], *, actor: str = "")
         raise DocumentError("an approved request names the agent it produced", where="result_agent_id")
     if status != DeriveRequest.Status.APPROVED and result_id:
         raise DocumentError(f"only an approved request has a result agent (status is '{status}')", where="result_agent_id")
+    parent = get_agent(document["parent_agent_id"], where="parent_agent_id")
+    result = get_agent(result_id, where="result_agent_id") if result_id else None
+    if result is not None and result.parent_id != parent.pk:
+        raise DocumentError(f"'{result_id}' is not a child of '{parent.agent_id}', so this request did not produce it",
+                            where="result_agent_id")
     values = {
-        "parent_agent": get_agent(document["parent_agent_id"], where="parent_agent_id"),
+        "parent_agent": parent,
         "trigger": document["trigger"],
         "trigger_context": document.get("trigger_context", {}),
         "new_name": spec["new_name"],
         "domain_focus": spec.get("domain_focus", ""),
         "additional_skills": spec.get("additional_skills", []),
         "additional_constraints": spec.get("additional_constraints", []),
-        "result_agent": get_agent(result_id, where="result_agent_id") if result_id else None,
+        "result_agent": result,
     }
     request = DeriveRequest.objects.select_for_update().filter(derive_request_id=document["derive_request_id"]).first()
     if request is None:
@@ -306,6 +313,9 @@ def _agent_edit_document(document: Any, *, current: Agent | None) -> dict[str, A
 def agent_create(*, document: Any, user) -> Agent:
     """Create the agent a §2.1 document describes; an agent_id already taken is a conflict, never an update."""
     document = _agent_edit_document(document, current=None)
+    if document.get("lineage", {}).get("parent_id"):
+        require_role(user, ADMIN, to="create a child agent; ask for one with a derive request, which an approver "
+                                     "approves")
     agent_id = document["agent_id"]
     taken = _conflict(f"agent '{agent_id}' exists already; change it with PUT /api/agents/{agent_id}", agent_id=agent_id)
     if Agent.objects.filter(agent_id=agent_id).exists():
@@ -330,6 +340,8 @@ def agent_update(*, agent: Agent, document: Any, user) -> Agent:
     if isinstance(document, dict):
         document = {**document, "agent_id": agent.agent_id}
     document = _agent_edit_document(document, current=agent)
+    if document["lineage"].get("parent_id") != (agent.parent.agent_id if agent.parent_id else None):
+        require_role(user, ADMIN, to="change an agent's parent; a child agent comes from an approved derive request")
     updated, _ = agent_import_document(document, actor=user.get_username())
     check_stated_children(document)
     return updated

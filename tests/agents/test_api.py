@@ -3,6 +3,7 @@ import pytest
 
 from agents.documents import agent_document
 from agents.models import Agent, AgentVersion, DeriveRequest
+from core.errors import DocumentError
 from agents.services import agent_import_document, derive_request_import_document
 
 pytestmark = pytest.mark.django_db
@@ -106,17 +107,29 @@ def test_it_answers_404_json_for_an_unknown_agent_or_version(api, tree):
 def test_it_creates_an_agent_from_a_seed_document(api, tree):
     document = agent("scholar_nlp", parent="scholar", version="2.0.0", capabilities={"skills": ["extract_atoms", "ner"]},
                      metadata={"created_by": "someone else", "created_at": "2020-01-01T00:00:00Z"})
-    response = api.author.post("/api/agents", document)
+    response = api.admin.post("/api/agents", document)
     assert response.status_code == 201
     body = response.json()
     assert (body["agent_id"], body["version"], body["capabilities"]["skills"]) == ("scholar_nlp", "2.0.0", ["extract_atoms", "ner"])
     assert body["lineage"] | {"children_ids": None} == {"parent_id": "scholar", "root_id": "scholar", "level": 1,
                                                        "children_ids": None, "ancestors": ["scholar"]}
     # The server owns metadata: who created the agent is who signed in, now.
-    assert body["metadata"]["created_by"] == "author-user" and not body["metadata"]["created_at"].startswith("2020")
+    assert body["metadata"]["created_by"] == "admin-user" and not body["metadata"]["created_at"].startswith("2020")
     assert [v["version"] for v in body["versions"]] == ["2.0.0"]
-    assert AgentVersion.objects.get(agent__agent_id="scholar_nlp").created_by == "author-user"
+    assert AgentVersion.objects.get(agent__agent_id="scholar_nlp").created_by == "admin-user"
     assert "scholar_nlp" in api.viewer.get("/api/agents/scholar").json()["lineage"]["children_ids"]
+
+
+def test_only_an_admin_or_an_approved_derive_request_makes_a_child_agent(api, tree):
+    response = api.author.post("/api/agents", agent("scholar_nlp", parent="scholar"))
+    assert response.status_code == 403 and "derive request" in response.json()["message"]
+    assert not Agent.objects.filter(agent_id="scholar_nlp").exists()
+    assert api.author.post("/api/agents", agent("scholar_nlp")).status_code == 201  # a root agent is an author's
+    before = stored("scholar_nlp")
+    moved = api.author.put("/api/agents/scholar_nlp", agent("scholar_nlp", parent="scholar"))
+    assert moved.status_code == 403 and stored("scholar_nlp") == before
+    unchanged_parent = api.author.put("/api/agents/scholar_cv_3d", {"name": "Scholar 3D"})
+    assert unchanged_parent.status_code == 200  # editing a child without moving it is an author's
 
 
 def test_it_refuses_to_create_an_agent_whose_id_is_taken(api, tree):
@@ -164,7 +177,7 @@ def test_it_keeps_status_and_parent_when_an_edit_leaves_them_out(api, tree):
     assert response.status_code == 200
     body = response.json()
     assert (body["name"], body["status"], body["lineage"]["parent_id"]) == ("Scholar 3D", "inactive", "scholar_cv")
-    moved = api.author.put("/api/agents/scholar_cv_3d", {"name": "Scholar 3D", "lineage": {"parent_id": None}}).json()
+    moved = api.admin.put("/api/agents/scholar_cv_3d", {"name": "Scholar 3D", "lineage": {"parent_id": None}}).json()
     assert moved["lineage"] | {"children_ids": None} == {"parent_id": None, "root_id": "scholar_cv_3d", "level": 0,
                                                          "children_ids": None, "ancestors": []}
 
@@ -201,19 +214,19 @@ def test_it_names_the_field_of_a_bad_document_and_keeps_the_stored_agent(api, tr
     before = stored("scholar")
     document = api.viewer.get("/api/agents/scholar").json()
     document["prompt_config"]["system_prompt"] = "a change that would make a new version"
-    response = api.author.put("/api/agents/scholar", document | change)
+    response = api.admin.put("/api/agents/scholar", document | change)
     assert response.status_code == 422
     assert response.json()["code"] == "INVALID_DOCUMENT"
     assert response.json()["message"].startswith(f"{where}: ")
     assert stored("scholar") == before
-    created = api.author.post("/api/agents", agent("scholar_new") | change)
+    created = api.admin.post("/api/agents", agent("scholar_new") | change)
     assert created.status_code == 422 and created.json()["message"].startswith(f"{where}: ")
     assert not Agent.objects.filter(agent_id="scholar_new").exists()
 
 
 def test_it_refuses_a_parent_that_descends_from_the_agent(api, tree):
     before = stored("scholar")
-    response = api.author.put("/api/agents/scholar", agent("scholar", parent="scholar_cv_3d"))
+    response = api.admin.put("/api/agents/scholar", agent("scholar", parent="scholar_cv_3d"))
     assert response.status_code == 422
     assert response.json()["message"] == "lineage.parent_id: 'scholar_cv_3d' descends from 'scholar', so it cannot be its parent"
     assert stored("scholar") == before
@@ -386,3 +399,15 @@ def test_it_takes_a_whole_number_written_with_a_decimal_point_as_that_number(api
     assert response.status_code == 201
     limits = response.json()["context_limits"]
     assert (limits["max_input_tokens"], limits["data_area"]) == (120000, 5000)
+
+
+def test_an_imported_approved_request_must_name_a_child_of_its_parent(tree):
+    record = {"derive_request_id": "dr_old", "parent_agent_id": "scholar", "trigger": "quality_issue",
+              "specialization": {"new_name": "Scholar (CV)"}, "status": "approved"}
+    with pytest.raises(DocumentError) as refused:
+        derive_request_import_document({**record, "result_agent_id": "planner"}, actor="import")
+    assert str(refused.value) == ("result_agent_id: 'planner' is not a child of 'scholar', so this request did not "
+                                  "produce it")
+    assert not DeriveRequest.objects.filter(derive_request_id="dr_old").exists()
+    request, outcome = derive_request_import_document({**record, "result_agent_id": "scholar_cv"}, actor="import")
+    assert outcome == "created" and request.result_agent.agent_id == "scholar_cv"
