@@ -240,8 +240,8 @@ def _store(scored: Scored, target_type: str, target_id: str, *, execution: Execu
            method: str = Evaluation.Method.COMPUTED) -> Evaluation:
     return Evaluation.objects.create(
         evaluation_id=evaluation_id, target_type=target_type, target_id=target_id, method=method,
-        execution=execution, accuracy=scored.accuracy, completeness=scored.completeness,
-        efficiency=scored.efficiency, overall_score=scored.overall_score, passed=scored.passed,
+        execution=execution, workflow=_workflow_named(target_type, target_id), accuracy=scored.accuracy,
+        completeness=scored.completeness, efficiency=scored.efficiency, overall_score=scored.overall_score, passed=scored.passed,
         feedback=scored.feedback, action=scored.action, details=scored.details, created_by="switchyard",
     )
 
@@ -284,6 +284,12 @@ def evaluation_aggregate_refresh(*, target_type: str, target_id: str) -> Evaluat
     return current
 
 
+def _workflow_named(target_type: str, target_id: str) -> Workflow | None:
+    """The workflow an evaluation of a workflow names, for its foreign key (which keeps the
+    workflow from being deleted); None for an evaluation of anything else."""
+    return Workflow.objects.filter(workflow_id=target_id).first() if target_type == "workflow" else None
+
+
 def _target_exists(target_type: str, target_id: str) -> bool:
     model, field = {
         "execution": (Execution, "execution_id"),
@@ -301,6 +307,7 @@ def evaluation_import_document(document: dict[str, Any], *, actor: str = "") -> 
     values = {
         "target_type": document["target_type"],
         "target_id": document["target_id"],
+        "workflow": _workflow_named(document["target_type"], document["target_id"]),
         **document["scores"],
         "overall_score": document["overall_score"],
         "passed": document["pass"],

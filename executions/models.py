@@ -192,6 +192,9 @@ class Evaluation(models.Model):
     method = models.CharField(max_length=10, choices=Method.choices, default=Method.MANUAL)
     execution = models.ForeignKey(Execution, null=True, blank=True, on_delete=models.CASCADE, related_name="evaluations",
                                   help_text="The run a computed evaluation was computed from.")
+    workflow = models.ForeignKey(Workflow, null=True, blank=True, on_delete=models.PROTECT, related_name="evaluations",
+                                 help_text="The workflow an evaluation of a workflow names: it keeps the workflow "
+                                           "from being deleted.")
     details = models.JSONField(default=dict, blank=True, help_text="Each score's formula and the figures it used.")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)

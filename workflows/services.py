@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -309,23 +310,19 @@ def workflow_replace(*, workflow: Workflow, document: Any, actor: str = "") -> W
 @transaction.atomic
 def workflow_delete(*, workflow: Workflow) -> None:
     """Delete a workflow that was never run. Executions are records and point at their
-    workflow, and evaluations may name it: either keeps it (a conflict)."""
-    from executions.models import Evaluation, Execution  # here: the executions app is built on this one
-
+    workflow, and so do the evaluations that name it; their foreign keys protect it, so
+    either keeps it (a conflict that counts them)."""
     locked = Workflow.objects.select_for_update().filter(pk=workflow.pk).first()
     if locked is None:
         raise NotFound(f"no workflow '{workflow.workflow_id}'", details={"workflow_id": workflow.workflow_id})
-    executions = Execution.objects.filter(workflow=locked).count()
-    evaluations = Evaluation.objects.filter(target_type="workflow", target_id=locked.workflow_id).count()
-    if executions or evaluations:
+    try:
+        with transaction.atomic():
+            locked.delete()
+    except ProtectedError as error:
+        records = Counter(type(record)._meta.model_name for record in error.protected_objects)
+        executions, evaluations = records["execution"], records["evaluation"]
         kept = " and ".join(filter(None, [executions and f"{executions} execution(s)",
                                           evaluations and f"{evaluations} evaluation(s)"]))
         raise _conflict(f"workflow '{locked.workflow_id}' has {kept}, which are records and must stay; "
                         "it cannot be deleted", workflow_id=locked.workflow_id, executions=executions,
-                        evaluations=evaluations)
-    try:
-        with transaction.atomic():
-            locked.delete()
-    except ProtectedError:  # a run started since the count above
-        raise _conflict(f"workflow '{locked.workflow_id}' has executions; it cannot be deleted",
-                        workflow_id=locked.workflow_id) from None
+                        evaluations=evaluations) from None
