@@ -1,8 +1,7 @@
 """Celery tasks: ids in, one service call each; safe to deliver twice."""
 from celery import shared_task
 
-from agents.derivation import (derive_request_create_child, derive_requests_awaiting_child,
-                               derive_requests_raise_for_execution)
+from agents.derivation import derive_request_create_child, derive_requests_awaiting_child
 from core.tasks import send_after_commit
 
 
@@ -10,11 +9,6 @@ from core.tasks import send_after_commit
 def derive_child(request_pk: int) -> str | None:
     child = derive_request_create_child(request_pk=request_pk)
     return child.agent_id if child else None
-
-
-@shared_task(name="agents.raise_derive_requests", ignore_result=True)
-def raise_derive_requests(execution_pk: int) -> list[str]:
-    return [request.derive_request_id for request in derive_requests_raise_for_execution(execution_pk=execution_pk)]
 
 
 @shared_task(name="agents.sweep", ignore_result=True)

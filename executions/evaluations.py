@@ -116,7 +116,7 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
 
 
 def _after_commit_raise_derive_requests(execution_pk: int) -> None:
-    send_after_commit("agents.raise_derive_requests", execution_pk)
+    send_after_commit("executions.raise_derive_requests", execution_pk)
 
 
 def run_evaluation(execution: Execution):

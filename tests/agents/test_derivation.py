@@ -11,11 +11,12 @@ from django.db import transaction
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 
-from agents.derivation import derive_request_create_child, derive_requests_awaiting_child, derive_requests_raise
+from agents.derivation import derive_request_create_child, derive_requests_awaiting_child
 from agents.models import Agent, DeriveRequest
 from agents.services import agent_import_document, derive_request_approve, derive_request_create, derive_request_reject
 from core.errors import IllegalTransition
 from core.roles import Forbidden
+from executions.derive_triggers import derive_requests_raise
 from executions.models import Evaluation, Execution, NodeRun
 from workflows.models import Workflow
 
@@ -162,7 +163,7 @@ def test_it_never_raises_a_second_pending_request_for_the_same_agent_and_trigger
 
 
 def test_it_raises_requests_for_the_agents_of_an_evaluated_run(scholar, settings):
-    from agents.tasks import raise_derive_requests
+    from executions.tasks import raise_derive_requests
 
     settings.DERIVE_CAPABILITY_GAP_FAILURES = 1
     execution = node_runs(scholar, 1, status="failed", error_code="CAPABILITY_GAP", details={"missing_tools": ["x"]})
