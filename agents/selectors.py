@@ -6,13 +6,13 @@ import json
 import re
 from typing import Any, Callable
 
-from django.db.models import Case, Count, IntegerField, Q, QuerySet, Value, When
+from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
 
 from agents.documents import ID, agent_document, derive_request_document
 from agents.models import Agent, AgentVersion, DeriveRequest
 from core.errors import NotFound
+from agents.run_records import run_records
 from core.jsonutil import iso
-from executions.models import Evaluation, Execution, NodeRun
 
 _ID = re.compile(ID["pattern"])
 
@@ -212,25 +212,6 @@ def agent_version_diff(agent: Agent, older: str, newer: str) -> dict[str, Any]:
     return {"older": older, "newer": newer, "lines": lines, "other_changes": others}
 
 
-def agent_executions(agent: Agent, *, limit: int = PAGE_WINDOW) -> dict[str, Any]:
-    """The runs the agent took part in (it ran at least one node), newest first, with how
-    many of their node runs were its own: one query for the window, one for the count."""
-    took_part = Execution.objects.filter(node_runs__agent=agent)
-    runs = (Execution.objects.filter(pk__in=took_part.values("pk"))
-            .select_related("workflow")
-            .annotate(agent_runs=Count("node_runs", filter=Q(node_runs__agent=agent)))
-            .order_by("-created_at", "-id")[:limit])
-    return {"rows": list(runs), "total": took_part.values("pk").distinct().count()}
-
-
-def agent_evaluations(agent: Agent, *, limit: int = PAGE_WINDOW) -> dict[str, Any]:
-    """Evaluations of the agent itself and of the runs it took part in, newest first."""
-    runs = NodeRun.objects.filter(agent=agent).values("execution__execution_id")
-    evaluations = Evaluation.objects.filter(Q(target_type="agent", target_id=agent.agent_id)
-                                            | Q(target_type="execution", target_id__in=runs))
-    return {"rows": list(evaluations.order_by("-created_at", "-id")[:limit]), "total": evaluations.count()}
-
-
 def agent_derive_requests(agent: Agent, *, limit: int = PAGE_WINDOW) -> dict[str, Any]:
     """Requests to derive a child from the agent, and the request it came from (if any)."""
     raised = list(DeriveRequest.objects.filter(parent_agent=agent).select_related("result_agent", "decided_by")
@@ -285,9 +266,8 @@ def derive_request_evidence(trigger_context: Any) -> dict[str, Any]:
         elif isinstance(item, str) and _ID.fullmatch(item):
             candidates.add(item)
     known = {
-        "execution": set(Execution.objects.filter(execution_id__in=candidates).values_list("execution_id", flat=True)),
         "agent": set(Agent.objects.filter(agent_id__in=candidates).values_list("agent_id", flat=True)),
-        "evaluation": set(Evaluation.objects.filter(evaluation_id__in=candidates).values_list("evaluation_id", flat=True)),
+        **run_records().known_ids(candidates),  # runs and evaluations: executions' rows
     } if candidates else {kind: set() for kind in EVIDENCE_KINDS}
 
     def scalar(value: Any, key: str = "") -> dict[str, Any]:

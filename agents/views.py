@@ -1,7 +1,8 @@
-"""The agent and derive-request pages. Reads come from `agents.selectors`; the one write
-made here (the edit form) goes through `agents.services.agent_update`, the service the
-API's PUT uses. Approving, rejecting and raising derive requests happen in the page's
-script, through the API."""
+"""The agent and derive-request pages. Reads come from `agents.selectors`, and the runs and
+evaluations an agent's page lists from `agents.run_records` (executions registers them).
+The one write made here (the edit form) goes through `agents.services.agent_update`, the
+service the API's PUT uses. Approving, rejecting and raising derive requests happen in the
+page's script, through the API."""
 from __future__ import annotations
 
 import json
@@ -17,6 +18,7 @@ from django.urls import reverse
 from agents import selectors, services
 from agents.documents import agent_document
 from agents.models import Agent, DeriveRequest
+from agents.run_records import run_records
 from core.errors import DocumentError, NotFound, SwitchyardError
 from core.pages import paginate
 from core.roles import AUTHOR, has_role
@@ -79,6 +81,7 @@ def agent_detail(request, agent_id: str):
     compare = _comparison(request, versions)
     family = selectors.lineage_family(agent)
     limits = agent.context_limits
+    runs = run_records()
     return render(request, "agents/agent_detail.html", {
         "agent": agent,
         "prompt_parts": [(label, agent.prompt_config.get(key, "")) for key, label in PROMPT_LABELS.items()],
@@ -96,8 +99,8 @@ def agent_detail(request, agent_id: str):
         "lineage_graph": _lineage_graph(family),
         "versions": versions,
         "diff": selectors.agent_version_diff(agent, *compare) if compare else None,
-        "executions": selectors.agent_executions(agent),
-        "evaluations": selectors.agent_evaluations(agent),
+        "executions": runs.agent_executions(agent, selectors.PAGE_WINDOW),
+        "evaluations": runs.agent_evaluations(agent, selectors.PAGE_WINDOW),
         "derivations": selectors.agent_derive_requests(agent),
         "evaluations_url": f"{reverse('evaluations:list')}?target_type=agent&target_id={agent.agent_id}",
         "triggers": DeriveRequest.Trigger.choices,
