@@ -246,7 +246,7 @@ def test_it_lets_an_author_build_a_workflow_see_a_problem_on_its_node_fix_it_sav
     assert "REF_PATH_INVALID" in badge.get_attribute("title")
     assert "invalid" in node_classes(page, "validator") and "invalid" not in node_classes(page, "scholar")
     field_problem = page.locator("[data-mapping=outputs] .field-problem")
-    assert "does not parse" in field_problem.inner_text()
+    assert "'$.nodes[' is not valid: " in field_problem.inner_text() and "column" in field_problem.inner_text()
     assert "invalid" in page.locator("[data-mapping=outputs] .mapping-value").get_attribute("class")
     assert page.locator("#problems-list [data-problem-node=validator]").count() == 1
     assert "nodes[validator].output_mapping.checked" in page.locator("#problems-list").inner_text()
