@@ -137,8 +137,9 @@ def frequency_threshold(agent: Agent) -> Proposal | None:
     if not candidates or candidates[0]["uses"] < settings.DERIVE_FREQUENCY_THRESHOLD:
         return None
     domain, count = candidates[0]["execution__domain"], candidates[0]["uses"]
-    executions = list(uses.filter(execution__domain=domain).order_by("-completed_at")
-                      .values_list("execution__execution_id", flat=True).distinct()[:20])
+    executions = list(uses.filter(execution__domain=domain).values("execution__execution_id")
+                      .annotate(last=Max("completed_at")).order_by("-last", "-execution__execution_id")
+                      .values_list("execution__execution_id", flat=True)[:20])  # each run once, the latest first
     return Proposal(
         trigger=Trigger.FREQUENCY_THRESHOLD,
         trigger_context={

@@ -70,7 +70,8 @@ def node_runs(agent, count, *, status="success", domain="", error_code="", detai
     when = timezone.now() - timedelta(days=days_ago)
     NodeRun.objects.bulk_create(NodeRun(execution=execution, node_id=f"n{i}", agent=agent, status=status,
                                         error_code=error_code, error="needs more" if error_code else "",
-                                        error_details=details, completed_at=when) for i in range(count))
+                                        error_details=details, completed_at=when - timedelta(seconds=i))
+                            for i in range(count))
     return execution
 
 
@@ -137,7 +138,7 @@ def test_it_raises_a_frequency_threshold_for_the_domain_an_agent_works_in_most(s
     assert request.trigger == "frequency_threshold"
     assert (request.trigger_context["domain"], request.trigger_context["uses"]) == ("oncology", 4)
     assert request.trigger_context["uses_by_domain"] == {"oncology": 4, "radiology": 2}
-    assert len(request.trigger_context["execution_ids"]) == 2
+    assert request.trigger_context["execution_ids"] == ["x5", "x0"]  # each run once, the latest first
     assert (request.new_name, request.domain_focus) == ("Scholar (oncology)", "oncology")
 
 
