@@ -9,11 +9,10 @@ from ninja import Body, Query, Router, Status
 from ninja.pagination import paginate
 
 from agents import selectors, services
-from agents.documents import AGENT_SHAPE
 from agents.schemas import (
     AgentDetailOut,
+    AgentDocument,
     AgentFilters,
-    AgentOut,
     AgentVersionContentOut,
     DecisionIn,
     DeriveRequestFilters,
@@ -34,16 +33,15 @@ AGENT_DOCUMENT = Body(..., description="an agent document (core-data-structures 
 def _document_body(**overrides: Any) -> dict[str, Any]:
     """Describe a `dict` body by the agent shape, so the OpenAPI schema says what a document is.
 
-    The detail's read-only additions are allowed too: a GET's answer may be PUT back.
+    It is the detail's shape, read-only additions included: a GET's answer may be PUT back.
+    Its parts are the components the answers already describe.
     """
-    ignored = {"description": "read-only, ignored"}
-    lineage = AGENT_SHAPE["properties"]["lineage"]
-    lineage = lineage | {"properties": lineage["properties"] | {"ancestors": ignored}}
-    shape = AGENT_SHAPE | {"properties": AGENT_SHAPE["properties"] | {"lineage": lineage, "versions": ignored}} | overrides
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": shape}}}}
+    shape = AgentDetailOut.model_json_schema(ref_template="#/components/schemas/{model}")
+    shape.pop("$defs", None)
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": shape | overrides}}}}
 
 
-@router.get("/agents", response=responses(200, list[AgentOut]), exclude_unset=True, summary="Agents, filtered")
+@router.get("/agents", response=responses(200, list[AgentDocument]), exclude_unset=True, summary="Agents, filtered")
 @paginate(Page)
 def agents_list(request, filters: AgentFilters = Query(...)):
     return selectors.agent_list(**filters.dict())
@@ -104,12 +102,10 @@ def derive_requests_detail(request, derive_request_id: str):
              summary="Raise a derive request by hand (authors); it starts pending")
 def derive_requests_create(request, payload: DeriveRequestIn):
     require_role(request.user, AUTHOR, to="raise derive requests")
-    spec = payload.specialization
     created = services.derive_request_create(
         derive_request_id=payload.derive_request_id, parent_agent_id=payload.parent_agent_id,
-        trigger=payload.trigger, trigger_context=payload.trigger_context, new_name=spec.new_name,
-        domain_focus=spec.domain_focus, additional_skills=spec.additional_skills,
-        additional_constraints=spec.additional_constraints, user=request.user,
+        trigger=payload.trigger, trigger_context=payload.trigger_context,
+        **payload.specialization.model_dump(exclude_unset=True), user=request.user,
     )
     return Status(201, selectors.derive_request_full_document(created))
 

@@ -1,111 +1,17 @@
-"""The JSON forms of agents and derive requests, exactly as core-data-structures §2.1 and §6.
-
-Shapes are JSON Schemas so a wrong document is refused with the field it concerns.
-Keys beyond the seed (`context_limits` from data-transfer-protocol §6.1 and `runtime`)
-describe what running the agent needs.
+"""Exports of agents and derive requests in their JSON forms (core-data-structures §2.1 and
+§6); the shapes themselves are in `agents/schemas.py`.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from agents.models import Agent, DeriveRequest
-from core.jsonutil import MAX_COLUMN_INT, iso
+from core.jsonutil import iso
+from engine.shapes import Identifier
 
-ID = {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,99}$"}
-STRINGS = {"type": "array", "items": {"type": "string"}}
-TOKENS = {"type": "integer", "minimum": 0, "maximum": MAX_COLUMN_INT}
-DATETIME = {"type": ["string", "null"]}
-
-AGENT_SHAPE: dict[str, Any] = {
-    "type": "object",
-    "required": ["agent_id", "name"],
-    "additionalProperties": False,
-    "properties": {
-        "agent_id": ID,
-        "name": {"type": "string", "minLength": 1, "maxLength": 200},
-        "version": {"type": "string", "minLength": 1, "maxLength": 50},
-        "type": {"enum": ["meta", "business"]},
-        "status": {"enum": ["active", "inactive", "deprecated"]},
-        "lineage": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "parent_id": {"anyOf": [ID, {"type": "null"}]},
-                "root_id": {"anyOf": [ID, {"type": "null"}]},
-                "level": {"type": "integer", "minimum": 0, "maximum": MAX_COLUMN_INT},
-                "children_ids": {"type": "array", "items": ID},
-            },
-        },
-        "prompt_config": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                key: {"type": "string"}
-                for key in ("system_prompt", "role_play", "task_context", "thinking_process", "output_constraint")
-            },
-        },
-        "capabilities": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {"skills": STRINGS, "tools": STRINGS, "knowledge_domains": STRINGS},
-        },
-        "constraints": STRINGS,
-        "metadata": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {"created_at": DATETIME, "updated_at": DATETIME, "created_by": {"type": "string"}},
-        },
-        "context_limits": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "max_input_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_COLUMN_INT},
-                "max_output_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_COLUMN_INT},
-                "reserved_for_system_prompt": TOKENS,
-                "reserved_for_instructions": TOKENS,
-                "available_for_data": TOKENS,
-                "safety_margin": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-                "effective_data_limit": TOKENS,
-                "data_area": {"anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_COLUMN_INT}, {"type": "null"}]},
-            },
-        },
-        "runtime": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "backend": {"type": "string", "minLength": 1},
-                "model": {"type": "string"},
-                "encoding": {"type": "string", "minLength": 1},
-                "role": {"type": "string"},
-            },
-        },
-    },
-}
-
-DERIVE_REQUEST_SHAPE: dict[str, Any] = {
-    "type": "object",
-    "required": ["derive_request_id", "parent_agent_id", "trigger", "specialization"],
-    "additionalProperties": False,
-    "properties": {
-        "derive_request_id": ID,
-        "parent_agent_id": ID,
-        "trigger": {"enum": ["quality_issue", "capability_gap", "frequency_threshold"]},
-        "trigger_context": {"type": "object"},
-        "specialization": {
-            "type": "object",
-            "required": ["new_name"],
-            "additionalProperties": False,
-            "properties": {
-                "new_name": {"type": "string", "minLength": 1, "maxLength": 200},
-                "domain_focus": {"type": "string"},
-                "additional_skills": STRINGS,
-                "additional_constraints": STRINGS,
-            },
-        },
-        "status": {"enum": ["pending", "approved", "rejected"]},
-        "result_agent_id": {"anyOf": [ID, {"type": "null"}]},
-    },
-}
+ID = TypeAdapter(Identifier).json_schema()  # an identifier's JSON Schema: its type and pattern
 
 CONTEXT_LIMIT_FIELDS = (
     "max_input_tokens",

@@ -1,21 +1,30 @@
-"""What the agents router takes and gives.
+"""The shapes of agents (core-data-structures §2.1) and derive requests (§6), and what the
+agents router takes and gives besides.
 
-Agents and derive requests answer in their seed shapes (core-data-structures §2.1, §6):
-the Out schemas type the main fields and let the rest of the document through, so
-`agent_document` / `derive_request_document` stay the one definition of each shape.
+The document shapes are written once, here: the JSON Schema an imported or posted document
+is checked against is generated from them (`engine.json_schema.document_schema`), and the
+router answers with them, so `agent_document` / `derive_request_document` fill the same
+shapes the OpenAPI schema describes. Keys beyond the seed (`context_limits` from
+data-transfer-protocol §6.1 and `runtime`) describe what running the agent needs.
 """
-from typing import Any, Literal
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 from pydantic import ConfigDict
 
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,99}$"
+from engine.shapes import ID_PATTERN, MAX_COLUMN_INT, Identifier, Omittable, Shape, Text, between
+
 NO_NUL = r"^[^\x00]*$"
 
 AgentType = Literal["meta", "business"]
 AgentStatus = Literal["active", "inactive", "deprecated"]
 Trigger = Literal["quality_issue", "capability_gap", "frequency_threshold"]
 DeriveStatus = Literal["pending", "approved", "rejected"]
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+Tokens = Annotated[int, between(0, MAX_COLUMN_INT)]
+PositiveTokens = Annotated[int, between(1, MAX_COLUMN_INT)]
 
 
 # --- agents -----------------------------------------------------------------------
@@ -27,60 +36,68 @@ class AgentFilters(Schema):
     q: str | None = Field(None, max_length=200, pattern=NO_NUL, description="text in agent_id or name")
 
 
-class LineageOut(Schema):
-    parent_id: str | None
-    root_id: str
-    level: int
-    children_ids: list[str]
+class Lineage(Shape):
+    parent_id: Identifier | None = None
+    root_id: Identifier | None = None
+    level: Omittable[Tokens] = None
+    children_ids: Omittable[list[Identifier]] = None
 
 
-class LineageDetailOut(LineageOut):
-    ancestors: list[str] = Field(..., description="agent_ids from the root down to the parent; empty for a root")
+class PromptConfig(Shape):
+    system_prompt: Omittable[str] = None
+    role_play: Omittable[str] = None
+    task_context: Omittable[str] = None
+    thinking_process: Omittable[str] = None
+    output_constraint: Omittable[str] = None
 
 
-class MetadataOut(Schema):
-    created_at: str | None
-    updated_at: str | None
-    created_by: str
+class Capabilities(Shape):
+    skills: Omittable[list[str]] = None
+    tools: Omittable[list[str]] = None
+    knowledge_domains: Omittable[list[str]] = None
 
 
-class ContextLimitsOut(Schema):
-    model_config = ConfigDict(extra="allow")
-
-    max_input_tokens: int
-    max_output_tokens: int
-    reserved_for_system_prompt: int
-    reserved_for_instructions: int
-    available_for_data: int
-    safety_margin: float
-    effective_data_limit: int
-    data_area: int | None = None
+class Metadata(Shape):
+    created_at: str | None = None
+    updated_at: str | None = None
+    created_by: Omittable[str] = None
 
 
-class RuntimeOut(Schema):
-    backend: str
-    model: str
-    encoding: str
-    role: str
+class ContextLimits(Shape):
+    """data-transfer-protocol §6.1: the agent's token budget."""
+
+    max_input_tokens: Omittable[PositiveTokens] = None
+    max_output_tokens: Omittable[PositiveTokens] = None
+    reserved_for_system_prompt: Omittable[Tokens] = None
+    reserved_for_instructions: Omittable[Tokens] = None
+    available_for_data: Omittable[Tokens] = None
+    safety_margin: Omittable[Annotated[float, Field(gt=0, le=1)]] = None
+    effective_data_limit: Omittable[Tokens] = None
+    data_area: PositiveTokens | None = None
 
 
-class AgentOut(Schema):
+class Runtime(Shape):
+    backend: Omittable[Text] = None
+    model: Omittable[str] = None
+    encoding: Omittable[Text] = None
+    role: Omittable[str] = None
+
+
+class AgentDocument(Shape):
     """An agent as core-data-structures §2.1 (plus its runtime and §6.1 context limits)."""
 
-    model_config = ConfigDict(extra="allow")
-
-    agent_id: str
-    name: str
-    version: str
-    type: AgentType
-    status: AgentStatus
-    lineage: LineageOut
-    prompt_config: dict[str, str]
-    capabilities: dict[str, list[str]]
-    constraints: list[str]
-    metadata: MetadataOut
-    context_limits: ContextLimitsOut
-    runtime: RuntimeOut
+    agent_id: Identifier
+    name: Name
+    version: Omittable[Annotated[str, Field(min_length=1, max_length=50)]] = None
+    type: Omittable[AgentType] = None
+    status: Omittable[AgentStatus] = None
+    lineage: Omittable[Lineage] = None
+    prompt_config: Omittable[PromptConfig] = None
+    capabilities: Omittable[Capabilities] = None
+    constraints: Omittable[list[str]] = None
+    metadata: Omittable[Metadata] = None
+    context_limits: Omittable[ContextLimits] = None
+    runtime: Omittable[Runtime] = None
 
 
 class AgentVersionOut(Schema):
@@ -89,15 +106,20 @@ class AgentVersionOut(Schema):
     created_by: str
 
 
-class AgentDetailOut(AgentOut):
+class LineageDetail(Lineage):
+    ancestors: Omittable[list[str]] = Field(
+        None, description="agent_ids from the root down to the parent; empty for a root (read-only)")
+
+
+class AgentDetailOut(AgentDocument):
     """The §2.1 document, its versions (newest first) and its ancestors.
 
     `versions` and `lineage.ancestors` are read-only: a PUT may send them back and they
     are ignored, like `metadata`.
     """
 
-    lineage: LineageDetailOut
-    versions: list[AgentVersionOut]
+    lineage: Omittable[LineageDetail] = None
+    versions: Omittable[list[AgentVersionOut]] = Field(None, description="newest first (read-only)")
 
 
 class AgentVersionContentOut(Schema):
@@ -117,30 +139,38 @@ class DeriveRequestFilters(Schema):
     parent_agent_id: str | None = Field(None, pattern=ID_PATTERN)
 
 
-class SpecializationIn(Schema):
-    new_name: str = Field(..., min_length=1, max_length=200)
-    domain_focus: str = Field("", max_length=200)
-    additional_skills: list[str] = Field(default_factory=list)
-    additional_constraints: list[str] = Field(default_factory=list)
+class Specialization(Shape):
+    new_name: Name
+    domain_focus: Omittable[Annotated[str, Field(max_length=200)]] = None
+    additional_skills: Omittable[list[str]] = None
+    additional_constraints: Omittable[list[str]] = None
 
 
-class DeriveRequestIn(Schema):
-    derive_request_id: str | None = Field(None, pattern=ID_PATTERN, description="generated when absent")
-    parent_agent_id: str = Field(..., pattern=ID_PATTERN)
+class DeriveRequestIn(Shape):
+    """A derive request as a person raises it; the §6 document without what the server sets
+    (other keys are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    derive_request_id: Omittable[Identifier] = Field(None, description="generated when absent")
+    parent_agent_id: Identifier
     trigger: Trigger
-    trigger_context: dict[str, Any] = Field(default_factory=dict)
-    specialization: SpecializationIn
+    trigger_context: Omittable[dict[str, Any]] = None
+    specialization: Specialization
+
+
+class DeriveRequestDocument(DeriveRequestIn):
+    """A derive request as core-data-structures §6."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    derive_request_id: Identifier
+    status: Omittable[DeriveStatus] = None
+    result_agent_id: Identifier | None = None
 
 
 class DecisionIn(Schema):
     comment: str = Field("", max_length=5000)
-
-
-class SpecializationOut(Schema):
-    new_name: str
-    domain_focus: str
-    additional_skills: list[str]
-    additional_constraints: list[str]
 
 
 class DeriveRequestEventOut(Schema):
@@ -151,18 +181,9 @@ class DeriveRequestEventOut(Schema):
     comment: str
 
 
-class DeriveRequestOut(Schema):
+class DeriveRequestOut(DeriveRequestDocument):
     """A derive request as core-data-structures §6, plus who raised and who decided it."""
 
-    model_config = ConfigDict(extra="allow")
-
-    derive_request_id: str
-    parent_agent_id: str
-    trigger: Trigger
-    trigger_context: dict[str, Any]
-    specialization: SpecializationOut
-    status: DeriveStatus
-    result_agent_id: str | None
     created_at: str
     created_by: str
     decided_by: str | None = Field(..., description="the approver's username; null while pending")

@@ -19,14 +19,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agents.documents import (
-    AGENT_SHAPE,
-    CONTEXT_LIMIT_FIELDS,
-    DERIVE_REQUEST_SHAPE,
-    RUNTIME_FIELDS,
-    versioned_content,
-)
+from agents.documents import CONTEXT_LIMIT_FIELDS, RUNTIME_FIELDS, versioned_content
 from agents.models import Agent, AgentVersion, DeriveRequest, DeriveRequestEvent
+from agents.schemas import AgentDocument, DeriveRequestDocument
 from core.errors import DocumentError, IllegalTransition, SwitchyardError
 from core.jsonutil import check_shape, check_storable, parse_datetime
 from core.roles import ADMIN, APPROVER, require_role
@@ -147,7 +142,7 @@ def _freeze_version(agent: Agent, version: str, *, actor: str) -> AgentVersion:
 @transaction.atomic
 def agent_import_document(document: dict[str, Any], *, actor: str = "") -> tuple[Agent, str]:
     """Create or update the agent a §2.1 document describes. Returns (agent, what happened)."""
-    check_shape(document, AGENT_SHAPE, "agent")
+    check_shape(document, AgentDocument, "agent")
     fields = {
         "name": document["name"],
         "type": document.get("type", Agent.Type.BUSINESS),
@@ -222,7 +217,7 @@ def derive_request_import_document(document: dict[str, Any], *, actor: str = "")
     Status only moves by approving or rejecting, never by import: an import that would
     change the status of an existing request is refused.
     """
-    check_shape(document, DERIVE_REQUEST_SHAPE, "derive_request")
+    check_shape(document, DeriveRequestDocument, "derive_request")
     spec = document["specialization"]
     status = document.get("status", DeriveRequest.Status.PENDING)
     result_id = document.get("result_agent_id")
@@ -289,7 +284,7 @@ def _agent_edit_document(document: Any, *, current: Agent | None) -> dict[str, A
     document = {key: value for key, value in document.items() if key not in READ_ONLY_KEYS}
     if isinstance(document.get("lineage"), dict):
         document["lineage"] = {key: value for key, value in document["lineage"].items() if key != "ancestors"}
-    check_shape(document, AGENT_SHAPE, "agent")
+    check_shape(document, AgentDocument, "agent")
     check_storable(document)
     limits, runtime = document.get("context_limits", {}), document.get("runtime", {})
     for key, value in limits.items():
@@ -381,11 +376,8 @@ def derive_request_create(
             "additional_constraints": list(additional_constraints or []),
         },
     }
-    check_shape(document, DERIVE_REQUEST_SHAPE, "derive_request")
+    check_shape(document, DeriveRequestDocument, "derive_request")
     check_storable(document)
-    longest = DeriveRequest._meta.get_field("domain_focus").max_length
-    if len(domain_focus) > longest:
-        raise DocumentError(f"is longer than {longest} characters", where="specialization.domain_focus")
     request_id = document["derive_request_id"]
     taken = _conflict(f"derive request '{request_id}' exists already", derive_request_id=request_id)
     if DeriveRequest.objects.filter(derive_request_id=request_id).exists():

@@ -7,13 +7,10 @@ import sys
 from datetime import datetime, timezone as dt_timezone
 from typing import Any
 
+from pydantic import BaseModel
+
 from core.errors import DocumentError
-from engine.json_schema import SchemaValidator
-
-
-# The largest whole number a document may put in an integer column: PositiveIntegerField
-# holds no more on PostgreSQL, and a larger one would fail at the database instead.
-MAX_COLUMN_INT = 2**31 - 1
+from engine.json_schema import SchemaValidator, document_schema
 
 
 def iso(value: datetime | None) -> str | None:
@@ -46,9 +43,10 @@ def json_path_of(path) -> str:
     return out
 
 
-def check_shape(document: Any, schema: dict, kind: str) -> None:
-    """Validate a document against the shape of its kind; the first error names its field."""
-    validator = SchemaValidator(schema)
+def check_shape(document: Any, shape: type[BaseModel], kind: str) -> None:
+    """Validate a document against the shape of its kind (its JSON Schema, generated from the
+    shape's model); the first error names its field."""
+    validator = SchemaValidator(document_schema(shape))
     errors = sorted(validator.iter_errors(document), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if not errors:
         return

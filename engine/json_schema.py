@@ -9,6 +9,9 @@ run with `re`.
 
 RE2's `search` finds a match anywhere in the text, as JSON Schema requires (patterns are
 not implicitly anchored).
+
+The shapes of Switchyard's own documents are pydantic models; `document_schema` gives the
+JSON Schema a document is checked against, generated from its model.
 """
 from __future__ import annotations
 
@@ -18,6 +21,8 @@ from typing import Any
 import re2
 from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import SchemaError, ValidationError
+from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema
 
 from engine.errors import EngineError
 
@@ -100,3 +105,115 @@ def check_schema(schema: Any) -> None:
         if error.validator == "format" and error.validator_value == "regex" and isinstance(error.cause, PatternError):
             error.message = str(error.cause)
         raise SchemaError.create_from(error)
+
+
+# -- the JSON Schema of a typed document shape --------------------------------------------
+
+# Keywords that constrain values of one JSON type only, and so may share a schema with
+# another type's: {"type": ["string", "null"], "pattern": …} checks the pattern on strings.
+_KEYWORDS_OF_ONE_TYPE = {
+    "string": {"minLength", "maxLength", "pattern", "format"},
+    "integer": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
+    "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
+    "object": {"properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+               "minProperties", "maxProperties"},
+    "array": {"items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains"},
+    "boolean": set(),
+    "null": set(),
+}
+
+
+def _one_schema_of_types(choices: list[dict]) -> dict | None:
+    """`anyOf` choices of distinct plain types as one schema with a list of types, or None.
+
+    jsonschema answers a value that fits no `anyOf` choice with "… is not valid under any of
+    the given schemas", naming neither the types nor the field inside; one schema says
+    "5 is not of type 'string', 'null'".
+    """
+    if len(choices) < 2:
+        return None
+    merged: dict[str, Any] = {"type": []}
+    for choice in choices:
+        kind = choice.get("type")
+        if not isinstance(kind, str) or kind in merged["type"] or kind not in _KEYWORDS_OF_ONE_TYPE:
+            return None
+        keywords = set(choice) - {"type"}
+        if not keywords <= _KEYWORDS_OF_ONE_TYPE[kind] or keywords & set(merged):
+            return None
+        merged["type"].append(kind)
+        merged.update((key, choice[key]) for key in keywords)
+    return merged
+
+
+class DocumentSchema(GenerateJsonSchema):
+    """The JSON Schema a document is checked against, generated from its pydantic model, so
+    that every error names the field it concerns:
+
+    - a union of plain types is one schema with a list of types (see `_one_schema_of_types`);
+    - a nullable model is `{"type": ["object", "null"]}` and `if not null then <model>`, so the
+      model's own errors keep their path;
+    - a union told apart by a field (`ref_type`) is an `if`/`then` per value of that field,
+      rather than a `oneOf` that reports only that nothing matched.
+    """
+
+    def union_schema(self, schema):
+        generated = super().union_schema(schema)
+        return self._simplified(generated)
+
+    def nullable_schema(self, schema):
+        generated = super().nullable_schema(schema)
+        if "anyOf" not in generated:
+            return generated
+        simplified = self._simplified(generated)
+        if simplified is not generated:
+            return simplified
+        inner = [choice for choice in generated["anyOf"] if choice != {"type": "null"}]
+        if len(inner) != 1:
+            return generated
+        rest = {key: value for key, value in generated.items() if key != "anyOf"}
+        if schema["schema"].get("type") == "model":
+            rest["type"] = ["object", "null"]
+        return {**rest, "if": {"not": {"type": "null"}}, "then": inner[0]}
+
+    def tagged_union_schema(self, schema):
+        generated = super().tagged_union_schema(schema)
+        discriminator = generated.get("discriminator", {})
+        field, mapping = discriminator.get("propertyName"), discriminator.get("mapping")
+        if not field or not mapping:
+            return generated
+        return {
+            "type": "object",
+            "required": [field],
+            "properties": {field: {"enum": list(mapping)}},
+            "allOf": [{"if": {"required": [field], "properties": {field: {"const": value}}}, "then": {"$ref": ref}}
+                      for value, ref in mapping.items()],
+        }
+
+    @staticmethod
+    def _simplified(generated: dict) -> dict:
+        merged = _one_schema_of_types(generated.get("anyOf", []))
+        if merged is None:
+            return generated
+        return {**{key: value for key, value in generated.items() if key != "anyOf"}, **merged}
+
+
+# jsonschema reports errors in the order of the keywords, which pydantic sorts by name: an
+# object missing a required key and holding an unknown one is told first what it lacks, and
+# a value of the wrong type is told its type before what the nested shape finds.
+_KEYWORD_RANK = {"required": 0, "if": 2, "then": 2}
+
+
+def _in_reporting_order(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_in_reporting_order(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    keys = sorted(schema, key=lambda key: _KEYWORD_RANK.get(key, 1))  # stable: the others keep their order
+    return {key: _in_reporting_order(schema[key]) for key in keys}
+
+
+@functools.cache
+def document_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The draft 2020-12 JSON Schema of a document shape (a pydantic model), for `SchemaValidator`."""
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            **_in_reporting_order(model.model_json_schema(schema_generator=DocumentSchema))}

@@ -116,7 +116,7 @@ def evaluations_detail(request, evaluation_id: str = Path(..., pattern=ID_PATTER
              summary="Record an evaluation (§7) by hand", tags=["evaluations"])
 def evaluations_create(request, payload: EvaluationIn):
     require_role(request.user, AUTHOR, to="record evaluations")
-    document = payload.dict(by_alias=True, exclude_none=True)
+    document = payload.model_dump(by_alias=True, exclude_none=True)
     evaluation = evaluations.evaluation_create(document=document, actor=request.user.get_username())
     return Status(201, selectors.evaluation_out(evaluation))
 

@@ -1,67 +1,30 @@
-"""JSON forms of executions (core-data-structures §5) and evaluations (§7)."""
+"""Exports of executions (core-data-structures §5) and evaluations (§7) in their JSON forms,
+and the record of a run the API and `run_workflow --wait` show; the shapes themselves are
+in `executions/schemas.py`."""
 from __future__ import annotations
 
 from typing import Any
 
-from agents.documents import ID
-from core.jsonutil import MAX_COLUMN_INT, iso
+from core.jsonutil import iso
 from executions.models import Evaluation, Execution, NodeRun
+from executions.schemas import ExecutionDocument, ExecutionResult
 
-UNIT = {"type": "number", "minimum": 0, "maximum": 1}
-DATETIME = {"type": ["string", "null"]}
-
-EXECUTION_SHAPE: dict[str, Any] = {
-    "type": "object",
-    "required": ["execution_id", "workflow_ref", "status"],
-    "additionalProperties": False,
-    "properties": {
-        "execution_id": ID,
-        "workflow_ref": ID,
-        "status": {"enum": [choice for choice, _ in Execution.Status.choices]},
-        "started_at": DATETIME,
-        "completed_at": DATETIME,
-        "input": {"type": "object"},
-        "results": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["node_id", "agent_ref", "status"],
-                "additionalProperties": False,
-                "properties": {
-                    "node_id": ID,
-                    "agent_ref": ID,
-                    "status": {"enum": ["pending", "running", "success", "failed", "skipped", "cancelled"]},
-                    "output": {},
-                    "duration_ms": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_COLUMN_INT},
-                },
-            },
-        },
-    },
-}
-
-EVALUATION_SHAPE: dict[str, Any] = {
-    "type": "object",
-    "required": ["evaluation_id", "target_type", "target_id", "scores", "overall_score", "pass", "action"],
-    "additionalProperties": False,
-    "properties": {
-        "evaluation_id": ID,
-        "target_type": {"enum": ["execution", "agent", "workflow"]},
-        "target_id": ID,
-        "scores": {
-            "type": "object",
-            "required": ["accuracy", "completeness", "efficiency"],
-            "additionalProperties": False,
-            "properties": {"accuracy": UNIT, "completeness": UNIT, "efficiency": UNIT},
-        },
-        "overall_score": UNIT,
-        "pass": {"type": "boolean"},
-        "feedback": {"type": "array", "items": {"type": "string"}},
-        "action": {"enum": ["approve", "reject", "revise"]},
-    },
-}
+# The §5 shape under the name the execution import reads it by.
+EXECUTION_SHAPE = ExecutionDocument
+RESULT_KEYS = tuple(ExecutionResult.model_fields)  # what a §5 `results[]` entry holds of a node run
 
 
-def execution_document(execution: Execution) -> dict[str, Any]:
+def node_run_result(run: NodeRun) -> dict[str, Any]:
+    """A §5 `results[]` entry."""
+    return {"node_id": run.node_id, "agent_ref": run.agent.agent_id, "status": run.status, "output": run.output,
+            "duration_ms": run.duration_ms}
+
+
+def execution_document(execution: Execution, node_runs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The §5 document. `node_runs`: the run's node run records when the caller has read them
+    already, so that `results` is made from the same read; else the node runs are read here."""
+    if node_runs is None:
+        node_runs = [node_run_result(run) for run in execution.node_runs.select_related("agent")]
     document: dict[str, Any] = {
         "execution_id": execution.execution_id,
         "workflow_ref": execution.workflow.workflow_id,
@@ -71,16 +34,7 @@ def execution_document(execution: Execution) -> dict[str, Any]:
     }
     if execution.input:
         document["input"] = execution.input
-    document["results"] = [
-        {
-            "node_id": run.node_id,
-            "agent_ref": run.agent.agent_id,
-            "status": run.status,
-            "output": run.output,
-            "duration_ms": run.duration_ms,
-        }
-        for run in execution.node_runs.select_related("agent")
-    ]
+    document["results"] = [{key: run[key] for key in RESULT_KEYS} for run in node_runs]
     return document
 
 
@@ -101,9 +55,11 @@ def evaluation_document(evaluation: Evaluation) -> dict[str, Any]:
     }
 
 
-def node_run_record(run: NodeRun) -> dict[str, Any]:
-    """Everything stored about one node run: what the inspection page and `run_workflow --wait` show."""
+def node_run_record(run: NodeRun, *, with_id: bool = False) -> dict[str, Any]:
+    """Everything stored about one node run: what the inspection page and `run_workflow --wait`
+    show; `with_id` adds the node run's id (which the API's `GET …/node-runs/{id}` takes)."""
     return {
+        **({"node_run_id": run.pk} if with_id else {}),
         "node_id": run.node_id,
         "agent_ref": run.agent.agent_id,
         "agent_version": run.agent_version.version if run.agent_version else None,
@@ -131,15 +87,20 @@ def node_run_record(run: NodeRun) -> dict[str, Any]:
     }
 
 
-def execution_record(execution: Execution) -> dict[str, Any]:
+def execution_record(execution: Execution, *, node_run_ids: bool = False) -> dict[str, Any]:
     """The §5 document plus the run's state, why it ended, its domain and quality gate, and
-    every node run in full."""
+    every node run in full (with its id when `node_run_ids`).
+
+    The node runs are read once, so `results` and `node_runs` agree while the run goes on,
+    and the record costs the same queries for three node runs or three thousand."""
+    runs = [node_run_record(run, with_id=node_run_ids)
+            for run in execution.node_runs.select_related("agent", "agent_version")]
     return {
-        **execution_document(execution),
+        **execution_document(execution, runs),
         "state": execution.state,
         "ended_reason": execution.ended_reason,
         "escalation": execution.escalation,
         "domain": execution.domain,
         "quality_gate": execution.quality_gate,
-        "node_runs": [node_run_record(run) for run in execution.node_runs.select_related("agent", "agent_version")],
+        "node_runs": runs,
     }

@@ -37,8 +37,9 @@ from core.errors import DocumentError, SwitchyardError
 from core.jsonutil import check_shape, check_storable
 from core.tasks import send_after_commit
 from engine.tot.game24 import verify
-from executions.documents import EVALUATION_SHAPE, evaluation_document
+from executions.documents import evaluation_document
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
+from executions.schemas import EvaluationDocument
 from executions.runner import contract_results, skills
 from executions.services.graph import workflow_graph
 from workflows.models import Workflow
@@ -301,7 +302,7 @@ def _target_exists(target_type: str, target_id: str) -> bool:
 
 @transaction.atomic
 def evaluation_import_document(document: dict[str, Any], *, actor: str = "") -> tuple[Evaluation, str]:
-    check_shape(document, EVALUATION_SHAPE, "evaluation")
+    check_shape(document, EvaluationDocument, "evaluation")
     if not _target_exists(document["target_type"], document["target_id"]):
         raise DocumentError(f"{document['target_type']} '{document['target_id']}' does not exist", where="target_id")
     values = {

@@ -1,19 +1,22 @@
-"""Bodies of the executions router: runs (core-data-structures §5), their node runs, and
-evaluations (§7).
+"""The shapes of executions (core-data-structures §5) and evaluations (§7), and the bodies
+of the executions router: runs, their node runs, and evaluations.
 
-Outputs type the seed's fields and let any further key of the stored record through
-(`extra="allow"`), so that a record grown by a later change is not cut short here.
-Datetimes are the seeds' strings (UTC, a trailing Z).
+The document shapes are written once, here: the JSON Schema an imported document is checked
+against is generated from them (`engine.json_schema.document_schema`), and the router's
+answers extend them. Records beyond the documents type their fields and let any further
+key of the stored record through (`extra="allow"`), so that a record grown by a later
+change is not cut short here. Datetimes are the seeds' strings (UTC, a trailing Z).
 """
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 from pydantic import ConfigDict
 
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,99}$"
+from engine.shapes import ID_PATTERN, MAX_COLUMN_INT, Identifier, Omittable, Shape, between
+
 MAX_ROW_ID = 2**63 - 1  # the largest primary key either database holds
 
 ExecutionStatus = Literal["pending", "running", "escalated", "success", "failed", "cancelled"]
@@ -26,9 +29,8 @@ def when():
     return Field(None, description="ISO 8601 datetime, e.g. 2026-02-03T10:30:00Z (UTC when no offset is given)")
 
 
-def unit():
-    """A score in [0, 1]: a JSON number, not a string or a boolean."""
-    return Field(..., ge=0, le=1, strict=True)
+# A score in [0, 1]: a JSON number, not a string or a boolean.
+Unit = Annotated[float, Field(ge=0, le=1, strict=True)]
 
 
 class Record(Schema):
@@ -79,14 +81,26 @@ class ExecutionSummaryOut(Schema):
     node_runs: NodeRunCounts = Field(..., description="the run's node runs (every attempt) by status")
 
 
-class ResultOut(Record):
+class ExecutionResult(Shape):
     """A `results[]` entry of §5."""
 
-    node_id: str
-    agent_ref: str
+    node_id: Identifier
+    agent_ref: Identifier
     status: NodeRunStatus
     output: Any = None
-    duration_ms: int | None = None
+    duration_ms: Annotated[int, between(0, MAX_COLUMN_INT)] | None = None
+
+
+class ExecutionDocument(Shape):
+    """A run as core-data-structures §5."""
+
+    execution_id: Identifier
+    workflow_ref: Identifier
+    status: ExecutionStatus
+    started_at: str | None = None
+    completed_at: str | None = None
+    input: Omittable[dict[str, Any]] = None
+    results: Omittable[list[ExecutionResult]] = None
 
 
 class NodeRunOut(Record):
@@ -120,16 +134,11 @@ class NodeRunOut(Record):
     output: Any = None
 
 
-class ExecutionOut(Record):
+class ExecutionOut(ExecutionDocument):
     """The §5 document, the run's state, why it ended, its escalation, every node run."""
 
-    execution_id: str
-    workflow_ref: str
-    status: ExecutionStatus
-    started_at: str | None
-    completed_at: str | None
-    input: dict[str, Any] = Field(default_factory=dict)
-    results: list[ResultOut]
+    model_config = ConfigDict(extra="allow")
+
     state: dict[str, Any]
     ended_reason: str
     escalation: dict[str, Any] | None = Field(..., description="while escalated: the node, its error, who should act")
@@ -141,46 +150,36 @@ class ExecutionOut(Record):
 
 # -- evaluations --------------------------------------------------------------------------
 
-class ScoresIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
-    accuracy: float = unit()
-    completeness: float = unit()
-    efficiency: float = unit()
+class Scores(Shape):
+    accuracy: Unit
+    completeness: Unit
+    efficiency: Unit
 
 
-class EvaluationIn(Schema):
+class EvaluationIn(Shape):
     """§7, as a person gives it; `evaluation_id` is made up when absent."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    evaluation_id: str | None = Field(None, pattern=ID_PATTERN)
+    evaluation_id: Omittable[Identifier] = None
     target_type: TargetType
-    target_id: str = Field(..., pattern=ID_PATTERN, description="an execution_id, agent_id or workflow_id that exists")
-    scores: ScoresIn
-    overall_score: float = unit()
+    target_id: Identifier = Field(..., description="an execution_id, agent_id or workflow_id that exists")
+    scores: Scores
+    overall_score: Unit
     passed: bool = Field(..., alias="pass", strict=True)
-    feedback: list[str] = Field(default_factory=list)
+    feedback: Omittable[list[str]] = None
     action: Action
 
 
-class ScoresOut(Schema):
-    accuracy: float
-    completeness: float
-    efficiency: float
+class EvaluationDocument(EvaluationIn):
+    """An evaluation as core-data-structures §7."""
+
+    evaluation_id: Identifier
 
 
-class EvaluationOut(Record):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+class EvaluationOut(EvaluationDocument):
+    """§7, plus how it was made and recorded."""
 
-    evaluation_id: str
-    target_type: TargetType
-    target_id: str
-    scores: ScoresOut
-    overall_score: float
-    passed: bool = Field(..., alias="pass")
-    feedback: list[str]
-    action: Action
+    model_config = ConfigDict(extra="allow")
+
     method: str = Field(..., description="computed (after a run), aggregate (recent evaluations combined) or manual")
     execution_id: str | None = Field(None, description="the run a computed evaluation was computed from")
     details: dict[str, Any] = Field(..., description="each score's formula and the figures it used")

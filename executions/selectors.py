@@ -15,10 +15,8 @@ from django.db.models import Count, QuerySet
 
 from core.errors import DocumentError, NotFound
 from core.jsonutil import iso
-from executions.documents import evaluation_document, node_run_record
+from executions.documents import evaluation_document, execution_record, node_run_record
 from executions.models import Evaluation, Execution, NodeRun
-
-RESULT_KEYS = ("node_id", "agent_ref", "status", "output", "duration_ms")  # a §5 `results[]` entry
 
 
 class Rendered:
@@ -100,40 +98,14 @@ def execution_get(execution_id: str) -> Execution:
     return execution
 
 
-def node_run_out(run: NodeRun) -> dict[str, Any]:
-    """`node_run_record` with the node run's id (which `GET …/node-runs/{id}` takes)."""
-    return {"node_run_id": run.pk, **node_run_record(run)}
-
-
 def execution_detail(execution: Execution) -> dict[str, Any]:
-    """`executions.documents.execution_record`, with each node run's id, from one read of
-    the node runs: so `results` and `node_runs` agree while the run goes on, and the
-    record costs the same two queries for three node runs or three thousand."""
-    runs = [node_run_out(run) for run in execution.node_runs.select_related("agent", "agent_version")]
-    document: dict[str, Any] = {
-        "execution_id": execution.execution_id,
-        "workflow_ref": execution.workflow.workflow_id,
-        "status": execution.status,
-        "started_at": iso(execution.started_at),
-        "completed_at": iso(execution.completed_at),
-    }
-    if execution.input:
-        document["input"] = execution.input
-    return {
-        **document,
-        "results": [{key: run[key] for key in RESULT_KEYS} for run in runs],
-        "state": execution.state,
-        "ended_reason": execution.ended_reason,
-        "escalation": execution.escalation,
-        "domain": execution.domain,
-        "quality_gate": execution.quality_gate,
-        "node_runs": runs,
-    }
+    """`executions.documents.execution_record`, with each node run's id."""
+    return execution_record(execution, node_run_ids=True)
 
 
 def node_runs_list(execution: Execution) -> Rendered:
     runs = execution.node_runs.select_related("agent", "agent_version")
-    return Rendered(runs, lambda page: [node_run_out(run) for run in page])
+    return Rendered(runs, lambda page: [node_run_record(run, with_id=True) for run in page])
 
 
 def node_run_get(execution: Execution, node_run_id: int) -> dict[str, Any]:
@@ -141,7 +113,7 @@ def node_run_get(execution: Execution, node_run_id: int) -> dict[str, Any]:
     if run is None:
         raise NotFound(f"execution '{execution.execution_id}' has no node run {node_run_id}",
                        details={"where": "node_run_id"})
-    return node_run_out(run)
+    return node_run_record(run, with_id=True)
 
 
 # -- evaluations --------------------------------------------------------------------------

@@ -15,11 +15,11 @@ from core.roles import AUTHOR, require_role
 from workflows import selectors, services
 from workflows.documents import blueprint_document, workflow_document
 from workflows.schemas import (
-    BlueprintOut,
+    BlueprintDocument,
     BlueprintSummaryOut,
     Topology,
     ValidationOut,
-    WorkflowOut,
+    WorkflowDocument,
     WorkflowSummaryOut,
 )
 
@@ -47,20 +47,20 @@ def blueprints_list(request):
     return selectors.blueprint_list()
 
 
-@router.get("/blueprints/{blueprint_id}", response=responses(200, BlueprintOut), **DOCUMENT,
+@router.get("/blueprints/{blueprint_id}", response=responses(200, BlueprintDocument), **DOCUMENT,
             summary="A blueprint: its agents and their contracts")
 def blueprints_get(request, blueprint_id: str):
     return blueprint_document(selectors.blueprint_get(blueprint_id))
 
 
-@router.post("/blueprints", response=responses(201, BlueprintOut), **DOCUMENT, summary="Create a blueprint (authors)")
+@router.post("/blueprints", response=responses(201, BlueprintDocument), **DOCUMENT, summary="Create a blueprint (authors)")
 def blueprints_create(request, payload: dict[str, Any] = BLUEPRINT_BODY):
     require_role(request.user, AUTHOR, to="create blueprints")
     blueprint = services.blueprint_create(document=payload, actor=request.user.get_username())
     return Status(201, blueprint_document(blueprint))
 
 
-@router.put("/blueprints/{blueprint_id}", response=responses(200, BlueprintOut), **DOCUMENT,
+@router.put("/blueprints/{blueprint_id}", response=responses(200, BlueprintDocument), **DOCUMENT,
             summary="Replace a blueprint (authors)")
 def blueprints_replace(request, blueprint_id: str, payload: dict[str, Any] = BLUEPRINT_BODY):
     require_role(request.user, AUTHOR, to="change blueprints")
@@ -78,12 +78,12 @@ def workflows_list(request, filters: Query[WorkflowFilters]):
     return selectors.workflow_list(topology=filters.topology, q=filters.q)
 
 
-@router.get("/workflows/{workflow_id}", response=responses(200, WorkflowOut), **DOCUMENT, summary="A workflow")
+@router.get("/workflows/{workflow_id}", response=responses(200, WorkflowDocument), **DOCUMENT, summary="A workflow")
 def workflows_get(request, workflow_id: str):
     return workflow_document(selectors.workflow_get(workflow_id))
 
 
-@router.post("/workflows", response=responses(201, WorkflowOut), **DOCUMENT,
+@router.post("/workflows", response=responses(201, WorkflowDocument), **DOCUMENT,
              summary="Create a workflow (authors); an invalid one is refused with every problem")
 def workflows_create(request, payload: dict[str, Any] = WORKFLOW_BODY):
     require_role(request.user, AUTHOR, to="create workflows")
@@ -91,7 +91,7 @@ def workflows_create(request, payload: dict[str, Any] = WORKFLOW_BODY):
     return Status(201, workflow_document(workflow))
 
 
-@router.put("/workflows/{workflow_id}", response=responses(200, WorkflowOut), **DOCUMENT,
+@router.put("/workflows/{workflow_id}", response=responses(200, WorkflowDocument), **DOCUMENT,
             summary="Replace a workflow's definition (authors)")
 def workflows_replace(request, workflow_id: str, payload: dict[str, Any] = WORKFLOW_BODY):
     require_role(request.user, AUTHOR, to="change workflows")

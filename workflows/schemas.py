@@ -1,18 +1,25 @@
-"""Schemas of the workflows router: blueprints (core-data-structures §3.1), workflows (§4.1),
-validation problems, and a node's context plan (data-transfer-protocol §7.2).
+"""The shapes of blueprints (core-data-structures §3.1), workflows (§4.1) and task chains
+(data-transfer-protocol §7.1), and what the workflows router answers besides: lists,
+validation problems, and a node's context plan (§7.2).
 
-Documents pass through whole (`_Document`: `extra="allow"`): the schemas type the seed's main fields so
-that the OpenAPI schema describes them, and whatever else the document holds is kept.
+The document shapes are written once, here: the JSON Schema an imported or posted document
+is checked against is generated from them (`engine.json_schema.document_schema`), and the
+router answers with them, so the OpenAPI schema describes the same shapes. A node's inputs
+(data references, transfer settings) are the engine's shapes (`engine.shapes`).
 """
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 from pydantic import BaseModel, ConfigDict
 
+from engine.shapes import Identifier, NodeInput, Omittable, Shape, Text, between
+
 Topology = Literal["seq", "par", "dag", "state_machine"]
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+Unit = Annotated[float, between(0, 1)]
 
 
 class _Document(BaseModel):
@@ -24,25 +31,25 @@ class _Document(BaseModel):
 # -- blueprints ------------------------------------------------------------------------
 
 
-class BlueprintAgentOut(_Document):
-    agent_ref: str
+class BlueprintAgent(Shape):
+    agent_ref: Identifier
     source: Literal["reuse", "new", "derive"]
-    role_in_workflow: str = ""
+    role_in_workflow: Omittable[str] = None
 
 
-class ContractOut(_Document):
-    data_type: str
+class Contract(Shape):
+    data_type: Text
     # `schema` would shadow a pydantic method, hence the alias.
     contract_schema: dict[str, Any] | bool = Field(..., alias="schema", description="a JSON Schema (draft 2020-12)")
 
 
-class BlueprintOut(_Document):
-    blueprint_id: str
-    name: str
-    version: str
-    domain: str = ""
-    agents: list[BlueprintAgentOut]
-    contracts: dict[str, ContractOut] = Field(..., description="keyed 'agent_a → agent_b'")
+class BlueprintDocument(Shape):
+    blueprint_id: Identifier
+    name: Name
+    version: Omittable[Text] = None
+    domain: Omittable[str] = None
+    agents: Omittable[list[BlueprintAgent]] = None
+    contracts: Omittable[dict[str, Contract]] = Field(None, description="keyed 'agent_a → agent_b'")
 
 
 class BlueprintSummaryOut(Schema):
@@ -59,20 +66,25 @@ class BlueprintSummaryOut(Schema):
 # -- workflows -------------------------------------------------------------------------
 
 
-class NodeOut(_Document):
-    id: str
-    agent_ref: str
-    input_mapping: dict[str, Any] = Field(default_factory=dict,
-                                          description="data_references, transfer_config, and named JSONPath inputs")
-    output_mapping: dict[str, str] = Field(default_factory=dict)
-    output_schema: str | None = None
-    compress: bool = False
-    compress_model: str = "flash"
-    compress_ratio: float = 0.3
-    layout: dict[str, float] | None = None
+class Layout(Shape):
+    x: Omittable[float] = None
+    y: Omittable[float] = None
 
 
-class TransitionOut(_Document):
+class NodeDocument(Shape):
+    id: Identifier
+    agent_ref: Identifier
+    input_mapping: Omittable[NodeInput] = Field(
+        None, description="data_references, transfer_config, and named JSONPath inputs")
+    output_mapping: Omittable[dict[str, str]] = Field(None, description="state key → JSONPath over the output")
+    output_schema: Omittable[str] = None
+    compress: Omittable[bool] = None
+    compress_model: Omittable[Text] = None
+    compress_ratio: Omittable[Annotated[float, between(0.05, 1.0)]] = None
+    layout: Layout | None = Field(None, description="the node's position in the graph editor")
+
+
+class TransitionDocument(Shape):
     from_node: str = Field(..., alias="from")
     to: str
     condition: str | None = None
@@ -80,39 +92,55 @@ class TransitionOut(_Document):
     on_failure: str | None = None
 
 
-class ErrorHandlingOut(_Document):
-    retry_count: int = 0
+class ErrorHandling(Shape):
+    retry_count: Omittable[Annotated[int, between(0, 10)]] = None
     fallback_agent: str | None = None
     escalate_to: str | None = None
 
 
-class WorkflowLimitsOut(_Document):
-    max_steps: int
-    max_wall_seconds: int
+class WorkflowLimits(Shape):
+    max_steps: Omittable[Annotated[int, between(1, 100_000)]] = None
+    max_wall_seconds: Omittable[Annotated[int, between(1, 7 * 24 * 3600)]] = None
 
 
-class QualityGateOut(_Document):
-    accuracy: float | None = None
-    completeness: float | None = None
-    efficiency: float | None = None
-    overall_score: float | None = None
+class QualityGate(Shape):
+    accuracy: Omittable[Unit] = None
+    completeness: Omittable[Unit] = None
+    efficiency: Omittable[Unit] = None
+    overall_score: Omittable[Unit] = None
 
 
-class WorkflowEvaluationOut(_Document):
+class WorkflowEvaluation(Shape):
     judge_agent: str | None = Field(None, description="an agent that scores each run's outputs (accuracy)")
-    quality_gate: QualityGateOut | None = Field(None, description="score → the minimum a run's evaluation must reach")
+    quality_gate: QualityGate | None = Field(None, description="score → the minimum a run's evaluation must reach")
 
 
-class WorkflowOut(_Document):
-    workflow_id: str
-    name: str
+class WorkflowDocument(Shape):
+    workflow_id: Identifier
+    name: Name
     topology: Topology
-    nodes: list[NodeOut]
-    transitions: list[TransitionOut] = Field(default_factory=list)
-    error_handling: ErrorHandlingOut | None = None
-    limits: WorkflowLimitsOut | None = None
-    domain: str = Field("", description="the knowledge domain its runs work in (a run's input may name another)")
-    evaluation: WorkflowEvaluationOut | None = None
+    nodes: list[NodeDocument] = Field(..., min_length=1)
+    transitions: Omittable[list[TransitionDocument]] = None
+    error_handling: Omittable[ErrorHandling] = None
+    limits: Omittable[WorkflowLimits] = None
+    domain: Omittable[Annotated[str, Field(max_length=200)]] = Field(
+        None, description="the knowledge domain its runs work in (a run's input may name another)")
+    evaluation: Omittable[WorkflowEvaluation] = None
+
+
+class Task(Shape):
+    """A task of a §7.1 task chain: a node of a `seq` workflow."""
+
+    task_id: Identifier
+    agent: Identifier
+    input: Omittable[NodeInput] = None
+    output_schema: Omittable[str] = None
+
+
+class TaskChainDocument(Shape):
+    workflow_id: Omittable[Identifier] = None
+    name: Omittable[Text] = None
+    task_chain: list[Task] = Field(..., min_length=1)
 
 
 class WorkflowSummaryOut(Schema):

@@ -15,15 +15,9 @@ from agents.services import check_storable, get_agent
 from core.errors import DocumentError, NotFound, SwitchyardError, WorkflowInvalid
 from core.jsonutil import check_shape
 from engine.json_schema import check_schema
-from workflows.documents import (
-    BLUEPRINT_SHAPE,
-    TASK_CHAIN_SHAPE,
-    WORKFLOW_SHAPE,
-    blueprint_document,
-    task_chain_defaults,
-    workflow_document,
-)
+from workflows.documents import blueprint_document, task_chain_defaults, workflow_document
 from workflows.models import Blueprint, BlueprintAgent, Contract, Node, Transition, Workflow
+from workflows.schemas import BlueprintDocument, TaskChainDocument, WorkflowDocument
 from engine.validation import validate_workflow
 
 CONTRACT_ARROW = re.compile(r"\s*(?:→|->)\s*")
@@ -32,7 +26,7 @@ CONTRACT_ARROW = re.compile(r"\s*(?:→|->)\s*")
 def workflow_problems(document: dict[str, Any]) -> list[dict[str, Any]]:
     """Shape and graph problems of a workflow document, without saving anything."""
     try:
-        check_shape(document, WORKFLOW_SHAPE, "workflow")
+        check_shape(document, WorkflowDocument, "workflow")
     except DocumentError as error:
         return [{"where": error.where, "node": None, "transition": None, "code": error.code, "message": error.problem}]
     return _graph_problems(document)
@@ -51,7 +45,7 @@ def _graph_problems(document: dict[str, Any]) -> list[dict[str, Any]]:
 @transaction.atomic
 def workflow_import_document(document: dict[str, Any], *, actor: str = "", source_format: str = "workflow"):
     """Create or replace the workflow a §4.1 document describes. Returns (workflow, what happened)."""
-    check_shape(document, WORKFLOW_SHAPE, "workflow")
+    check_shape(document, WorkflowDocument, "workflow")
     problems = _graph_problems(document)
     if problems:
         raise WorkflowInvalid(problems, workflow_id=document["workflow_id"])
@@ -123,7 +117,7 @@ def workflow_import_document(document: dict[str, Any], *, actor: str = "", sourc
 
 def task_chain_import_document(document: dict[str, Any], *, actor: str = ""):
     """A §7.1 task chain becomes a `seq` workflow: one node per task, its input as the node's input mapping."""
-    check_shape(document, TASK_CHAIN_SHAPE, "task_chain")
+    check_shape(document, TaskChainDocument, "task_chain")
     chain = document["task_chain"]
     default_id, default_name = task_chain_defaults(chain)
     workflow = {
@@ -152,7 +146,7 @@ def task_chain_import_document(document: dict[str, Any], *, actor: str = ""):
 @transaction.atomic
 def blueprint_import_document(document: dict[str, Any], *, actor: str = ""):
     """Create or replace the blueprint a §3.1 document describes; contracts must be valid JSON Schemas."""
-    check_shape(document, BLUEPRINT_SHAPE, "blueprint")
+    check_shape(document, BlueprintDocument, "blueprint")
     members = []
     for index, entry in enumerate(document.get("agents", [])):
         members.append((get_agent(entry["agent_ref"], where=f"agents[{index}].agent_ref"), entry))
@@ -237,7 +231,7 @@ def _with_id(document: Any, key: str, expected: str) -> dict[str, Any]:
 
 
 def _checked_blueprint(document: Any) -> dict[str, Any]:
-    check_shape(document, BLUEPRINT_SHAPE, "blueprint")
+    check_shape(document, BlueprintDocument, "blueprint")
     check_storable(document)
     field = Blueprint._meta.get_field
     lengths = [("version", document.get("version"), field("version")), ("domain", document.get("domain"), field("domain"))]
@@ -252,7 +246,7 @@ def _checked_blueprint(document: Any) -> dict[str, Any]:
 
 
 def _checked_workflow(document: Any) -> dict[str, Any]:
-    check_shape(document, WORKFLOW_SHAPE, "workflow")
+    check_shape(document, WorkflowDocument, "workflow")
     check_storable(document)
     _check_lengths([
         (f"nodes[{node['id']}].{key}", node.get(key), Node._meta.get_field(key))

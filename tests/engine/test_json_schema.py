@@ -60,3 +60,53 @@ def test_it_still_refuses_what_is_not_a_schema_and_accepts_what_is():
 def test_it_reports_a_stored_pattern_re2_cannot_take_as_a_violation_rather_than_running_it():
     errors = [error.message for error in SchemaValidator({"pattern": "(?=a)a"}).iter_errors("a")]
     assert len(errors) == 1 and "the pattern '(?=a)a' cannot be used" in errors[0]
+
+
+# -- schemas generated from document shapes ---------------------------------------------------
+
+
+def first_error(shape, document):
+    from engine.json_schema import document_schema
+
+    errors = sorted(SchemaValidator(document_schema(shape)).iter_errors(document),
+                    key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    return (list(errors[0].absolute_path), errors[0].message) if errors else None
+
+
+def test_it_names_the_types_a_nullable_field_takes():
+    from agents.schemas import Lineage
+
+    assert first_error(Lineage, {"parent_id": 5}) == (["parent_id"], "5 is not of type 'string', 'null'")
+    assert first_error(Lineage, {"parent_id": None}) is None
+
+
+def test_it_leaves_null_out_of_a_field_that_may_only_be_left_out():
+    from agents.schemas import Runtime
+
+    assert first_error(Runtime, {"backend": None}) == (["backend"], "None is not of type 'string'")
+    assert first_error(Runtime, {}) is None
+
+
+def test_it_reports_inside_a_nullable_shape_at_the_field_concerned():
+    from workflows.schemas import WorkflowEvaluation
+
+    gate = {"quality_gate": {"accuracy": 2}}
+    assert first_error(WorkflowEvaluation, gate) == (["quality_gate", "accuracy"], "2 is greater than the maximum of 1")
+    assert first_error(WorkflowEvaluation, {"quality_gate": 5}) == (["quality_gate"], "5 is not of type 'object', 'null'")
+
+
+def test_it_reports_inside_the_kind_of_reference_its_ref_type_names():
+    from engine.shapes import NodeInput
+
+    reference = {"ref_type": "file", "path": "a.md", "batch_config": {"max_batches": 0}}
+    assert first_error(NodeInput, {"data_references": [reference]}) == (
+        ["data_references", 0, "batch_config", "max_batches"], "0 is less than the minimum of 1")
+    assert first_error(NodeInput, {"data_references": [{"ref_type": "ftp"}]}) == (
+        ["data_references", 0, "ref_type"], "'ftp' is not one of ['task_output', 'file', 'db_query']")
+
+
+def test_it_says_what_is_missing_before_what_is_unknown():
+    from executions.schemas import Scores
+
+    assert first_error(Scores, {"acuracy": 1, "completeness": 1, "efficiency": 1}) == (
+        [], "'accuracy' is a required property")

@@ -1,5 +1,6 @@
 import json
 import sys
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -10,44 +11,37 @@ from engine.context.limits import ContextLimits
 from engine.context.messages import MessageError
 from engine.context.resolution import ResolutionAborted
 from engine.tokens import UnknownEncoding
-from workflows.documents import NODE_INPUT_SHAPE
+from engine.shapes import NodeInput, Omittable, OpenShape, Priority, Shape, Text
 
 INVALID = 2
-SHAPE = {
-    "type": "object",
-    "required": ["agent", "input"],
-    "additionalProperties": False,
-    "properties": {
-        "task_id": {"type": "string"},
-        "agent": {
-            "type": "object",
-            "properties": {
-                "role": {"type": "string"},
-                "encoding": {"type": "string"},
-                "context_limits": {"type": "object"},
-                "runtime": {"type": "object"},
-            },
-        },
-        "task_outputs": {"type": "object"},
-        "input": NODE_INPUT_SHAPE,
-        "items": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["content"],
-                "additionalProperties": False,
-                "properties": {
-                    "name": {"type": "string", "minLength": 1},
-                    "content": {},
-                    "priority": {"type": "integer", "minimum": 1, "maximum": 4},
-                    "data_type": {"type": "string"},
-                    "summary_config": {"type": "object"},
-                },
-            },
-        },
-        "messages": {"type": "array", "items": {"type": "object"}},
-    },
-}
+
+
+class DescribedAgent(OpenShape):
+    role: Omittable[str] = None
+    encoding: Omittable[str] = None
+    context_limits: Omittable[dict[str, Any]] = None
+    runtime: Omittable[dict[str, Any]] = None
+
+
+class DescribedItem(Shape):
+    """Data given inline rather than by reference."""
+
+    name: Omittable[Text] = None
+    content: Any
+    priority: Omittable[Priority] = None
+    data_type: Omittable[str] = None
+    summary_config: Omittable[dict[str, Any]] = None
+
+
+class ContextDescription(Shape):
+    """What the command reads: an agent, a node's input, and what its references read."""
+
+    task_id: Omittable[str] = None
+    agent: DescribedAgent
+    task_outputs: Omittable[dict[str, Any]] = None
+    input: NodeInput
+    items: Omittable[list[DescribedItem]] = None
+    messages: Omittable[list[dict[str, Any]]] = None
 
 
 class Command(BaseCommand):
@@ -70,7 +64,7 @@ class Command(BaseCommand):
         except DocumentError as error:
             raise CommandError(f"{path}: {error.message}", returncode=INVALID)
         try:
-            check_shape(payload, SHAPE, "context description")
+            check_shape(payload, ContextDescription, "context description")
             agent = payload["agent"]
             runtime = agent.get("runtime") or {}
             role = agent.get("role", runtime.get("role", ""))
