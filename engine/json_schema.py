@@ -145,35 +145,45 @@ def _one_schema_of_types(choices: list[dict]) -> dict | None:
     return merged
 
 
+def _without_any_of(schema: dict, definitions: dict) -> dict:
+    """An `anyOf` schema in a form whose errors name the field: plain types as one list of
+    types; a nullable shape as `{"type": ["object", "null"]}` and `if not null then <shape>`,
+    so the shape's own errors keep their path. Other unions are left as they are."""
+    merged = _one_schema_of_types(schema["anyOf"])
+    rest = {key: value for key, value in schema.items() if key != "anyOf"}
+    if merged is not None:
+        return {**rest, **merged}
+    inner = [choice for choice in schema["anyOf"] if choice != {"type": "null"}]
+    if len(inner) != 1 or len(schema["anyOf"]) != 2:
+        return schema
+    target = definitions.get(inner[0].get("$ref", "").rsplit("/", 1)[-1], {})
+    if target.get("type") == "object":
+        rest["type"] = ["object", "null"]
+    return {**rest, "if": {"not": {"type": "null"}}, "then": inner[0]}
+
+
+def _rewritten(schema: Any, definitions: dict) -> Any:
+    if isinstance(schema, list):
+        return [_rewritten(item, definitions) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    rewritten = {key: _rewritten(value, definitions) for key, value in schema.items()}
+    return _without_any_of(rewritten, definitions) if "anyOf" in rewritten else rewritten
+
+
 class DocumentSchema(GenerateJsonSchema):
     """The JSON Schema a document is checked against, generated from its pydantic model, so
     that every error names the field it concerns:
 
-    - a union of plain types is one schema with a list of types (see `_one_schema_of_types`);
-    - a nullable model is `{"type": ["object", "null"]}` and `if not null then <model>`, so the
-      model's own errors keep their path;
+    - a union of plain types is one schema with a list of types, and a nullable shape reports
+      inside itself (see `_without_any_of`);
     - a union told apart by a field (`ref_type`) is an `if`/`then` per value of that field,
       rather than a `oneOf` that reports only that nothing matched.
     """
 
-    def union_schema(self, schema):
-        generated = super().union_schema(schema)
-        return self._simplified(generated)
-
-    def nullable_schema(self, schema):
-        generated = super().nullable_schema(schema)
-        if "anyOf" not in generated:
-            return generated
-        simplified = self._simplified(generated)
-        if simplified is not generated:
-            return simplified
-        inner = [choice for choice in generated["anyOf"] if choice != {"type": "null"}]
-        if len(inner) != 1:
-            return generated
-        rest = {key: value for key, value in generated.items() if key != "anyOf"}
-        if schema["schema"].get("type") == "model":
-            rest["type"] = ["object", "null"]
-        return {**rest, "if": {"not": {"type": "null"}}, "then": inner[0]}
+    def generate(self, schema, mode="validation"):
+        generated = super().generate(schema, mode=mode)
+        return _rewritten(generated, generated.get("$defs", {}))
 
     def tagged_union_schema(self, schema):
         generated = super().tagged_union_schema(schema)
@@ -188,13 +198,6 @@ class DocumentSchema(GenerateJsonSchema):
             "allOf": [{"if": {"required": [field], "properties": {field: {"const": value}}}, "then": {"$ref": ref}}
                       for value, ref in mapping.items()],
         }
-
-    @staticmethod
-    def _simplified(generated: dict) -> dict:
-        merged = _one_schema_of_types(generated.get("anyOf", []))
-        if merged is None:
-            return generated
-        return {**{key: value for key, value in generated.items() if key != "anyOf"}, **merged}
 
 
 # jsonschema reports errors in the order of the keywords, which pydantic sorts by name: an

@@ -9,10 +9,9 @@ shapes (agents, workflows, executions) live in their `schemas.py`.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar, Union
+from typing import Annotated, Any, Literal, Optional, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
-from pydantic.json_schema import SkipJsonSchema
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,99}$"
 # The largest whole number a document may put in an integer column: PositiveIntegerField
@@ -22,10 +21,27 @@ MAX_COLUMN_INT = 2**31 - 1
 Identifier = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 Text = Annotated[str, StringConstraints(min_length=1)]
 
+
+
+class _NullLeftOut:
+    """Leaves null out of the JSON Schema of an `Optional[…]` (pydantic's `anyOf` with a null
+    choice), keeping the rest, shared definitions included."""
+
+    def __get_pydantic_json_schema__(self, schema, handler):
+        generated = handler(schema)
+        choices = generated.get("anyOf", [])
+        if {"type": "null"} not in choices:
+            return generated
+        rest = {key: value for key, value in generated.items() if key != "anyOf"}
+        kept = [choice for choice in choices if choice != {"type": "null"}]
+        return {**rest, **kept[0]} if len(kept) == 1 else {**rest, "anyOf": kept}
+
+
 T = TypeVar("T")
-# A key a document may leave out but never set to null: its JSON Schema has no null, and
-# a model built from an answer that leaves it out still validates.
-Omittable = Union[T, SkipJsonSchema[None]]
+# A key a document may leave out but never set to null: its JSON Schema has no null, while
+# the model takes None for "left out". An `Optional` rather than a union with a hidden None,
+# so that pydantic's errors name the field alone (a union adds the member to the location).
+Omittable = Annotated[Optional[T], _NullLeftOut()]
 
 
 def between(low: float, high: float) -> Any:
