@@ -29,7 +29,23 @@ def workflow_problems(document: dict[str, Any]) -> list[dict[str, Any]]:
         check_shape(document, WorkflowDocument, "workflow")
     except DocumentError as error:
         return [{"where": error.where, "node": None, "transition": None, "code": error.code, "message": error.problem}]
-    return _graph_problems(document)
+    return _graph_problems(_blanks_as_none(document))
+
+
+def _blanks_as_none(document: dict[str, Any]) -> dict[str, Any]:
+    """The seeds' optional strings given as "" (no fallback agent, no condition …) mean none,
+    as null or leaving them out does: the same document, with those keys dropped."""
+    def without_blanks(part: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+        return {key: value for key, value in part.items() if not (key in keys and value == "")}
+
+    document = dict(document)
+    for section, keys in (("error_handling", ("fallback_agent", "escalate_to")), ("evaluation", ("judge_agent",))):
+        if isinstance(document.get(section), dict):
+            document[section] = without_blanks(document[section], keys)
+    if isinstance(document.get("transitions"), list):
+        document["transitions"] = [without_blanks(t, ("condition", "on_success", "on_failure"))
+                                   if isinstance(t, dict) else t for t in document["transitions"]]
+    return document
 
 
 def _graph_problems(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -46,6 +62,7 @@ def _graph_problems(document: dict[str, Any]) -> list[dict[str, Any]]:
 def workflow_import_document(document: dict[str, Any], *, actor: str = "", source_format: str = "workflow"):
     """Create or replace the workflow a §4.1 document describes. Returns (workflow, what happened)."""
     check_shape(document, WorkflowDocument, "workflow")
+    document = _blanks_as_none(document)
     problems = _graph_problems(document)
     if problems:
         raise WorkflowInvalid(problems, workflow_id=document["workflow_id"])

@@ -329,3 +329,17 @@ def test_it_names_what_is_wrong_with_a_plan_request(api, demo):
     response = api.viewer.post(path.format("task_vault_001"), {"input": "not an object"})
     assert response.status_code == 422 and "input" in response.json()["message"]
     assert api.anonymous.post(path.format("task_vault_001")).status_code == 401
+
+
+def test_optional_strings_given_empty_mean_none_everywhere(api, demo):
+    blank = {**REVIEW, "transitions": [{"from": "read", "to": "check", "condition": "", "on_success": "",
+                                        "on_failure": ""}],
+             "error_handling": {"retry_count": 1, "fallback_agent": "", "escalate_to": ""},
+             "evaluation": {"judge_agent": ""}}
+    assert api.author.post("/api/workflows/paper_review/validate", blank).json()["problems"] == []
+    response = api.author.post("/api/workflows", blank)
+    assert response.status_code == 201, response.json()
+    workflow = Workflow.objects.get(workflow_id="paper_review")
+    assert (workflow.fallback_agent, workflow.escalate_to, workflow.judge_agent) == (None, None, None)
+    transition = workflow.transitions.get()
+    assert (transition.condition, transition.on_success, transition.on_failure) == (None, None, None)
