@@ -1,4 +1,8 @@
-"""The four error codes of tot-protocol "错误处理", raised as one exception."""
+"""The error codes of tot-protocol "错误处理", raised as one exception.
+
+The seed lists four common codes (常见错误码); this engine adds BUDGET_EXHAUSTED for a
+search stopped by its node budget (`max_nodes`) before it found a solution.
+"""
 from __future__ import annotations
 
 from engine.errors import EngineError
@@ -7,8 +11,9 @@ INVALID_FORMAT = "INVALID_FORMAT"
 GENERATION_FAILED = "GENERATION_FAILED"
 EVALUATION_TIMEOUT = "EVALUATION_TIMEOUT"
 SEARCH_EXHAUSTED = "SEARCH_EXHAUSTED"
+BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"
 
-ERROR_CODES = (INVALID_FORMAT, GENERATION_FAILED, EVALUATION_TIMEOUT, SEARCH_EXHAUSTED)
+ERROR_CODES = (INVALID_FORMAT, GENERATION_FAILED, EVALUATION_TIMEOUT, SEARCH_EXHAUSTED, BUDGET_EXHAUSTED)
 
 
 class ToTError(EngineError):

@@ -14,7 +14,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .errors import EVALUATION_TIMEOUT, GENERATION_FAILED, INVALID_FORMAT, SEARCH_EXHAUSTED, ToTError
+from .errors import (BUDGET_EXHAUSTED, EVALUATION_TIMEOUT, GENERATION_FAILED, INVALID_FORMAT, SEARCH_EXHAUSTED,
+                     ToTError)
 from .messages import EVALUATION_STRATEGIES, GENERATION_STRATEGIES, check_reply, make_message
 from .tree import EXPANDED, PENDING, PRUNED, TERMINAL, ThoughtNode, ThoughtTree, plain
 
@@ -142,9 +143,10 @@ def run_tot(*, problem: str, task_type: str, task_id: str, roles: dict[str, Role
        generated_thoughts with the generator and evaluate_thoughts / evaluation_results
        with the evaluator; it assigns the ids, statuses, scores, frontier and best path.
     4. explorer → synthesizer: synthesize_solution for each terminal node, best first,
-       until one final_solution verifies.
+       until one final_solution verifies; then for the other terminal nodes of the tree,
+       whose verified answers are its alternative_solutions.
     5. explorer → orchestrator: search_complete (best path, tree, stats), then the
-       final_solution — or SEARCH_EXHAUSTED and no solution.
+       final_solution — or no solution and the error that says why (`failure`).
 
     Never raises a ToTError: what went wrong is in the run (`error`, the messages and the
     nodes). An exception that is not part of the protocol (a bug in a role) propagates.
@@ -170,6 +172,7 @@ class _Explorer:
         self.budget_spent = False
         self.solution: dict | None = None
         self.solution_node: ThoughtNode | None = None
+        self.synthesized: set[str] = set()  # terminal nodes whose path went to the synthesizer
         # From the decomposition: the default action_type, and the generator's goal and constraints.
         self.granularity, self.goal, self.constraints = "", "", []
         self.tree = ThoughtTree(task_id=task_id, problem=problem, task_type=task_type,
@@ -418,21 +421,41 @@ class _Explorer:
         """The terminal nodes to the synthesizer, in order, until one answer verifies.
         An answer whose verification fails is never the solution."""
         for node in terminals:
-            path = self.tree.path_to(node.id)
-            payload = {"best_path": [self.tree.nodes[node_id].as_dict() for node_id in path],
-                       "problem": self.problem, "task_type": self.task_type}
-            reply, error = self.ask("explorer", "synthesizer", "synthesize_solution", payload, "final_solution")
-            if error is not None:
-                node.metadata["error"] = error.as_dict()
-                continue
-            verification = reply["verification"]
-            if not verification["is_valid"]:
-                node.metadata["validation_errors"] = list(verification.get("validation_errors") or
-                                                          ["the synthesizer's answer did not verify"])
-                continue
-            self.solution, self.solution_node = plain(reply), node
-            return True
+            reply = self.synthesize(node)
+            if reply is not None:
+                self.solution, self.solution_node = reply, node
+                return True
         return False
+
+    def synthesize(self, node: ThoughtNode) -> dict | None:
+        """The synthesizer's final_solution for the path to `node` when its answer verifies,
+        else None (why is on the node: the reply's error, or the validation errors)."""
+        self.synthesized.add(node.id)
+        path = self.tree.path_to(node.id)
+        payload = {"best_path": [self.tree.nodes[node_id].as_dict() for node_id in path],
+                   "problem": self.problem, "task_type": self.task_type}
+        reply, error = self.ask("explorer", "synthesizer", "synthesize_solution", payload, "final_solution")
+        if error is not None:
+            node.metadata["error"] = error.as_dict()
+            return None
+        verification = reply["verification"]
+        if not verification["is_valid"]:
+            node.metadata["validation_errors"] = list(verification.get("validation_errors") or
+                                                      ["the synthesizer's answer did not verify"])
+            return None
+        return plain(reply)
+
+    def alternatives(self) -> list[str]:
+        """The other terminal nodes of the tree, best first, to the synthesizer: the answers
+        that verify, each once, other than the solution's (the seed's alternative_solutions)."""
+        answers: list[str] = []
+        others = [node for node in self.tree.nodes.values()
+                  if node.status == TERMINAL and node.id not in self.synthesized]
+        for node in self.best_first(others):
+            reply = self.synthesize(node)
+            if reply is not None and reply["answer"] != self.solution["answer"] and reply["answer"] not in answers:
+                answers.append(reply["answer"])
+        return answers
 
     # ------------------------------------------------------------ messages
 
@@ -505,11 +528,14 @@ class _Explorer:
                 "llm_calls": sum(self.calls.values())}
 
     def complete(self) -> ToTRun:
-        """search_complete to the orchestrator, then the final_solution (or SEARCH_EXHAUSTED)."""
+        """The other verified answers, then search_complete to the orchestrator and the
+        final_solution — or, when there is none, the error that says why."""
         self.state.best_path = self.tree.path_to(self.best_node().id)
         error = None
         if self.solution is None:
-            error = self.exhausted()
+            error = self.failure()
+        else:
+            self.solution["alternative_solutions"] = self.alternatives()
         payload = {"best_path": [self.tree.nodes[node_id].as_dict() for node_id in self.state.best_path],
                    "tree": self.tree.as_dict(), "stats": self.stats()}
         self.record(make_message("explorer", "orchestrator", "search_complete", payload, self.task_id, error=error))
@@ -518,16 +544,39 @@ class _Explorer:
                                      self.task_id))
         return self.result(error)
 
-    def exhausted(self) -> ToTError:
-        if len(self.tree.nodes) == 1 and self.incidents[GENERATION_FAILED]:
-            return ToTError(GENERATION_FAILED, "the generator gave no candidate for the root: nothing to search")
+    def failure(self) -> ToTError:
+        """Why the search ends without a solution:
+
+        1. BUDGET_EXHAUSTED: the node budget (max_nodes) was spent.
+        2. The code of the errors, when they are why it failed: every terminal node's
+           synthesis failed on one (a malformed synthesizer reply is INVALID_FORMAT), or,
+           with no terminal node, every branch ended on one (a malformed generator reply,
+           a generator that gave nothing, an evaluator that timed out). The most frequent
+           code, the latest on a tie.
+        3. SEARCH_EXHAUSTED otherwise: the branches were judged (pruned, or their answer
+           did not verify) and none met the success criterion.
+        """
         deepest = max(node.depth for node in self.tree.nodes.values())
         details = [f"{len(self.tree.nodes)} nodes searched down to depth {deepest}"]
+        details += [f"{count} × {code}" for code, count in sorted(self.incidents.items())]
+        summary = "; ".join(details)
         if self.budget_spent:
-            details.append(f"the node budget (max_nodes {self.config.max_nodes}) was spent")
-        for code, count in sorted(self.incidents.items()):
-            details.append(f"{count} × {code}")
-        return ToTError(SEARCH_EXHAUSTED, f"no terminal node meets the success criterion ({'; '.join(details)})")
+            return ToTError(BUDGET_EXHAUSTED, f"the node budget (max_nodes {self.config.max_nodes}) was spent "
+                                              f"before a solution was found ({summary})")
+        ends = [node for node in self.tree.nodes.values() if node.status == TERMINAL] or self.dead_ends()
+        if ends and all("error" in node.metadata for node in ends):
+            errors = [node.metadata["error"] for node in ends]
+            codes = Counter(error["code"] for error in errors)
+            code = max(reversed([error["code"] for error in errors]), key=codes.__getitem__)
+            last = next(error for error in reversed(errors) if error["code"] == code)
+            return ToTError(code, f"every branch ended on an error, the last: {last['message']} ({summary})")
+        return ToTError(SEARCH_EXHAUSTED, f"no terminal node meets the success criterion ({summary})")
+
+    def dead_ends(self) -> list[ThoughtNode]:
+        """The nodes where a branch ended, in the order they were made: pruned, or
+        expanded into nothing."""
+        return [node for node in self.tree.nodes.values()
+                if node.status == PRUNED or (node.status == EXPANDED and not node.children_ids)]
 
     def result(self, error: ToTError | None) -> ToTRun:
         return ToTRun(tree=self.tree, messages=self.messages, final_solution=self.solution, error=error,

@@ -221,10 +221,14 @@ def test_it_obeys_the_evaluators_pruning_suggestions():
     assert {node.metadata["pruned_reason"] for node in suggested} == {"the evaluator suggested pruning it"}
 
 
-def test_it_stops_at_the_node_budget():
-    run = game("1 1 1 1", strategy="DFS", max_nodes=4)
+@pytest.mark.parametrize("strategy", ["BFS", "DFS"])
+def test_it_stops_at_the_node_budget_and_says_so(strategy):
+    run = game("1 1 1 1", strategy=strategy, max_nodes=4)
     assert len(run.tree.nodes) == 4
+    assert run.error.code == "BUDGET_EXHAUSTED" and run.error.recoverable is False
     assert "node budget (max_nodes 4) was spent" in run.error.message
+    assert run.messages[-1]["type"] == "search_complete" and run.messages[-1]["error"] == run.error.as_dict()
+    assert check_message(run.messages[-1], "search_complete")
 
 
 # ---------------------------------------------------------------- generation and evaluation strategies
@@ -322,7 +326,8 @@ def test_it_times_out_a_slow_evaluator_with_a_fake_clock():
     late = [m for m in run.messages if m["type"] == "evaluation_results"]
     assert late and all(m["error"]["code"] == "EVALUATION_TIMEOUT" for m in late)
     assert "after 10 s, more than the evaluation_timeout_s of 5 s" in late[0]["error"]["message"]
-    assert run.error.code == "SEARCH_EXHAUSTED" and "5 × EVALUATION_TIMEOUT" in run.error.message
+    # Every branch ended on a timeout: that is what the run's error says.
+    assert run.error.code == "EVALUATION_TIMEOUT" and "5 × EVALUATION_TIMEOUT" in run.error.message
 
 
 def test_it_times_out_only_the_slow_calls():
@@ -361,7 +366,8 @@ def test_it_refuses_a_malformed_generator_reply_and_goes_on():
     reply = run.messages[4]
     assert reply["error"]["code"] == "INVALID_FORMAT"
     assert reply["error"]["message"].startswith("payload.candidates[1].content: is required")
-    assert run.tree.root.children_ids == [] and run.error.code == "SEARCH_EXHAUSTED"
+    assert run.tree.root.children_ids == [] and run.error.code == "INVALID_FORMAT"
+    assert run.error.recoverable is False and "payload.candidates[1].content: is required" in run.error.message
 
 
 @pytest.mark.parametrize("change, said", [
@@ -430,6 +436,53 @@ def test_it_tries_the_next_terminal_when_an_answer_does_not_verify():
     assert [m["payload"]["answer"] for m in run.messages if m["type"] == "final_solution"] == ["aa", "ab", "ab"]
 
 
+def test_it_lists_the_other_verified_terminal_nodes_as_alternative_solutions():
+    roles = letter_roles(scores={"aa": 9, "ab": 8, "ac": 7, "ad": 6}, goals=("aa", "ab", "ad"), depth=2)
+    run = letters(roles, task_type="math_reasoning", branching_factor=4, breadth=1)
+    assert run.final_solution["answer"] == "aa"
+    assert run.final_solution["alternative_solutions"] == ["ab", "ad"]
+    assert check_message(run.messages[-1], "final_solution")["alternative_solutions"] == ["ab", "ad"]
+    offered = [m["payload"]["best_path"][-1]["content"] for m in run.messages if m["type"] == "synthesize_solution"]
+    assert offered == ["aa", "ab", "ad"], "each terminal node once, best first"
+
+
+def test_it_leaves_out_alternatives_that_do_not_verify_or_repeat_the_answer():
+    roles = letter_roles(scores={"aa": 9, "ab": 8, "ac": 7}, goals=("aa", "ab", "ac"), depth=2)
+    synthesize = roles["synthesizer"]
+
+    def one_answer(request):
+        reply = synthesize(request)
+        content = reply["payload"]["answer"]
+        reply["payload"]["answer"] = "a?" if content in ("aa", "ab") else content
+        if content == "ac":
+            reply["payload"]["verification"] = {"is_valid": False, "validation_errors": ["ac is not allowed"]}
+        return reply
+
+    run = letters({**roles, "synthesizer": one_answer}, task_type="math_reasoning", branching_factor=3, breadth=1)
+    assert run.final_solution["answer"] == "a?" and run.final_solution["alternative_solutions"] == []
+
+
+def test_it_finds_several_verified_game24_solutions():
+    run = game("4 9 10 13", strategy="BFS", branching_factor=8, breadth=5)
+    alternatives = run.final_solution["alternative_solutions"]
+    assert len(alternatives) >= 2 and run.final_solution["answer"] not in alternatives
+    assert all(verify(answer, [4, 9, 10, 13]) == [] for answer in alternatives)
+
+
+def test_it_reports_invalid_format_when_every_synthesizer_reply_is_malformed():
+    roles = letter_roles(goals=("ab",), depth=2)
+    synthesize = roles["synthesizer"]
+
+    def sloppy(request):
+        reply = synthesize(request)
+        del reply["payload"]["verification"]
+        return reply
+
+    run = letters({**roles, "synthesizer": sloppy}, branching_factor=2)
+    assert run.final_solution is None
+    assert run.error.code == "INVALID_FORMAT" and "payload.verification: is required" in run.error.message
+
+
 def test_it_takes_a_leaf_at_max_depth_as_terminal_when_the_task_has_no_solved_test():
     run = letters(letter_roles(scores={"b": 8, "ba": 6, "bb": 9}, depth=2), task_type="creative_writing",
                   branching_factor=2, breadth=1)
@@ -494,5 +547,5 @@ def test_it_refuses_an_unknown_task_type():
 
 def test_it_never_raises_a_protocol_error_out_of_a_run():
     run = game("4 9 10 13", roles=with_roles(evaluator=lambda request: "7/10"))
-    assert isinstance(run.error, ToTError) and run.error.code == "SEARCH_EXHAUSTED"
+    assert isinstance(run.error, ToTError) and run.error.code == "INVALID_FORMAT"
     assert run.messages[6]["error"]["message"] == "message: expected an object, got '7/10'"
