@@ -120,12 +120,34 @@ def proposals(state: list[Fraction]) -> list[dict]:
 
     Like the paper's proposer (which writes "larger - smaller"), it never proposes a
     negative number or a division by zero. Two steps that leave the same numbers are one
-    proposal. The order is the proposer's taste, not a judgement of the state reached:
-    whole numbers before fractions, results up to 24 before larger ones, then the pairs
-    of larger numbers first, and + - × ÷.
+    proposal. The order is the proposer's taste:
+    1. a step that finishes — it leaves 24, or two numbers that make 24 in one operation
+       (what a person sees at a glance; nothing deeper is looked at);
+    2. then the other steps, results up to 24 before larger ones, the pairs of larger
+       numbers first, and + - × ÷ — every third of them a step whose result is a
+       fraction (while there are any), so that a few proposals hold fractional steps too:
+       3 3 8 8 needs 8 ÷ 3 = 8/3 first.
     """
+    finishing, whole, fractional = [], [], []
+    for step, left in sorted(_steps(state), key=lambda pair: pair[0][3] > TARGET):  # stable
+        a, op, b, result = step
+        text = f"{show(a)} {op} {show(b)} = {show(result)}"
+        proposal = {"content": f"{text} (left: {' '.join(map(show, left))})", "action_type": ACTIONS[op],
+                    "metadata": {"left": [show(value) for value in left], "step": text}}
+        if _at_a_glance(left):
+            finishing.append(proposal)
+        elif result.denominator == 1:
+            whole.append(proposal)
+        else:
+            fractional.append(proposal)
+    return finishing + _every_third(whole, fractional)
+
+
+def _steps(state: list[Fraction]) -> list[tuple[tuple[Fraction, str, Fraction, Fraction], list[Fraction]]]:
+    """((a, op, b, result), the numbers left) of each distinct step, the pairs of larger
+    numbers first; each step leaves numbers no earlier step left."""
     seen = set()
-    found = []  # (taste, proposal)
+    found = []
     ordered = sorted(state, reverse=True)
     for i, j in itertools.combinations(range(len(ordered)), 2):
         a, b = ordered[i], ordered[j]  # a >= b
@@ -134,19 +156,30 @@ def proposals(state: list[Fraction]) -> list[dict]:
             if y == 0:
                 continue
             result = apply(x, op, y)
-            left = tuple(sorted(rest + [result]))
-            if left in seen:
-                continue
-            seen.add(left)
-            step = f"{show(x)} {op} {show(y)} = {show(result)}"
-            taste = (result.denominator != 1, result > TARGET)
-            found.append((taste, {
-                "content": f"{step} (left: {' '.join(map(show, left))})",
-                "action_type": ACTIONS[op],
-                "metadata": {"left": [show(value) for value in left], "step": step},
-            }))
-    found.sort(key=lambda pair: pair[0])  # stable: ties keep the order of the pairs and operations
-    return [proposal for _, proposal in found]
+            left = sorted(rest + [result])
+            if tuple(left) not in seen:
+                seen.add(tuple(left))
+                found.append(((x, op, y, result), left))
+    return found
+
+
+def _at_a_glance(left: list[Fraction]) -> bool:
+    """Whether the numbers left are 24, or two numbers one operation makes 24 of."""
+    if len(left) == 1:
+        return left[0] == TARGET
+    return len(left) == 2 and judge(left)["judgement"] == "sure"
+
+
+def _every_third(whole: list[dict], fractional: list[dict]) -> list[dict]:
+    """The whole-number steps with a fractional one in every third place, the rest after."""
+    merged = []
+    whole_left, fractional_left = iter(whole), iter(fractional)
+    for place in itertools.count(1):
+        pick = next(fractional_left, None) if place % 3 == 0 else next(whole_left, None)
+        if pick is None:
+            break
+        merged.append(pick)
+    return merged + list(whole_left) + list(fractional_left)
 
 
 # ---------------------------------------------------------------- solving and verifying

@@ -54,8 +54,18 @@ def test_it_solves_the_seed_example_in_this_process_and_exits_0(here):
     assert "loaded the demo's game24 workflow and its agents" in err
     assert "no Celery worker answered" in err and "running the search in this process" in err
     execution = Execution.objects.get(execution_id=printed["execution_id"])
-    assert (execution.status, execution.input) == ("success", {"numbers": [4, 9, 10, 13]})
+    seed_example = {"strategy": "BFS", "branching_factor": 5, "breadth": 3}
+    assert (execution.status, execution.input) == ("success", {"numbers": [4, 9, 10, 13], "search_config": seed_example})
     assert execution.node_runs.get().worker.startswith("solve24@")
+    config = execution.thought_searches.get().tree["search_config"]
+    assert {key: config[key] for key in seed_example} == seed_example
+
+
+def test_it_solves_3_3_8_8_through_fractions_with_the_seed_settings(here):
+    code, printed, _ = run("3 3 8 8")
+    assert code == 0
+    assert verify(printed["final_solution"]["answer"], [3, 3, 8, 8]) == []
+    assert "8 ÷ 3" in printed["final_solution"]["answer"]
 
 
 def test_it_exits_1_with_the_error_when_the_search_is_exhausted(here):
@@ -67,13 +77,14 @@ def test_it_exits_1_with_the_error_when_the_search_is_exhausted(here):
     assert ThoughtSearch.objects.get().error == printed["error"]
 
 
-def test_it_passes_the_strategy_and_breadth_to_the_search(here):
-    code, printed, _ = run("4", "9", "10", "13", "--strategy", "dfs", "--breadth", "2")
+def test_it_passes_the_strategy_k_and_breadth_to_the_search(here):
+    code, printed, _ = run("4", "9", "10", "13", "--strategy", "dfs", "--k", "7", "--breadth", "2")
     assert code == 0
     execution = Execution.objects.get(execution_id=printed["execution_id"])
-    assert execution.input == {"numbers": [4, 9, 10, 13], "search_config": {"strategy": "DFS", "breadth": 2}}
+    assert execution.input == {"numbers": [4, 9, 10, 13],
+                               "search_config": {"strategy": "DFS", "branching_factor": 7, "breadth": 2}}
     config = execution.thought_searches.get().tree["search_config"]
-    assert (config["strategy"], config["breadth"]) == ("DFS", 2)
+    assert (config["strategy"], config["branching_factor"], config["breadth"]) == ("DFS", 7, 2)
 
 
 def test_it_uses_the_workflow_as_it_is_when_it_exists(here):
@@ -91,6 +102,7 @@ def test_it_uses_the_workflow_as_it_is_when_it_exists(here):
     (["4 -9 10 1.5"], "'-9', '1.5' are not"),
     (["4 9 10 13", "--strategy", "A*"], "--strategy is BFS or DFS"),
     (["4 9 10 13", "--breadth", "0"], "--breadth is a whole number of at least 1"),
+    (["4 9 10 13", "--k", "five"], "--k is a whole number of at least 1"),
     (["4 9 10 13", "--timeout", "soon"], "--timeout is a number of seconds"),
 ])
 def test_it_exits_2_on_bad_input_saying_what_is_wrong(here, args, message):

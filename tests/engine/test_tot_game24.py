@@ -138,6 +138,18 @@ def test_it_proposes_the_seed_steps_in_the_paper_format():
     assert len(states) == len(set(states)), "each proposal leaves different numbers"
 
 
+def test_it_proposes_a_fractional_step_among_the_first_three():
+    offered = [p["content"] for p in proposals([F(3), F(3), F(8), F(8)])]
+    assert "8 ÷ 3 = 8/3 (left: 8/3 3 8)" in offered[:3]
+    assert "3 ÷ 8 = 3/8 (left: 3/8 3 8)" in offered[:6]
+
+
+def test_it_proposes_first_a_step_that_leaves_two_numbers_making_24():
+    offered = [p["content"] for p in proposals([F(8, 3), F(3), F(8)])]
+    assert offered[0] == "3 - 8/3 = 1/3 (left: 1/3 8)"
+    assert proposals([F(4), F(6)])[0]["content"] == "6 × 4 = 24 (left: 24)"
+
+
 def test_it_never_proposes_a_negative_number_or_a_division_by_zero():
     offered = proposals([F(0), F(3), F(5)])
     assert offered and all(F(value) >= 0 for p in offered for value in p["metadata"]["left"])

@@ -105,6 +105,15 @@ def test_it_solves_the_seed_example_with_a_verified_24(settings):
     assert run.messages[-1]["payload"] == solution and run.messages[-1]["to"] == "orchestrator"
 
 
+@pytest.mark.parametrize("settings", [{}, {"strategy": "DFS"}])
+def test_it_solves_3_3_8_8_through_fractional_steps_with_the_seed_settings(settings):
+    run = game("3 3 8 8", **settings)
+    assert (run.tree.search_config["branching_factor"], run.tree.search_config["breadth"]) == (5, 3)
+    assert run.error is None and verify(run.final_solution["answer"], [3, 3, 8, 8]) == []
+    steps = [run.tree.nodes[node_id].metadata["step"] for node_id in run.tree.search_state.best_path[1:]]
+    assert steps == ["8 ÷ 3 = 8/3", "3 - 8/3 = 1/3", "8 ÷ 1/3 = 24"]
+
+
 @pytest.mark.parametrize("settings", [{"strategy": "BFS", "breadth": 1}, {"strategy": "BFS", "breadth": 5},
                                       {"strategy": "DFS"}])
 @pytest.mark.parametrize("problem", ["1 1 1 1", "13 13 13 13", "1 1 2 2"])
@@ -182,8 +191,8 @@ def test_it_keeps_one_node_per_level_with_b1_and_five_with_b5_on_the_seed_exampl
 
 
 def test_it_backtracks_in_dfs_when_the_first_branch_fails():
-    run = game("1 1 4 7", strategy="DFS")
-    assert verify(run.final_solution["answer"], [1, 1, 4, 7]) == []
+    run = game("1 3 8 9", strategy="DFS")
+    assert verify(run.final_solution["answer"], [1, 3, 8, 9]) == []
     assert run.stats["total_backtracks"] > 0
     tried_first = max((run.tree.nodes[i] for i in run.tree.root.children_ids), key=lambda node: node.score)
     assert tried_first.status == "expanded" and tried_first.id not in run.tree.search_state.best_path
@@ -301,7 +310,7 @@ def test_it_moves_on_when_some_generator_calls_fail():
     builtin = builtin_roles()["generator"]
 
     def flaky(request):
-        if request["payload"].get("sample_index") == 0:
+        if request["payload"].get("sample_index") == 1:
             raise RuntimeError("rate limited")
         return builtin(request)
 
@@ -463,10 +472,10 @@ def test_it_leaves_out_alternatives_that_do_not_verify_or_repeat_the_answer():
 
 
 def test_it_finds_several_verified_game24_solutions():
-    run = game("4 9 10 13", strategy="BFS", branching_factor=8, breadth=5)
+    run = game("3 4 6 8")
     alternatives = run.final_solution["alternative_solutions"]
     assert len(alternatives) >= 2 and run.final_solution["answer"] not in alternatives
-    assert all(verify(answer, [4, 9, 10, 13]) == [] for answer in alternatives)
+    assert all(verify(answer, [3, 4, 6, 8]) == [] for answer in alternatives)
 
 
 def test_it_reports_invalid_format_when_every_synthesizer_reply_is_malformed():

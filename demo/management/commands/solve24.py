@@ -1,9 +1,11 @@
-"""`python manage.py solve24 "4 9 10 13" [--strategy BFS|DFS] [--breadth N] [--timeout S]`
+"""`python manage.py solve24 "4 9 10 13" [--strategy BFS|DFS] [--k K] [--breadth B] [--timeout S]`
 
 Solves a Game of 24 with the demo's `game24` workflow (a Tree-of-Thoughts search in one
-node) through the normal execution path: a run is started with `execution_start`, and its
-node runs are performed by a Celery worker when one answers on the queue, else here in
-this process by `node_run_execute`, as a worker would. Prints
+node), with the search settings of the seed's example unless told otherwise (BFS, k=5
+candidates per expansion, the top 3 kept per level), through the normal execution path:
+a run is started with `execution_start`, and its node runs are performed by a Celery
+worker when one answers on the queue, else here in this process by `node_run_execute`,
+as a worker would. Prints
 `{"final_solution", "stats", "execution_id"}` (and `error` when there is no answer);
 exit 0 with a verified answer, 1 when the search found none, 2 on bad input.
 """
@@ -28,6 +30,8 @@ from workflows.models import Workflow
 
 BAD_INPUT = 2
 NOT_SOLVED = 1
+# The seed's example (tot-protocol "使用示例"): BFS, branching_factor=5, the top 3 to the next level.
+SEED_EXAMPLE = {"strategy": "BFS", "k": "5", "breadth": "3"}
 WORKER_WAIT_SECONDS = 1.0  # how long a worker has to answer before the run goes on in this process
 FINAL = {Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED, Execution.Status.ESCALATED}
 
@@ -46,6 +50,13 @@ def parse_puzzle(text: str) -> list[int]:
     return [int(part) for part in parts]
 
 
+def at_least_one(flag: str, text: str) -> int:
+    """A whole number of at least 1; CommandError (exit 2) otherwise."""
+    if not re.fullmatch(r"\d+", text) or int(text) < 1:
+        raise CommandError(f"{flag} is a whole number of at least 1, not {text!r}", returncode=BAD_INPUT)
+    return int(text)
+
+
 class Command(BaseCommand):
     help = ("Solve a Game of 24 with a Tree-of-Thoughts search (the demo's `game24` workflow), by a Celery worker "
             "when one answers, else in this process. Prints the final solution and the stats as JSON; exit 0 when "
@@ -53,21 +64,20 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("numbers", nargs="+", help='the four numbers: "4 9 10 13" (or 4 9 10 13)')
-        parser.add_argument("--strategy", help="BFS (keep the b best per level) or DFS (backtracking)")
-        parser.add_argument("--breadth", help="BFS: the nodes kept per level (b)")
+        parser.add_argument("--strategy", default=SEED_EXAMPLE["strategy"],
+                            help="BFS (keep the b best per level) or DFS (backtracking); default BFS")
+        parser.add_argument("--k", default=SEED_EXAMPLE["k"],
+                            help="the candidates asked per expansion (branching_factor); default 5")
+        parser.add_argument("--breadth", default=SEED_EXAMPLE["breadth"],
+                            help="BFS: the nodes kept per level (b); default 3")
         parser.add_argument("--timeout", default="120", help="seconds to wait for the run (default 120)")
 
-    def handle(self, *args, numbers, strategy, breadth, timeout, **options):
+    def handle(self, *args, numbers, strategy, k, breadth, timeout, **options):
         puzzle = parse_puzzle(" ".join(numbers))
-        search_config = {}
-        if strategy is not None:
-            if strategy.upper() not in ("BFS", "DFS"):
-                raise CommandError(f"--strategy is BFS or DFS, not {strategy!r}", returncode=BAD_INPUT)
-            search_config["strategy"] = strategy.upper()
-        if breadth is not None:
-            if not re.fullmatch(r"\d+", breadth) or int(breadth) < 1:
-                raise CommandError(f"--breadth is a whole number of at least 1, not {breadth!r}", returncode=BAD_INPUT)
-            search_config["breadth"] = int(breadth)
+        if strategy.upper() not in ("BFS", "DFS"):
+            raise CommandError(f"--strategy is BFS or DFS, not {strategy!r}", returncode=BAD_INPUT)
+        search_config = {"strategy": strategy.upper(), "branching_factor": at_least_one("--k", k),
+                         "breadth": at_least_one("--breadth", breadth)}
         try:
             seconds = float(timeout)
         except ValueError:
@@ -76,7 +86,7 @@ class Command(BaseCommand):
             raise CommandError(f"--timeout is a number of seconds above 0, not {timeout!r}", returncode=BAD_INPUT)
 
         workflow = self.game24_workflow()
-        input = {"numbers": puzzle, **({"search_config": search_config} if search_config else {})}
+        input = {"numbers": puzzle, "search_config": search_config}
         workers = self.listening_workers()
         execution_id = f"exec_{timezone.now():%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}"
         try:
