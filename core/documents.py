@@ -31,7 +31,9 @@ class Kind:
 
 # The kinds in import order: a kind may refer to the kinds above it. Each app registers
 # its own kinds from its AppConfig.ready(), since core sits below the apps and imports none.
-IMPORT_ORDER = ("agent", "blueprint", "workflow", "task_chain", "execution", "derive_request", "evaluation")
+# A thought tree is only exported: its importer refuses it.
+IMPORT_ORDER = ("agent", "blueprint", "workflow", "task_chain", "execution", "derive_request", "evaluation",
+                "thought_tree")
 KINDS: list[Kind] = []
 KINDS_BY_NAME: dict[str, Kind] = {}
 
@@ -116,6 +118,6 @@ def export_document(kind_name: str, identifier: str) -> dict[str, Any]:
     kind = KINDS_BY_NAME[kind_name]
     try:
         obj = kind.model.objects.get(**{kind.lookup: identifier})
-    except kind.model.DoesNotExist:
+    except (kind.model.DoesNotExist, ValueError):  # ValueError: not a number, for a kind found by a row id
         raise NotFound(f"{kind_name} '{identifier}' does not exist") from None
     return kind.exporter(obj)

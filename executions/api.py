@@ -14,7 +14,7 @@ from core.roles import AUTHOR, require_role
 from executions import evaluations, selectors, services
 from executions.schemas import (
     ID_PATTERN, MAX_ROW_ID, EvaluationFilters, EvaluationIn, EvaluationOut, ExecutionFilters, ExecutionIn,
-    ExecutionOut, ExecutionSummaryOut, NodeRunOut, ResumeIn,
+    ExecutionOut, ExecutionSummaryOut, NodeRunOut, ResumeIn, ThoughtTreeOut,
 )
 from executions.preview import node_context_plan
 from workflows.schemas import PlanIn, PlanOut
@@ -61,6 +61,13 @@ def node_runs_list(request, execution_id: str = execution_id_param()):
 def node_runs_detail(request, execution_id: str = execution_id_param(),
                      node_run_id: int = Path(..., ge=1, le=MAX_ROW_ID)):
     return selectors.node_run_get(selectors.execution_get(execution_id), node_run_id)
+
+
+@router.get("/executions/{execution_id}/node-runs/{node_run_id}/thought-tree",
+            response=responses(200, ThoughtTreeOut), summary="The ThoughtTree a node run's Tree-of-Thoughts search grew, whole (tot-protocol)")
+def thought_tree_detail(request, execution_id: str = execution_id_param(),
+                        node_run_id: int = Path(..., ge=1, le=MAX_ROW_ID)):
+    return selectors.thought_tree_get(selectors.execution_get(execution_id), node_run_id)
 
 
 @router.post("/executions/{execution_id}/cancel", response=responses(200, ExecutionOut),

@@ -1,9 +1,11 @@
-"""The kinds of documents this app brings to core's document registry: executions and evaluations."""
+"""The kinds of documents this app brings to core's document registry: executions,
+evaluations, and the thought trees of Tree-of-Thoughts searches (export only, by node run id)."""
 from core.documents import Kind, register_kind
-from executions.documents import evaluation_document, execution_document
+from executions.documents import evaluation_document, execution_document, thought_tree_document
 from executions.evaluations import evaluation_import_document
-from executions.models import Evaluation, Execution
+from executions.models import Evaluation, Execution, ThoughtSearch
 from executions.services.document_import import execution_import_document
+from executions.tot import thought_tree_import_document
 
 
 def register_document_kinds() -> None:
@@ -11,3 +13,5 @@ def register_document_kinds() -> None:
                        execution_document))
     register_kind(Kind("evaluation", "evaluation_id", Evaluation, "evaluation_id", evaluation_import_document,
                        evaluation_document))
+    register_kind(Kind("thought_tree", "task_id", ThoughtSearch, "node_run__id", thought_tree_import_document,
+                       thought_tree_document))

@@ -1,4 +1,5 @@
-"""Exports of executions (core-data-structures §5) and evaluations (§7) in their JSON forms,
+"""Exports of executions (core-data-structures §5), evaluations (§7) and the thought trees of
+Tree-of-Thoughts searches (tot-protocol) in their JSON forms,
 and the record of a run the API and `run_workflow --wait` show; the shapes themselves are
 in `executions/schemas.py`."""
 from __future__ import annotations
@@ -6,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.jsonutil import iso
-from executions.models import Evaluation, Execution, NodeRun
+from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.schemas import ExecutionDocument, ExecutionResult
 
 # The §5 shape under the name the execution import reads it by.
@@ -53,6 +54,12 @@ def evaluation_document(evaluation: Evaluation) -> dict[str, Any]:
         "feedback": evaluation.feedback,
         "action": evaluation.action,
     }
+
+
+def thought_tree_document(search: ThoughtSearch) -> dict[str, Any]:
+    """The ThoughtTree the search grew, whole and in the seed's shape: task_id, problem,
+    task_type, search_config, nodes, root_id, search_state."""
+    return search.tree
 
 
 def node_run_record(run: NodeRun, *, with_id: bool = False) -> dict[str, Any]:

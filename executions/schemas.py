@@ -134,6 +134,32 @@ class NodeRunOut(Record):
     output: Any = None
 
 
+class ThoughtNodeOut(Record):
+    """A ThoughtNode of tot-protocol."""
+
+    id: str
+    parent_id: str | None
+    children_ids: list[str]
+    depth: int
+    content: str
+    action_type: str
+    evaluation: dict[str, Any] | None = Field(..., description="score (0-10), confidence (0-1), reasoning")
+    status: Literal["pending", "expanded", "pruned", "terminal"]
+    metadata: dict[str, Any]
+
+
+class ThoughtTreeOut(Record):
+    """The ThoughtTree of tot-protocol, whole: every node, the search config and state."""
+
+    task_id: str
+    problem: str
+    task_type: str
+    search_config: dict[str, Any]
+    nodes: dict[str, ThoughtNodeOut]
+    root_id: str
+    search_state: dict[str, Any] = Field(..., description="current_depth, frontier, best_path")
+
+
 class ExecutionOut(ExecutionDocument):
     """The §5 document, the run's state, why it ended, its escalation, every node run."""
 

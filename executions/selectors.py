@@ -1,4 +1,4 @@
-"""Reads for executions, node runs and evaluations, in the seeds' shapes.
+"""Reads for executions, node runs, thought trees and evaluations, in the seeds' shapes.
 
 Every read is a bounded number of queries, whatever the number of executions on a page or
 of node runs in an execution: lists render a page at a time (`Rendered`), and a run's
@@ -15,8 +15,8 @@ from django.db.models import Count, QuerySet
 
 from core.errors import DocumentError, NotFound
 from core.jsonutil import iso
-from executions.documents import evaluation_document, execution_record, node_run_record
-from executions.models import Evaluation, Execution, NodeRun
+from executions.documents import evaluation_document, execution_record, node_run_record, thought_tree_document
+from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 
 
 class Rendered:
@@ -114,6 +114,15 @@ def node_run_get(execution: Execution, node_run_id: int) -> dict[str, Any]:
         raise NotFound(f"execution '{execution.execution_id}' has no node run {node_run_id}",
                        details={"where": "node_run_id"})
     return node_run_record(run, with_id=True)
+
+
+def thought_tree_get(execution: Execution, node_run_id: int) -> dict[str, Any]:
+    """The ThoughtTree a node run's Tree-of-Thoughts search grew, whole, in the seed's shape."""
+    search = ThoughtSearch.objects.filter(execution=execution, node_run_id=node_run_id).only("tree").first()
+    if search is None:
+        raise NotFound(f"execution '{execution.execution_id}' has no thought search for node run {node_run_id}",
+                       details={"where": "node_run_id"})
+    return thought_tree_document(search)
 
 
 # -- evaluations --------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 from agents.backends import BackendError, BackendRequest, get_backend
 from agents.models import Agent
+from core.errors import DocumentError
 from engine.context.errors import RefError
 from engine.context.resolution import select_path
 from engine.jsonpath import PathError
@@ -87,6 +88,13 @@ def thought_search_store(*, run: NodeRun, problem: str, task_type: str, result) 
         "error": result.error.as_dict() if result.error is not None else None,
     })
     return search
+
+
+def thought_tree_import_document(document: dict, *, actor: str = "") -> tuple[ThoughtSearch, str]:
+    """A thought tree is recorded by the search that grew it, with its node run: it is
+    exported, never imported."""
+    raise DocumentError("a thought tree is recorded by the Tree-of-Thoughts search that grew it; "
+                        "it can be exported (export_document thought_tree <node run id>), not imported")
 
 
 # -- reading the node ---------------------------------------------------------------------

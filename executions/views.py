@@ -273,11 +273,8 @@ def thought_tree(request, execution_id: str, node_run_id: int):
                                             ("pending", "expanded", "pruned", "terminal")}},
         "best_path": [{"id": node_id, "content": nodes[node_id].get("content", ""),
                        "score": (nodes[node_id].get("evaluation") or {}).get("score")} for node_id in best_path],
-        "page_data": {
-            "tree": {key: tree.get(key) for key in ("task_id", "root_id", "search_state", "search_config")}
-                    | {"nodes": nodes},
-            "messages": [_without_tree_copy(message) for message in messages],
-        },
+        # The ThoughtTree whole, and every message as it was exchanged (search_complete's tree too).
+        "page_data": {"tree": tree, "messages": messages},
     })
 
 
@@ -286,12 +283,3 @@ def _last_payload(messages: list[dict], message_type: str) -> dict | None:
         if message.get("type") == message_type and isinstance(message.get("payload"), dict):
             return message["payload"]
     return None
-
-
-def _without_tree_copy(message: dict) -> dict:
-    """search_complete carries the whole ThoughtTree again: the page draws it once."""
-    payload = message.get("payload")
-    if message.get("type") != "search_complete" or not isinstance(payload, dict) or "tree" not in payload:
-        return message
-    nodes = (payload["tree"] or {}).get("nodes") if isinstance(payload["tree"], dict) else None
-    return {**message, "payload": {**payload, "tree": f"(the tree drawn above: {len(nodes or {})} nodes)"}}

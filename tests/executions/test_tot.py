@@ -5,17 +5,19 @@ loopback chat-completions server.
 Transactions commit for real; node runs are executed here, messages to workers are only
 recorded (as in test_services.py).
 """
+import io
 import json
 import re
 from unittest import mock
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from agents.backends import BackendRequest, get_backend
 from core.documents import import_documents
+from core.errors import DocumentError
 from demo.documents import GAME24, TOT_AGENTS
-from engine.tot import builtin_roles, verify
+from engine.tot import ThoughtTree, builtin_roles, verify
 from executions.models import Execution, ThoughtSearch
 from executions.services import execution_start
 from workflows.models import Workflow
@@ -284,3 +286,50 @@ def test_it_fails_the_node_with_the_backend_error_when_a_role_cannot_be_reached(
     [run] = solve("game24_llm", numbers=[4, 9, 10, 13]).node_runs.all()
     assert (run.status, run.error_code) == ("failed", "HTTP_503")
     assert run.error.startswith("decomposer (ToT_Decomposer_LLM): ")
+
+
+# -- the thought tree as a document and over the API -----------------------------------------
+
+
+def test_it_exports_the_thought_tree_whole_in_the_seeds_shape():
+    execution = solve(numbers=[3, 3, 8, 8])
+    search = execution.thought_searches.get()
+    printed = io.StringIO()
+    call_command("export_document", "thought_tree", str(search.node_run_id), stdout=printed)
+    tree = json.loads(printed.getvalue())
+    assert tree == search.tree and set(tree) == TREE_KEYS
+    assert (tree["problem"], tree["task_type"]) == ("3 3 8 8", "math_reasoning")
+    assert len(tree["nodes"]) == search.stats["total_nodes"] > 1
+    assert ThoughtTree.from_dict(tree).as_dict() == tree
+
+
+def test_it_exports_no_thought_tree_for_a_node_run_that_searched_nothing():
+    for identifier in ("999999", "not-a-number", "99999999999999999999999"):
+        with pytest.raises(CommandError, match=f"thought_tree '{identifier}' does not exist"):
+            call_command("export_document", "thought_tree", identifier, stdout=io.StringIO())
+
+
+def test_it_refuses_to_import_a_thought_tree():
+    tree = solve(numbers=[4, 9, 10, 13]).thought_searches.get().tree
+    with pytest.raises(DocumentError, match="exported .* not imported"):
+        import_documents(tree)
+    assert ThoughtSearch.objects.count() == 1
+
+
+def test_it_serves_the_thought_tree_whole_to_a_viewer(api):
+    execution = solve(numbers=[4, 9, 10, 13])
+    search = execution.thought_searches.get()
+    path = f"/api/executions/{execution.execution_id}/node-runs/{search.node_run_id}/thought-tree"
+    response = api.viewer.get(path)
+    assert response.status_code == 200
+    assert response.json() == search.tree and set(response.json()) == TREE_KEYS
+    assert api.anonymous.get(path).status_code == 401
+
+
+def test_it_serves_no_thought_tree_of_another_run_or_of_a_node_run_without_one(api):
+    mine = solve(numbers=[4, 9, 10, 13])
+    theirs = solve(numbers=[1, 1, 1, 1]).thought_searches.get().node_run_id
+    response = api.viewer.get(f"/api/executions/{mine.execution_id}/node-runs/{theirs}/thought-tree")
+    assert response.status_code == 404 and "has no thought search for node run" in response.json()["message"]
+    assert api.viewer.get(f"/api/executions/exec_missing/node-runs/{theirs}/thought-tree").status_code == 404
+    assert api.viewer.get(f"/api/executions/{mine.execution_id}/node-runs/0/thought-tree").status_code == 422
