@@ -17,9 +17,10 @@ GATE_KEYS = (*SCORES, "overall_score")
 FORMULAS = {
     "completeness": "completed nodes / expected nodes — a node is completed when its last run succeeded "
                     "and its output meets every contract it feeds",
-    "accuracy": "mean of (passed checks / checks) and the judge's score, of those present; 1.0 when the run "
-                "has nothing verifiable — checks are contract checks of every output produced and "
-                "verified answers (e.g. a Game-of-24 expression recomputed exactly)",
+    "accuracy": "mean of (passed checks / checks) and the judge's score, of those present; when the run "
+                "has nothing verifiable, 1.0 if every expected node completed and 0.0 if not — checks are "
+                "contract checks of every output produced and verified answers (e.g. a Game-of-24 expression "
+                "recomputed exactly; a search that found none fails its check)",
     "efficiency": "(token efficiency + time efficiency) / 2, where token efficiency = 1 − tokens used "
                   "(all attempts, in + out) / token budget (max input + output tokens of each expected "
                   "node's agent) and time efficiency = 1 − elapsed / the workflow's max_wall_seconds, each "
@@ -121,7 +122,9 @@ def score_run(*, expected: Iterable[str], runs: list[RunFact], checks: list[Chec
 
     1. Completeness: of the expected nodes, those whose last run succeeded and whose
        contract checks on the final output passed.
-    2. Accuracy: the share of checks that passed, averaged with the judge's score.
+    2. Accuracy: the share of checks that passed, averaged with the judge's score; with
+       neither, 1.0 when every expected node completed, else 0.0 (a run that failed is
+       not taken as accurate for want of anything to check).
     3. Efficiency: tokens of every attempt against the expected nodes' budget, and
        elapsed time against the wall-time limit.
     4. Overall: the weighted sum; pass and action from the policy's thresholds.
@@ -141,7 +144,10 @@ def score_run(*, expected: Iterable[str], runs: list[RunFact], checks: list[Chec
         parts.append(passed_checks / len(checks))
     if verdict is not None:
         parts.append(clamp(verdict.score))
-    accuracy = sum(parts) / len(parts) if parts else 1.0
+    if parts:
+        accuracy = sum(parts) / len(parts)
+    else:
+        accuracy = 0.0 if incomplete else 1.0
 
     budgets: dict[str, int] = {}
     for run in runs:
@@ -165,7 +171,8 @@ def score_run(*, expected: Iterable[str], runs: list[RunFact], checks: list[Chec
             where = f" ({check.node_id})" if check.node_id else ""
             feedback.append(f"accuracy: {check.name}{where} failed" + (f": {check.detail}" if check.detail else ""))
     if not parts:
-        feedback.append("accuracy: nothing verifiable in this run (no contract, verified answer or judge): 1.0 by default")
+        feedback.append("accuracy: nothing verifiable in this run (no contract, verified answer or judge): "
+                        + ("0.0, since not every node completed" if incomplete else "1.0 by default"))
     if verdict is not None:
         feedback.extend(f"judge {verdict.agent_id}: {line}" for line in verdict.feedback)
     if token_efficiency < 0.5:

@@ -154,7 +154,8 @@ def _expected_nodes(graph, runs: list[NodeRun]) -> list[str]:
 def _checks(execution: Execution, runs: list[NodeRun], graph) -> list[Check]:
     """What can be verified: every output checked against the contracts it feeds (the
     attempts whose output broke one, and the final output of each node, re-checked, so a
-    person's output given on resume is checked too), and every Game-of-24 answer."""
+    person's output given on resume is checked too), and every Game-of-24 answer — a
+    search that found none fails its check."""
     checks = []
     final = {}
     for run in runs:
@@ -170,8 +171,14 @@ def _checks(execution: Execution, runs: list[NodeRun], graph) -> list[Check]:
             checks.append(Check(f"contract {contract.key}", error is None, node_id, run.agent.agent_id, error or ""))
     by_pk = {run.pk: run for run in runs}
     for search in ThoughtSearch.objects.filter(execution=execution).order_by("id"):
-        if not search.final_solution:
-            continue  # no answer: the node failed, which completeness counts
+        run = by_pk.get(search.node_run_id)
+        where = (run.node_id, run.agent.agent_id) if run else ("", "")
+        if not search.final_solution:  # no answer to verify: the answer check fails
+            error = search.error or {}
+            checks.append(Check("verified answer", False, *where,
+                                f"the search found no answer ({error.get('code', 'no error recorded')}: "
+                                f"{error.get('message', '')})"))
+            continue
         answer = search.final_solution.get("answer", "")
         try:
             errors = verify(answer, search.problem)
@@ -179,8 +186,7 @@ def _checks(execution: Execution, runs: list[NodeRun], graph) -> list[Check]:
             errors = search.final_solution.get("verification", {}).get("validation_errors", [])
             if not search.final_solution.get("verification", {}).get("is_valid"):
                 errors = errors or ["the search's verification says the answer is not valid"]
-        run = by_pk.get(search.node_run_id)
-        checks.append(Check("verified answer", not errors, run.node_id if run else "", run.agent.agent_id if run else "",
+        checks.append(Check("verified answer", not errors, *where,
                             f"{answer!r}: " + "; ".join(errors) if errors else str(answer)))
     return checks
 

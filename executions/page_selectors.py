@@ -244,7 +244,8 @@ def evaluation_explained(evaluation: Evaluation) -> dict[str, Any]:
         elif parts:
             arithmetic = f"{parts[0][0]} = {_figure(parts[0][1])}"
         else:
-            arithmetic = "nothing verifiable: 1.00 by default"
+            default = 0.0 if _strings(completeness.get("incomplete")) else 1.0  # as engine.evaluation scores it
+            arithmetic = f"nothing verifiable: {_figure(default)} by default (1.00 when every node completed, else 0.00)"
         sections["accuracy"] = {
             "checks": checks, "checks_passed": passed, "arithmetic": arithmetic,
             "judge": {"agent_id": str(judge.get("agent_id") or ""), "score": judge_score,

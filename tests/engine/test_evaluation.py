@@ -67,7 +67,8 @@ def test_it_charges_every_attempt_against_the_budget_of_the_expected_nodes():
 
 def test_it_decides_pass_and_action_from_the_thresholds():
     policy = Policy(weights={"accuracy": 1, "completeness": 1, "efficiency": 1}, pass_score=0.9, revise_score=0.5)
-    half = score([run("x"), run("y", "failed")], policy=policy, elapsed=100)  # (1 + 0.5 + 0.45) / 3
+    half = score([run("x"), run("y", "failed")], checks=[Check("contract", True)], policy=policy,
+                 elapsed=100)  # (1 + 0.5 + 0.45) / 3
     assert half.overall_score == pytest.approx(0.65)
     assert (half.passed, half.action) == (False, "revise")
     none = score([run("x", "failed"), run("y", "failed")], checks=[Check("contract", False)], policy=policy, elapsed=100)
@@ -91,3 +92,10 @@ def test_it_names_the_scores_below_a_gate():
     assert gate_failures(scores, {"completeness": 1.0, "accuracy": 0.8}) == [
         {"score": "accuracy", "value": 0.5, "minimum": 0.8}]
     assert gate_failures(scores, {"overall_score": 0.7}) == []
+
+
+def test_it_does_not_take_a_failed_run_with_nothing_verifiable_as_accurate():
+    scored = score([run("x"), run("y", status="failed")])
+    assert scored.accuracy == 0.0 and scored.details["accuracy"]["unverified"] is True
+    assert "accuracy: nothing verifiable in this run (no contract, verified answer or judge): 0.0, since not every " \
+           "node completed" in scored.feedback

@@ -107,6 +107,20 @@ def test_it_checks_a_game_of_24_answer_again_with_exact_arithmetic():
     assert any("verified answer (solve) failed" in line for line in evaluation.feedback)
 
 
+def test_it_scores_a_search_that_found_no_answer_as_a_failed_check_and_its_gate_as_missed():
+    failed = run("game24", numbers=[1, 1, 1, 1])
+    assert failed.status == "failed"
+    evaluation = execution_evaluate(execution_pk=failed.pk)
+    [check] = evaluation.details["accuracy"]["checks"]
+    assert (check["name"], check["passed"], check["node_id"]) == ("verified answer", False, "solve")
+    assert check["detail"].startswith("the search found no answer (SEARCH_EXHAUSTED: no terminal node meets")
+    assert evaluation.accuracy == 0.0 and evaluation.passed is False
+    failed.refresh_from_db()
+    assert failed.quality_gate["passed"] is False
+    assert failed.quality_gate["failed"] == [{"score": "accuracy", "value": 0.0, "minimum": 1.0}]
+    assert not any(line.startswith("quality gate passed") for line in evaluation.feedback)
+
+
 def test_it_checks_each_final_output_against_the_contracts_it_feeds():
     execution = run("thesis_reading")
     assert execution.status == "success"

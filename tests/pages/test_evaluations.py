@@ -215,10 +215,17 @@ def test_it_writes_out_each_scores_formula_and_the_arithmetic_on_its_figures(api
 
 
 def test_it_says_when_nothing_in_a_run_could_be_verified(api, evaluations):
-    details = DETAILS | {"accuracy": {"checks": [], "checks_passed": 0, "judge": None, "unverified": True}}
-    evaluation("eval_unverified", "execution", "exec_thesis_1", 0.9, method="computed", details=details)
+    unverified = {"accuracy": {"checks": [], "checks_passed": 0, "judge": None, "unverified": True}}
+    complete = {"completeness": {"expected": ["draft"], "completed": ["draft"], "incomplete": []}}
+    evaluation("eval_unverified", "execution", "exec_thesis_1", 0.9, method="computed",
+               details=DETAILS | unverified | complete)
     page = signed_in(api.viewer.user).get("/evaluations/eval_unverified/").content.decode()
     assert 'id="unverified"' in page and "nothing verifiable: 1.00 by default" in page
+    # A node did not complete (DETAILS's publish): nothing verifiable is then 0.00, not 1.00.
+    evaluation("eval_unverified_failed", "execution", "exec_thesis_1", 0.3, accuracy=0.0, method="computed",
+               details=DETAILS | unverified)
+    page = signed_in(api.viewer.user).get("/evaluations/eval_unverified_failed/").content.decode()
+    assert "nothing verifiable: 0.00 by default" in page
 
 
 @pytest.mark.parametrize("evaluation_id", ["eval_nope", "eval%00nul", "%3Cscript%3E"])
