@@ -22,8 +22,9 @@ Conditions are AND-ed and follow plain Python semantics:
   LIKE ignores case).
 
 Results are sorted by `order_by` (NULLs last in both directions) with the primary key as
-the tie-breaker, limited by `limit` (default 100, at most 1000), and returned as JSON
-values keyed by public field name (datetimes as ISO 8601 strings in UTC).
+the tie-breaker, limited by `limit` (default 100, at most 1000: a larger limit that leaves
+rows out answers `CappedRows`, naming how many), and returned as JSON values keyed by
+public field name (datetimes as ISO 8601 strings in UTC).
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from django.db.models.functions import Collate, StrIndex
 from core.jsonutil import iso
 from engine.context import errors
 from engine.context.errors import RefError
+from engine.context.resolution import CappedRows
 
 OPERATORS = ("eq", "ne", "in", "gt", "gte", "lt", "lte", "contains")
 COMPARISONS = {"gt": "gt", "gte": "gte", "lt": "lt", "lte": "lte"}
@@ -134,8 +136,11 @@ def field_kind(target: models.Field) -> str:
 # -- the query ---------------------------------------------------------------------------
 
 
-def run_db_query(reference: dict, *, timeout_ms: int | None = None) -> list[dict]:
+def run_db_query(reference: dict, *, timeout_ms: int | None = None) -> list[dict] | CappedRows:
     """The rows a `db_query` reference selects, as JSON-ready dicts keyed by public field.
+
+    A `limit` above MAX_LIMIT is cut to it; when that leaves rows out, the answer is a
+    `CappedRows` saying how many, so the cut is on the record rather than silent.
 
     Raises RefError: REF_PERMISSION_DENIED for a table or field that is not public,
     REF_FILTER_ERROR for a bad condition, REF_FORMAT_ERROR for a malformed reference,
@@ -148,26 +153,31 @@ def run_db_query(reference: dict, *, timeout_ms: int | None = None) -> list[dict
     table = get_table(reference.get("table"))
     selected = _selected_fields(table, reference.get("select"))
     ordering = _ordering(table, reference.get("order_by"))
-    limit = _limit(reference.get("limit"))
+    requested = _limit(reference.get("limit"))
+    limit = min(requested, MAX_LIMIT)
 
     queryset = table.queryset()
     vendor = connections[queryset.db].vendor
     queryset = _apply_conditions(table, queryset, reference.get("conditions"), vendor)
     queryset = _apply_ordering(table, queryset, ordering, vendor)
     paths = list(dict.fromkeys(table.fields[name] for name in selected))
-    queryset = queryset.values(*paths)[:limit]
 
-    rows = _fetch(queryset, timeout_ms, reference["table"])
-    return [{name: _jsonable(row[table.fields[name]]) for name in selected} for row in rows]
+    found = _fetch(lambda: list(queryset.values(*paths)[:limit]), queryset.db, timeout_ms, reference["table"])
+    rows = [{name: _jsonable(row[table.fields[name]]) for name in selected} for row in found]
+    if requested > limit and len(rows) == limit:
+        left_out = _fetch(queryset.count, queryset.db, timeout_ms, reference["table"]) - limit
+        if left_out > 0:
+            return CappedRows(rows, requested=requested, cap=limit, left_out=left_out)
+    return rows
 
 
-def _fetch(queryset: models.QuerySet, timeout_ms: int | None, table_name: str) -> list[dict]:
-    alias = queryset.db
+def _fetch(run: Callable[[], Any], alias: str, timeout_ms: int | None, table_name: str) -> Any:
+    """`run()` (a query) on the database `alias`, cancelled after `timeout_ms` on PostgreSQL."""
     connection = connections[alias]
     if timeout_ms is None or connection.vendor != "postgresql":
         # SQLite has no statement timeout that a query could set for itself, so there
         # `timeout_ms` is ignored (its queries here are bounded by `limit` anyway).
-        return list(queryset)
+        return run()
     try:
         with transaction.atomic(using=alias):
             with connection.cursor() as cursor:
@@ -175,12 +185,12 @@ def _fetch(queryset: models.QuerySet, timeout_ms: int | None, table_name: str) -
                 previous = cursor.fetchone()[0]
                 # An int formatted here, never text from the reference.
                 cursor.execute(f"SET LOCAL statement_timeout = {int(timeout_ms):d}")
-            rows = list(queryset)
+            result = run()
             with connection.cursor() as cursor:
                 # Inside an outer transaction (a savepoint here) SET LOCAL would outlive
                 # this query; put the previous value back.
                 cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
-            return rows
+            return result
     except OperationalError as error:  # psycopg's QueryCanceled, as Django wraps it
         cause = error.__cause__
         if QUERY_CANCELED in (getattr(cause, "sqlstate", None), getattr(cause, "pgcode", None)):
@@ -244,7 +254,7 @@ def _limit(limit: Any) -> int:
         return DEFAULT_LIMIT
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise RefError(errors.REF_FORMAT_ERROR, f"limit: a positive integer, not {limit!r}")
-    return min(limit, MAX_LIMIT)
+    return limit
 
 
 # -- conditions --------------------------------------------------------------------------

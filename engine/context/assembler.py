@@ -43,6 +43,7 @@ class InputReport:
     reason: str
     item: Item | None = None  # None once trimming dropped it
     batches: int = 0
+    cap: dict | None = None  # the rows a db_query source left out at its cap (CappedRows.record)
 
     def as_dict(self) -> dict:
         passed = self.item is not None
@@ -58,6 +59,7 @@ class InputReport:
             "passed": passed,
             "passed_tokens": self.item.tokens if passed else 0,
             "batches": self.batches,
+            "cap": self.cap,
             "content": self.item.content if passed else None,
         }
 
@@ -157,7 +159,11 @@ class ContextBuilder:
             failures += resolved.failures
             if resolved.skipped:
                 continue
-            reports.append(self._pass_reference(reference, name, resolved, transfer_config, actions))
+            report = self._pass_reference(reference, name, resolved, transfer_config, actions)
+            if resolved.cap:
+                report.cap = resolved.cap
+                report.reason = f"{_cap_reason(resolved.cap)}; {report.reason}"
+            reports.append(report)
 
         # 2. Inline items and merged data messages are passed whole.
         for index, raw in enumerate(items):
@@ -332,6 +338,11 @@ class ContextBuilder:
         if item.batches:
             return max(self.counter.count(render(batch)) for batch in item.batches)
         return self.counter.count(render(item.content))
+
+
+def _cap_reason(cap: dict) -> str:
+    return (f"limit {cap['limit_requested']} capped at {cap['limit_applied']} rows: "
+            f"{cap['rows_left_out']} rows left out")
 
 
 def _transfer_action(name: str, action: str, original: int, reduced: int, reason: str, **extra) -> dict:

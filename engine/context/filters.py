@@ -8,7 +8,8 @@ Comparisons follow Python where Python is sane, and never match what they should
 - Ordering (gt/gte/lt/lte) compares numbers with numbers and strings with strings;
   anything else does not match (and is not an error).
 - A missing field or a null never matches, except that `ne` matches it (the value of a
-  spec is never null: see below).
+  spec is never null: see below). A field that no element has at all is an error of the
+  filter (REF_FILTER_ERROR), not a filter that keeps nothing or everything.
 - NaN never matches anything, `ne` included.
 - `in`: the field is one of the listed values; a list field matches when any of its
   items is. `contains`: substring of a string field, or membership in a list field.
@@ -22,7 +23,7 @@ import math
 import operator as _op
 from typing import Any
 
-from .errors import REF_FILTER_ERROR, RefError
+from .errors import REF_FILTER_ERROR, REF_NOT_FOUND, RefError
 
 OPERATORS = ("eq", "ne", "in", "gt", "gte", "lt", "lte", "contains")
 _ORDERING = {"gt": _op.gt, "gte": _op.ge, "lt": _op.lt, "lte": _op.le}
@@ -31,13 +32,35 @@ _MISSING = object()
 
 
 def apply_filter(data: Any, spec: dict) -> Any:
-    """The elements of a list that match, or a single object if it matches (else None)."""
-    path, name, value = _compile(spec)
+    """The elements of a list that match, or a single object that matches.
+
+    A filter on a field that no element has could never tell the elements apart (`eq`
+    would keep nothing and `ne` everything): REF_FILTER_ERROR naming the field, so the
+    reference's fallback decides rather than a silent guess. A single object that does
+    not match is REF_NOT_FOUND, never a null passed as data."""
+    _compile(spec)
     if isinstance(data, list):
-        return [element for element in data if _test(_lookup(element, path), name, value)]
+        require_field(data, spec)
+        return keep_matching(data, spec)
     if isinstance(data, dict):
-        return data if _test(_lookup(data, path), name, value) else None
+        require_field([data], spec)
+        if matches(data, spec):
+            return data
+        raise RefError(REF_NOT_FOUND, f"the filter on {spec['field']!r} does not match the selected object")
     raise RefError(REF_FILTER_ERROR, f"a filter applies to a list or an object, not to {_json_type(data)}")
+
+
+def keep_matching(elements: list, spec: dict) -> list:
+    path, name, value = _compile(spec)
+    return [element for element in elements if _test(_lookup(element, path), name, value)]
+
+
+def require_field(elements: list, spec: dict) -> None:
+    """REF_FILTER_ERROR when there are elements and none of them has the filter's field."""
+    path, _, _ = _compile(spec)
+    if elements and all(_lookup(element, path) is _MISSING for element in elements):
+        count = f"the {len(elements)} elements" if len(elements) > 1 else "the selected element"
+        raise RefError(REF_FILTER_ERROR, f"filter field {spec['field']!r} is in none of {count}")
 
 
 def matches(element: Any, spec: dict) -> bool:

@@ -14,14 +14,12 @@ from typing import Any, Callable
 
 from engine.context import errors
 from engine.context.errors import RefError
-from engine.context.filters import apply_filter, matches
+from engine.context.filters import apply_filter, keep_matching, matches, require_field
 from engine.errors import EngineError
 from engine.jsonpath import PathError, compile_path, find_nodes
 
 NOT_READY = object()
 """What a task-output source returns for a task that has not finished yet."""
-
-# Characters that make a JSONPath select many values rather than one.
 
 
 @dataclass
@@ -30,7 +28,7 @@ class Sources:
 
     task_output: Callable[[str], Any] | None = None  # task id → output, or NOT_READY
     read_file: Callable[[dict], Any] | None = None  # the file reference → its data
-    query: Callable[[dict], list] | None = None  # the db_query reference → rows
+    query: Callable[[dict], list | CappedRows] | None = None  # the db_query reference → rows
 
     def completed(self, task_id: str) -> bool:
         if self.task_output is None:
@@ -82,13 +80,30 @@ class ResolutionAborted(EngineError):
 
 
 @dataclass
+class CappedRows:
+    """What a db_query source answers when it cut the rows at its own cap rather than the
+    reference's `limit`: the rows, and what was asked and left out, for the record."""
+
+    rows: list
+    requested: int
+    cap: int
+    left_out: int
+
+    def record(self) -> dict:
+        return {"limit_requested": self.requested, "limit_applied": self.cap, "rows_passed": len(self.rows),
+                "rows_left_out": self.left_out}
+
+
+@dataclass
 class Resolved:
-    """A reference's data, or `skipped` when its fallback left nothing to pass."""
+    """A reference's data, or `skipped` when its fallback left nothing to pass; `cap` when
+    the source cut a query's rows at its cap (CappedRows.record)."""
 
     data: Any = None
     skipped: bool = False
     resolved_at: str = "before_scheduling"
     failures: list[ResolutionFailure] = field(default_factory=list)
+    cap: dict | None = None
 
 
 def timing(reference: dict, sources: Sources) -> str:
@@ -111,6 +126,7 @@ def select_path(data: Any, path: str, spec: dict | None = None) -> Any:
     The filter looks at each selected object; for a selected list, at its elements; and
     for a selected scalar, at the object holding it, so the seed's example
     (`$.atoms[*].content` filtered on `atom_type`) keeps the contents of matching atoms.
+    A filter field that none of those has is REF_FILTER_ERROR (see filters.apply_filter).
     """
     try:
         expression = compile_path(path)
@@ -126,19 +142,24 @@ def select_path(data: Any, path: str, spec: dict | None = None) -> Any:
         return value if spec is None else apply_filter(value, spec)
     if spec is None:
         return [node.value for node in found]
+    holders = [_holder(node) for node in found]
+    considered = [element for node in found if isinstance(node.value, list) for element in node.value]
+    considered += [holder for node, holder in zip(found, holders) if not isinstance(node.value, list) and holder is not None]
+    require_field(considered, spec)
     selected = []
-    for node in found:
+    for node, holder in zip(found, holders):
         if isinstance(node.value, list):
-            selected.append(apply_filter(node.value, spec))
-        elif _holder_matches(node, spec):
+            selected.append(keep_matching(node.value, spec))
+        elif holder is not None and matches(holder, spec):
             selected.append(node.value)
     return selected
 
 
-def _holder_matches(node, spec: dict) -> bool:
+def _holder(node) -> dict | None:
+    """The object a selected value belongs to (itself when it is one)."""
     while node is not None and not isinstance(node.value, dict):
         node = node.parent
-    return node is not None and matches(node.value, spec)
+    return node.value if node is not None else None
 
 
 def keys_only(data: Any) -> Any:
@@ -202,18 +223,25 @@ class Resolver:
     def resolve(self, reference: dict, name: str) -> Resolved:
         resolved = Resolved(resolved_at=timing(reference, self.sources))
         config = reference.get("fallback_config") or {}
-        attempts = 0
+        fetched, attempts = reference, 0
         while True:
             attempts += 1
             try:
-                data = self.fetch(reference)
+                data = self.fetch(fetched)
                 break
             except RefError as error:
                 strategy = config.get("strategy") or default_strategy(error, config)
                 if strategy == "retry" and attempts <= int(config.get("retry_count", 3)):
                     self.sleep(int(config.get("retry_delay_ms", 1000)) / 1000)
                     continue
+                if strategy == "ignore_filter" and fetched is reference:
+                    # §3.2: the data without the conditions or sections it could not apply.
+                    resolved.failures.append(self._failure(reference, name, error, strategy, None, attempts))
+                    fetched, attempts = unfiltered(reference), 0
+                    continue
                 return self._fall_back(reference, name, error, strategy, attempts, config, resolved)
+        if isinstance(data, CappedRows):
+            resolved.cap, data = data.record(), data.rows
         if reference["ref_type"] == "task_output":
             data = self._select(reference, name, data, resolved)
         return resolved if resolved.skipped else _with(resolved, data)
@@ -233,13 +261,17 @@ class Resolver:
         return data
 
     def _path_and_filter(self, reference, name, data, path, spec, resolved: Resolved) -> Any:
+        """A path or filter error falls back to the data without it (`full_data`,
+        `ignore_filter`) unless the reference's fallback_config names a strategy."""
         try:
             return select_path(data, path, spec) if path else data if spec is None else apply_filter(data, spec)
         except RefError as error:
+            if "strategy" in (reference.get("fallback_config") or {}):
+                raise
             if error.code == errors.REF_FILTER_ERROR:
                 resolved.failures.append(self._failure(reference, name, error, "ignore_filter", None, 1))
                 return self._path_and_filter(reference, name, data, path, None, resolved)
-            if error.code == errors.REF_PATH_INVALID and "strategy" not in (reference.get("fallback_config") or {}):
+            if error.code == errors.REF_PATH_INVALID:
                 resolved.failures.append(self._failure(reference, name, error, "full_data", None, 1))
                 return data if spec is None else self._path_and_filter(reference, name, data, None, spec, resolved)
             raise
@@ -247,6 +279,8 @@ class Resolver:
     def _fall_back(self, reference, name, error: RefError, strategy, attempts, config, resolved: Resolved) -> Resolved:
         if strategy == "retry":  # retries exhausted
             strategy = config.get("on_final_failure", "skip")
+        if strategy in ("ignore_filter", "full_data"):  # already without it, and it still failed
+            strategy = "skip"
         if strategy == "convert":
             value = error.convertible
         elif strategy == "use_default":
@@ -269,6 +303,12 @@ class Resolver:
             fallback_strategy=strategy, fallback_value=value, attempts=attempts,
             timestamp=self.now().isoformat().replace("+00:00", "Z"),
         )
+
+
+def unfiltered(reference: dict) -> dict:
+    """The reference without what filters what its source reads: a query's `conditions`,
+    a file's `sections`."""
+    return {key: value for key, value in reference.items() if key not in ("conditions", "sections")}
 
 
 def _with(resolved: Resolved, data: Any) -> Resolved:

@@ -2,7 +2,10 @@
 import pytest
 from django.core.management import call_command
 
+from engine.context.limits import ContextLimits
 from executions.context import assemble_node_context, outputs_from
+from knowledge.models import KnowledgeAtom
+from knowledge.registry import MAX_LIMIT
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db
@@ -70,3 +73,35 @@ def test_it_names_this_machine_when_a_file_is_missing_outside_a_worker(chain):
     assert failure["error_message"] == (
         f"'/workspace/papers/supplementary.md' does not exist in the workspace on host {socket.gethostname()} "
         "(the workspace must be one folder shared by every worker)")
+
+
+def assemble_references(references):
+    limits = ContextLimits(max_input_tokens=200_000, max_output_tokens=1_000)
+    return assemble_node_context(limits=limits, encoding="cl100k_base", task_id="t",
+                                 node_input={"data_references": references})
+
+
+def test_a_query_with_an_unknown_operator_passes_the_unfiltered_rows_and_says_so(chain):
+    assembly = assemble_references([{"ref_type": "db_query", "table": "knowledge_atoms", "select": ["atom_id"],
+                                     "conditions": [{"field": "atom_type", "operator": "like", "value": "c%"}],
+                                     "limit": 1000}])
+    (report,) = assembly.inputs
+    assert len(report.item.content) == KnowledgeAtom.objects.count() > 0
+    (failure,) = assembly.failures
+    assert (failure["error_code"], failure["fallback_strategy"]) == ("REF_FILTER_ERROR", "ignore_filter")
+    assert "unknown operator 'like'" in failure["error_message"]
+
+
+def test_a_limit_over_the_cap_is_recorded_with_the_rows_left_out(chain):
+    paper = KnowledgeAtom.objects.first().paper
+    KnowledgeAtom.objects.bulk_create(
+        KnowledgeAtom(atom_id=f"bulk_{n:04d}", paper=paper, atom_type="claim", content="c", confidence=0.6)
+        for n in range(MAX_LIMIT))
+    total = KnowledgeAtom.objects.count()
+    assembly = assemble_references([{"ref_type": "db_query", "table": "knowledge_atoms", "select": ["atom_id"],
+                                     "limit": 5000, "transfer_mode": "full"}])
+    (report,) = assembly.inputs
+    assert len(report.item.content) == MAX_LIMIT
+    assert report.as_dict()["cap"] == {"limit_requested": 5000, "limit_applied": MAX_LIMIT, "rows_passed": MAX_LIMIT,
+                                       "rows_left_out": total - MAX_LIMIT}
+    assert report.reason.startswith(f"limit 5000 capped at {MAX_LIMIT} rows: {total - MAX_LIMIT} rows left out")

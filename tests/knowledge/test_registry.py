@@ -8,6 +8,7 @@ from django.db import connection
 from engine.context import errors
 from engine.context.errors import RefError
 from knowledge.models import KnowledgeAtom, Paper, QualityRecord, Relation
+from engine.context.resolution import CappedRows
 from knowledge.registry import MAX_LIMIT, run_db_query, tables
 
 pytestmark = pytest.mark.django_db
@@ -234,7 +235,13 @@ def test_it_limits_to_100_by_default_and_never_more_than_1000(rows):
     )
     assert len(query("knowledge_atoms", select=["atom_id"])) == 100
     assert len(query("knowledge_atoms", select=["atom_id"], limit=3)) == 3
-    assert len(query("knowledge_atoms", select=["atom_id"], limit=10_000)) == MAX_LIMIT
+    capped = query("knowledge_atoms", select=["atom_id"], limit=10_000)
+    assert isinstance(capped, CappedRows) and len(capped.rows) == MAX_LIMIT
+    assert capped.record() == {"limit_requested": 10_000, "limit_applied": MAX_LIMIT, "rows_passed": MAX_LIMIT,
+                               "rows_left_out": len(ATOMS) + 5}
+    # A limit above the cap that leaves nothing out is no cut.
+    assert len(query("knowledge_atoms", select=["atom_id"], limit=10_000,
+                     conditions=[{"field": "paper_id", "operator": "eq", "value": "paper_b"}])) < MAX_LIMIT
     top = query("knowledge_atoms", select=["atom_id"], order_by={"field": "confidence", "direction": "desc"}, limit=2)
     assert ids(top) == ["a2", "a5"]
 

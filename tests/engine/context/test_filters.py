@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.context.errors import REF_FILTER_ERROR, RefError
+from engine.context.errors import REF_FILTER_ERROR, REF_NOT_FOUND, RefError
 from engine.context.filters import apply_filter, matches
 
 ATOMS = [
@@ -34,14 +34,25 @@ def test_it_keeps_the_elements_of_a_list_that_match():
     assert ids(apply_filter(ATOMS, spec("atom_type", "eq", "methodology"))) == ["a2", "a3"]
 
 
-def test_it_returns_a_single_object_when_it_matches_and_none_when_not():
+def test_it_returns_a_single_object_when_it_matches_and_not_found_when_not():
     assert apply_filter(ATOMS[0], spec("atom_type", "eq", "claim")) is ATOMS[0]
-    assert apply_filter(ATOMS[0], spec("atom_type", "eq", "evidence")) is None
+    with pytest.raises(RefError) as caught:
+        apply_filter(ATOMS[0], spec("atom_type", "eq", "evidence"))
+    assert caught.value.code == REF_NOT_FOUND
+
+
+@pytest.mark.parametrize("operator_name", ["eq", "ne"])
+def test_it_refuses_a_filter_on_a_field_that_no_element_has(operator_name):
+    for data, where in [(ATOMS, "none of the 4 elements"), (ATOMS[0], "none of the selected element")]:
+        with pytest.raises(RefError) as caught:
+            apply_filter(data, spec("atomtype", operator_name, "claim"))
+        assert caught.value.code == REF_FILTER_ERROR
+        assert caught.value.message == f"filter field 'atomtype' is in {where}"
 
 
 def test_it_follows_a_dotted_field_into_nested_objects():
     assert ids(apply_filter(ATOMS, spec("metadata.source_section", "eq", "3.1"))) == ["a2"]
-    assert ids(apply_filter(ATOMS, spec("metadata.source_section.deeper", "ne", "x"))) == ids(ATOMS)
+    assert ids(apply_filter(ATOMS, spec("metadata.source_section", "ne", "x"))) == ids(ATOMS)
 
 
 def test_it_matches_ne_on_a_missing_field_or_null_but_nothing_else_does():

@@ -6,7 +6,7 @@ import pytest
 from engine.context import errors
 from engine.context.errors import RefError
 from engine.context.resolution import (
-    NOT_READY, ResolutionAborted, Resolver, Sources, keys_only, select_path, timing,
+    NOT_READY, CappedRows, ResolutionAborted, Resolver, Sources, keys_only, select_path, timing,
 )
 
 SCHOLAR = {
@@ -239,3 +239,91 @@ def test_it_reports_a_broken_filter_even_when_the_path_selects_nothing():
     assert resolved.skipped
     assert [(f.error_code, f.fallback_strategy) for f in resolved.failures] == [
         ("REF_FILTER_ERROR", "ignore_filter"), ("REF_NOT_FOUND", "skip")]
+
+
+def recording_query(rows, failing_key="conditions", code=errors.REF_FILTER_ERROR):
+    """A db_query source that refuses references carrying `failing_key`, as the registry
+    refuses a bad condition."""
+    calls = []
+
+    def query(reference):
+        calls.append(reference)
+        if failing_key in reference:
+            raise RefError(code, f"{failing_key}[0] (atom_type): unknown operator 'like'")
+        return rows
+
+    return query, calls
+
+
+QUERY = {"ref_type": "db_query", "table": "knowledge_atoms", "select": ["atom_id"],
+         "conditions": [{"field": "atom_type", "operator": "like", "value": "c%"}]}
+
+
+def test_a_bad_query_condition_passes_the_unfiltered_rows_as_the_seed_says():
+    query, calls = recording_query([{"atom_id": "a1"}, {"atom_id": "a2"}])
+    resolved = resolver(query=query).resolve(QUERY, "q")
+    assert (resolved.data, resolved.skipped) == ([{"atom_id": "a1"}, {"atom_id": "a2"}], False)
+    assert calls[1] == {"ref_type": "db_query", "table": "knowledge_atoms", "select": ["atom_id"]}
+    failure = resolved.failures[0].as_dict()
+    assert (failure["error_code"], failure["fallback_strategy"]) == ("REF_FILTER_ERROR", "ignore_filter")
+    assert "unknown operator 'like'" in failure["error_message"]
+
+
+def test_bad_file_sections_pass_the_whole_file():
+    read_file, calls = recording_query("# Intro\nthe whole text", failing_key="sections")
+    resolved = resolver(read_file=read_file).resolve({"ref_type": "file", "path": "a.md", "sections": [3]}, "f")
+    assert resolved.data == "# Intro\nthe whole text"
+    assert calls[1] == {"ref_type": "file", "path": "a.md"}
+    assert resolved.failures[0].fallback_strategy == "ignore_filter"
+
+
+@pytest.mark.parametrize("reference", [
+    dict(QUERY, fallback_config={"strategy": "abort"}),
+    task_ref(path="$.atoms", filter={"field": "atom_type", "operator": "like", "value": "c"},
+             fallback_config={"strategy": "abort"}),
+])
+def test_a_filter_error_follows_the_fallback_config(reference):
+    query, calls = recording_query([{"atom_id": "a1"}])
+    with pytest.raises(ResolutionAborted) as caught:
+        resolver(query=query).resolve(reference, "x")
+    assert (caught.value.failure.error_code, caught.value.failure.fallback_strategy) == ("REF_FILTER_ERROR", "abort")
+    assert len(calls) <= 1
+
+
+def test_a_filter_error_with_use_default_passes_the_default():
+    query, _ = recording_query([{"atom_id": "a1"}])
+    resolved = resolver(query=query).resolve(
+        dict(QUERY, fallback_config={"strategy": "use_default", "default_value": []}), "q")
+    assert (resolved.data, resolved.failures[0].fallback_strategy) == ([], "use_default")
+
+
+@pytest.mark.parametrize("operator_name", ["eq", "ne"])
+def test_a_filter_on_a_field_no_element_has_is_on_the_record_not_a_silent_guess(operator_name):
+    reference = task_ref(path="$.atoms", filter={"field": "atomtype", "operator": operator_name, "value": "claim"})
+    resolved = resolver().resolve(reference, "x")
+    assert resolved.data == SCHOLAR["atoms"]
+    failure = resolved.failures[0]
+    assert (failure.error_code, failure.fallback_strategy) == ("REF_FILTER_ERROR", "ignore_filter")
+    assert failure.error_message == "filter field 'atomtype' is in none of the 4 elements"
+
+
+def test_a_filter_on_a_field_no_holder_has_is_on_the_record_too():
+    reference = task_ref(path="$.atoms[*].content", filter={"field": "kind", "operator": "eq", "value": "claim"})
+    resolved = resolver().resolve(reference, "x")
+    assert resolved.data == [atom["content"] for atom in SCHOLAR["atoms"]]
+    assert resolved.failures[0].error_code == "REF_FILTER_ERROR"
+
+
+def test_a_single_object_the_filter_does_not_match_is_not_found_never_null():
+    reference = task_ref(path="$.atoms[0]", filter={"field": "atom_type", "operator": "eq", "value": "evidence"})
+    resolved = resolver().resolve(reference, "x")
+    assert resolved.skipped and resolved.failures[0].error_code == "REF_NOT_FOUND"
+
+
+def test_rows_cut_at_the_source_cap_are_on_the_record():
+    def query(reference):
+        return CappedRows([{"atom_id": "a1"}], requested=5000, cap=1, left_out=41)
+
+    resolved = resolver(query=query).resolve({"ref_type": "db_query", "table": "knowledge_atoms", "limit": 5000}, "q")
+    assert resolved.data == [{"atom_id": "a1"}]
+    assert resolved.cap == {"limit_requested": 5000, "limit_applied": 1, "rows_passed": 1, "rows_left_out": 41}
