@@ -9,6 +9,8 @@ import json
 from typing import Any
 
 # data-transfer-protocol §6.3: default priority by data type (1 critical … 4 optional).
+# The seed's "完整引用" row (full citations) covers both a list of them and an atom of the
+# type `citation` (knowledge.models.KnowledgeAtom names it in the singular).
 DEFAULT_PRIORITIES = {
     "instructions": 1,
     "system_prompt": 1,
@@ -18,6 +20,7 @@ DEFAULT_PRIORITIES = {
     "background": 3,
     "metadata": 3,
     "citations": 4,
+    "citation": 4,
     "raw_text": 4,
 }
 # A reference whose data type the table does not name is "important".
