@@ -12,7 +12,8 @@ model and writes nothing:
    written (an extractive text must not stand in for a model's later on);
 4. a reference's retries happen at once, and the delays a run would wait are added up;
 5. a reference whose handling aborts the node gives outcome `would_abort` and its
-   failures, not an error: the plan says what would go wrong.
+   failures, not an error: the plan says what would go wrong; instructions too large for
+   the agent's limit (INSTRUCTIONS_EXCEED_CONTEXT) are a DocumentError naming the code.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from executions.context import context_builder, outputs_from
 from engine import compression
 from engine.context.messages import MessageError
 from engine.context.resolution import ResolutionAborted
+from engine.context.trimming import InstructionsTooLarge
 from engine.errors import EngineError
 from engine.tokens import TokenCounter
 from executions.runner import (
@@ -120,6 +122,9 @@ def node_context_plan(*, workflow, node_id: str, outputs: dict[str, Any] | None 
     except ResolutionAborted as aborted:
         plan.update(outcome="would_abort", context_management=None, resolved_inputs=[],
                     resolution_failures=aborted.failures, batch_count=0)
+    except InstructionsTooLarge as error:  # a run would fail with its code: say why
+        raise DocumentError(f"node '{node.node_id}' cannot run: {error.code}: {error}",
+                            where=f"nodes[{node.node_id}]") from None
     except MessageError as error:  # the state, passed as a data message
         raise DocumentError(f"cannot be passed as a data message: {error}", where="state") from None
     except (ValueError, TypeError) as error:

@@ -21,6 +21,7 @@ from engine import compression
 from engine.context.batching import aggregate
 from engine.context.errors import RefError
 from engine.context.resolution import NOT_READY, ResolutionAborted, select_path
+from engine.context.trimming import InstructionsTooLarge
 from engine.errors import EngineError
 from engine.json_schema import SchemaValidator
 from engine.jsonpath import PathError
@@ -85,12 +86,14 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
             limits=agent.context_limits, encoding=agent.encoding, task_id=node.node_id,
             node_input={"data_references": references, "transfer_config": node_input.get("transfer_config")},
             task_output=task_output, items=items, messages=messages,
-            abstractive=lambda text, target: backend.summarize(text, target, model=agent.model),
+            abstractive=abstractive_summarizer(backend, agent.model),
             host=worker_name(run),
         )
     except ResolutionAborted as aborted:
         raise NodeFailure(str(aborted), code=aborted.failure.error_code, retryable=False,
                           record={"resolution_failures": aborted.failures}) from None
+    except InstructionsTooLarge as error:  # another attempt would meet the same limit
+        raise NodeFailure(str(error), code=error.code, retryable=False, details=error.details) from None
     record.update(context_record=assembly.record, resolution_failures=assembly.failures,
                   resolved_inputs=[bounded(report.as_dict()) for report in assembly.inputs])
 
@@ -124,6 +127,14 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
     record.update(prompt=prompt_text[:PROMPT_LIMIT], tokens_in=tokens_in, tokens_out=tokens_out)
     check_contracts(node, plan, output, record, graph.contracts)
     return Performed(output, record)
+
+
+def abstractive_summarizer(backend, model: str):
+    """The backend's summaries for §4.2's abstractive strategy, or None when it writes none
+    of its own (the builtin): the summary is then extractive and recorded as such."""
+    if not backend.abstractive:
+        return None
+    return lambda text, target: backend.summarize(text, target, model=model)
 
 
 def worker_name(run: NodeRun) -> str:

@@ -58,6 +58,9 @@ class BackendError(EngineError):
 class Backend(ABC):
     name = "backend"
     label = ""  # how pages name it; the builtin says it is not a model
+    # Whether `summarize` writes a summary of its own (an abstractive one, §4.2). The
+    # builtin's is extractive, so the context builder records it as such.
+    abstractive = True
 
     @abstractmethod
     def complete(self, request: BackendRequest) -> BackendResponse:

@@ -562,6 +562,7 @@ def _qualified(function: Callable) -> str:
 class BuiltinBackend(Backend):
     name = "builtin"
     label = "builtin (deterministic, offline; not a model)"
+    abstractive = False  # its summaries are extractive
 
     def __init__(self, name: str = "builtin"):
         self.name = name

@@ -19,7 +19,7 @@ from engine.context.messages import merge_messages, parse_message
 from engine.context.reference import reference_transfer
 from engine.context.resolution import ResolutionAborted, Resolver, Sources
 from engine.context.strategy import FULL, REFERENCE, SUMMARY, choose_mode
-from engine.context.trimming import Item, Shrinker, trim
+from engine.context.trimming import Item, Shrinker, strategy_fields, trim
 from engine.tokens import TokenCounter
 
 # §4.2: the middle of each strategy's compression range, used when no summary_ratio is set.
@@ -267,9 +267,10 @@ class ContextBuilder:
 
     def _summarise(self, item: Item, actions: list[dict]) -> Item:
         """Make a pending summary transfer (see Item.pending_summary)."""
-        summary, used = self.shrinker.summarize(item, item.pending_summary)
+        summary, used, note = self.shrinker.summarize(item, item.pending_summary)
         actions.append(_transfer_action(item.name, "summarize", item.raw_tokens, summary.tokens,
-                                        f"summary transfer to ≤ {item.pending_summary} tokens", strategy=used))
+                                        f"summary transfer to ≤ {item.pending_summary} tokens",
+                                        **strategy_fields(used, note)))
         return summary
 
     def _batch(self, item: Item, config: dict, actions: list[dict]) -> Item:

@@ -10,11 +10,22 @@ from typing import Any, Callable
 
 from engine.context.content import FALLBACK_PRIORITY, element_priority, render
 from engine.context.summary import summarize, truncate_text
+from engine.errors import EngineError
 from engine.tokens import TokenCounter
 
 THRESHOLDS = {2: 0.8, 3: 0.9, 4: 0.95}
 MIN_SUMMARY_TOKENS = 32  # below this a "summary" says nothing; the item is dropped instead
 NEVER_SUMMARISED = {"code", "formula", "instructions", "system_prompt"}
+# §6.3: task instructions "必须完整传递" (are passed complete); so is the system prompt,
+# which the backend receives whole whatever the context says.
+PASSED_WHOLE = {"instructions", "system_prompt"}
+
+
+class InstructionsTooLarge(EngineError):
+    """The task instructions and system prompt alone exceed the context limit: they are
+    never truncated, so the node cannot run with this agent's limits."""
+
+    code = "INSTRUCTIONS_EXCEED_CONTEXT"
 
 
 @dataclass
@@ -55,7 +66,9 @@ class Shrinker:
                            pending_summary=min(tokens, item.pending_summary))
         return replace(item, content=filtered, tokens=tokens, batches=None)
 
-    def summarize(self, item: Item, target: int) -> tuple[Item, str]:
+    def summarize(self, item: Item, target: int) -> tuple[Item, str, str]:
+        """The item summarised into `target` tokens, the strategy actually used, and the
+        note saying why it is not the one asked for ("" when it is)."""
         if item.pending_summary is not None:
             target = min(target, item.pending_summary)
         config = item.summary_config
@@ -65,7 +78,8 @@ class Shrinker:
             preserve_fields=config.get("preserve_fields"), summarize_fields=config.get("summarize_fields"),
             abstractive=self.abstractive, name=item.name,
         )
-        return replace(item, content=result.content, tokens=result.tokens, batches=None, pending_summary=None), result.strategy
+        summary = replace(item, content=result.content, tokens=result.tokens, batches=None, pending_summary=None)
+        return summary, result.strategy, result.note
 
     def truncate(self, item: Item, target: int) -> Item:
         text = truncate_text(render(item.content), target, self.counter)
@@ -124,7 +138,7 @@ def trim(items: list[Item], limit: int, shrinker: Shrinker) -> tuple[list[Item],
             current += item.tokens
             continue
         if item.priority == 2:
-            reduced = _fit_important(item, ceiling - current, share, shrinker, actions)
+            reduced = _fit_important(item, current, limit, shrinker, actions)
             if reduced is not None:
                 kept.append(reduced)
                 current += reduced.tokens
@@ -134,8 +148,13 @@ def trim(items: list[Item], limit: int, shrinker: Shrinker) -> tuple[list[Item],
     return kept, actions
 
 
-def _fit_important(item: Item, room: float, share: float, shrinker: Shrinker, actions: list[dict]) -> Item | None:
-    room_tokens = max(0, int(room) - (1 if room == int(room) else 0))  # strictly under the ceiling
+def _fit_important(item: Item, current: int, limit: int, shrinker: Shrinker, actions: list[dict]) -> Item | None:
+    """A priority-2 item over 0.8 × limit: its elements of priority 3–4 go first, then it is
+    summarised into the room left under 0.8 × limit or, when that is too small for any
+    summary, into the room left under the limit itself; dropped only when neither room can
+    hold a summary, or when it is code or a formula (never summarised)."""
+    share = THRESHOLDS[2]
+    room_tokens = _room_under(share * limit, current)
     filtered = shrinker.filter_by_priority(item, 2)
     if filtered is not None:
         actions.append(_action(item, "filter_by_priority", filtered.tokens,
@@ -148,15 +167,25 @@ def _fit_important(item: Item, room: float, share: float, shrinker: Shrinker, ac
         actions.append(_action(item, "drop", 0, f"{item.data_type} is never summarised and only {room_tokens} "
                                                 f"tokens are left under {share:g} × limit"))
         return None
+    where = f"the {room_tokens} tokens left under {share:g} × limit"
     if room_tokens < MIN_SUMMARY_TOKENS:
-        actions.append(_action(item, "drop", 0, f"only {room_tokens} tokens left under {share:g} × limit, "
+        room_tokens = max(0, limit - current)
+        where = f"the {room_tokens} tokens left under the limit (under {share:g} × limit too few were left)"
+    if room_tokens < MIN_SUMMARY_TOKENS:
+        actions.append(_action(item, "drop", 0, f"only {room_tokens} tokens left under the limit, "
                                                 f"too few for a summary"))
         return None
-    summary, strategy = shrinker.summarize(item, room_tokens)
+    summary, strategy, note = shrinker.summarize(item, room_tokens)
     actions.append(_action(item, "summarize", summary.tokens, f"priority 2 input over {share:g} × limit: "
-                                                              f"summarised into the {room_tokens} tokens left",
-                           strategy=strategy))
+                                                              f"summarised into {where}",
+                           **strategy_fields(strategy, note)))
     return summary
+
+
+def _room_under(ceiling: float, current: int) -> int:
+    """The tokens that keep `current` + them strictly under `ceiling`."""
+    room = ceiling - current
+    return max(0, int(room) - (1 if room == int(room) else 0))
 
 
 def _compress_critical(items: list[Item], limit: int, shrinker: Shrinker, actions: list[dict]) -> list[Item]:
@@ -165,11 +194,21 @@ def _compress_critical(items: list[Item], limit: int, shrinker: Shrinker, action
     a. filter their elements by priority (keep ≤ 2, then ≤ 1);
     b. summarise the data items (not instructions, system prompts, code or formulas) into
        shares of what the others leave, proportional to their size;
-    c. as a last resort truncate what is still too big, token-exactly.
+    c. as a last resort truncate what is still too big, token-exactly, except the task
+       instructions and the system prompt: they are passed complete, and when they alone
+       exceed the limit the node cannot run (InstructionsTooLarge).
     """
     def total():
         return sum(item.tokens for item in items)
 
+    if total() <= limit:
+        return items
+    whole = sum(item.tokens for item in items if item.data_type in PASSED_WHOLE)
+    if whole > limit:
+        raise InstructionsTooLarge(
+            f"the task instructions and system prompt take {whole} tokens, more than the context limit of {limit}; "
+            "they are passed complete, never truncated: raise the agent's max_input_tokens or shorten its prompt",
+            details={"instruction_tokens": whole, "context_limit": limit})
     for max_priority in (2, 1):
         for index, item in enumerate(items):
             if total() <= limit:
@@ -188,12 +227,14 @@ def _compress_critical(items: list[Item], limit: int, shrinker: Shrinker, action
     for i in compressible:
         item = items[i]
         target = int(budget * item.tokens / weight) if weight else 0
-        reduced, strategy = shrinker.summarize(item, target)
+        reduced, strategy, note = shrinker.summarize(item, target)
         actions.append(_action(item, "compress", reduced.tokens, f"priority 1 inputs exceed the limit: compressed "
-                                                                 f"to a {target}-token share", strategy=strategy))
+                                                                 f"to a {target}-token share",
+                               **strategy_fields(strategy, note)))
         items[i] = reduced
     overflow = total() - limit
-    for i, item in sorted(enumerate(items), key=lambda pair: -pair[1].tokens):
+    truncatable = [(i, item) for i, item in enumerate(items) if item.data_type not in PASSED_WHOLE]
+    for i, item in sorted(truncatable, key=lambda pair: -pair[1].tokens):
         if overflow <= 0:
             break
         target = max(0, item.tokens - overflow)
@@ -203,3 +244,9 @@ def _compress_critical(items: list[Item], limit: int, shrinker: Shrinker, action
         overflow -= item.tokens - reduced.tokens
         items[i] = reduced
     return items
+
+
+def strategy_fields(strategy: str, note: str) -> dict:
+    """The summary strategy actually used for an action, and why it differs from the one
+    asked for (or what it left out) when it does."""
+    return {"strategy": strategy, "strategy_note": note} if note else {"strategy": strategy}

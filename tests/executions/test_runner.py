@@ -138,3 +138,46 @@ def test_it_checks_the_contract_to_the_next_node_of_a_seq_without_transitions(ch
         check_contracts(workflow.nodes.get(node_id="read"), graph.plan, {"atoms": [{"atom_type": "rumour"}]}, {},
                         graph.contracts)
     assert caught.value.code == "CONTRACT_VIOLATION" and "Scholar → Validator" in str(caught.value)
+
+
+def test_a_node_whose_instructions_cannot_fit_fails_with_their_code_never_truncating_them(in_process):
+    from core.documents import import_documents
+    from executions.services import execution_start, node_run_execute
+
+    import_documents([
+        {"agent_id": "Wordy", "name": "Wordy", "version": "1.0.0", "type": "business", "status": "active",
+         "prompt_config": {"system_prompt": "Answer.", "task_context": "Read every word of this. " * 400},
+         "capabilities": {"skills": ["say"]},
+         "context_limits": {"max_input_tokens": 1_500, "max_output_tokens": 100, "reserved_for_system_prompt": 0,
+                            "reserved_for_instructions": 0}},
+        {"workflow_id": "wordy", "name": "Wordy", "topology": "seq", "nodes": [{"id": "only", "agent_ref": "Wordy"}],
+         "error_handling": {"retry_count": 0}},
+    ], actor="test")
+    execution = execution_start(workflow=Workflow.objects.get(workflow_id="wordy"))
+    run = execution.node_runs.get(node_id="only")
+    node_run_execute(node_run_id=run.pk, worker="test")
+    run.refresh_from_db()
+    assert (run.status, run.error_code) == ("failed", "INSTRUCTIONS_EXCEED_CONTEXT")
+    assert "never truncated" in run.error and run.error_details["context_limit"] < run.error_details["instruction_tokens"]
+
+
+def test_the_builtin_summary_is_recorded_as_the_extractive_one_it_is_and_why(in_process, settings):
+    from core.documents import import_documents
+    from executions.services import execution_start, node_run_execute
+
+    (settings.WORKSPACE_ROOT / "long.md").write_text(
+        "\n\n".join(f"Finding {n}: attention layers relate every token to every other one, so sentence {n} "
+                    f"carries its own detail about training step {n * 7}." for n in range(400)))
+    import_documents([
+        {"workflow_id": "digest", "name": "Digest", "topology": "seq", "error_handling": {"retry_count": 0},
+         "nodes": [{"id": "only", "agent_ref": "Validator", "input_mapping": {"data_references": [
+             {"ref_type": "file", "path": "long.md", "transfer_mode": "summary",
+              "summary_config": {"strategy": "abstractive", "summary_ratio": 0.1}}]}}]},
+    ], actor="test")
+    execution = execution_start(workflow=Workflow.objects.get(workflow_id="digest"))
+    run = execution.node_runs.get(node_id="only")
+    node_run_execute(node_run_id=run.pk, worker="test")
+    run.refresh_from_db()
+    (action,) = [a for a in run.context_record["resolution"]["actions"] if a["data"] == "long.md"]
+    assert action["action"] == "summarize" and action["strategy"] == "extractive"
+    assert action["strategy_note"] == "no LLM backend for abstractive summaries; used extractive"

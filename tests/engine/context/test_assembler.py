@@ -180,3 +180,18 @@ def test_it_never_encodes_the_same_text_twice_in_one_assembly():
                                 items=[{"name": "notes", "content": text_of(3_000, seed=9), "priority": 3}])
     assert assembly.record["resolution"]["actions"], "something was reduced"
     assert len(encoded) == len(set(encoded))
+
+
+def test_it_records_the_summary_strategy_actually_used_and_why_it_fell_back():
+    def failing_model(text, target):
+        raise TimeoutError("the model did not answer")
+
+    builder = ContextBuilder(limits=ContextLimits(), counter=COUNTER, sources=Sources(task_output=task_output),
+                             abstractive=failing_model)
+    reference = ref("medium_text", summary_config={"strategy": "abstractive"})
+    (action,) = builder.assemble(task_id="t", references=[reference]).record["resolution"]["actions"]
+    assert (action["action"], action["strategy"]) == ("summarize", "extractive")
+    assert action["strategy_note"] == ("abstractive summary failed (TimeoutError: the model did not answer); "
+                                       "used extractive")
+    (action,) = assemble(references=[ref("medium_text")]).record["resolution"]["actions"]
+    assert action["strategy"] == "extractive" and "strategy_note" not in action

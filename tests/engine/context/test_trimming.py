@@ -1,11 +1,12 @@
 """Priority trimming (data-transfer-protocol §6.3) and the §7.2 example."""
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from engine.context.assembler import ContextBuilder
 from engine.context.content import render
 from engine.context.limits import ContextLimits
 from engine.context.resolution import Sources
-from engine.context.trimming import Item, Shrinker, trim
+from engine.context.trimming import InstructionsTooLarge, Item, Shrinker, trim
 from tests.engine.context.helpers import COUNTER, atoms_of, text_of
 
 SHRINKER = Shrinker(COUNTER)
@@ -109,3 +110,40 @@ def test_it_keeps_every_priority_1_item_and_tells_the_truth_about_the_limit(spec
     assert resolution["within_limit"] == (final <= limit)
     if sum(tokens for p, tokens, _ in specs if p == 1) <= limit:
         assert resolution["within_limit"]
+
+
+def test_an_important_item_is_summarised_under_the_limit_before_it_is_dropped():
+    """Priority 1 leaves no room for a summary under 0.8 × limit: the seed still summarises
+    a priority-2 input, so it goes into the room left under the limit itself."""
+    kept, actions = trim([item("p1", 790, 1), item("p2", 600, 2, seed=1)], 1_000, SHRINKER)
+    assert [i.name for i in kept] == ["p1", "p2"]
+    (action,) = actions
+    assert action["action"] == "summarize"
+    assert "the 210 tokens left under the limit" in action["reason"]
+    assert 0 < kept[1].tokens <= 210 and sum(i.tokens for i in kept) <= 1_000
+
+
+def test_an_important_item_is_dropped_only_when_no_summary_fits_under_the_limit():
+    kept, actions = trim([item("p1", 990, 1), item("p2", 600, 2, seed=1)], 1_000, SHRINKER)
+    assert [i.name for i in kept] == ["p1"]
+    assert actions[0]["action"] == "drop" and "only 10 tokens left under the limit" in actions[0]["reason"]
+
+
+def test_task_instructions_are_never_truncated_even_as_a_last_resort():
+    items = [item("task_instructions", 900, 1, "instructions"), item("code", 300, 1, "code", seed=1)]
+    kept, actions = trim(items, 1_000, SHRINKER)
+    assert kept[0].content == items[0].content and kept[0].tokens == 900
+    assert [(a["data"], a["action"]) for a in actions] == [("code", "truncate")]
+    assert sum(i.tokens for i in kept) <= 1_000
+
+
+def test_a_node_whose_instructions_alone_exceed_the_limit_fails_with_a_named_code():
+    items = [{"name": "task_instructions", "content": text_of(1_200, seed=5), "data_type": "instructions"},
+             {"name": "data", "content": text_of(300, seed=6), "priority": 1}]
+    made = builder(max_input_tokens=1_000, reserved_for_system_prompt=0, reserved_for_instructions=0,
+                   safety_margin=1.0)
+    with pytest.raises(InstructionsTooLarge) as caught:
+        made.assemble(items=items)
+    assert caught.value.code == "INSTRUCTIONS_EXCEED_CONTEXT"
+    assert caught.value.details == {"instruction_tokens": 1_200, "context_limit": 1_000}
+    assert "never truncated" in caught.value.message
