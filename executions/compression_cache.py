@@ -6,8 +6,9 @@ REDIS_URL), so every worker sees what any other compressed. Entries live
 `COMPRESSION_CACHE_SECONDS` (default 7 days).
 
 The cache is an optimisation: when it fails (Redis down, a timeout) a node still runs.
-`get` then answers None (a miss) and `set` does nothing; the error is logged and kept in
-`last_error` (and counted in `error_count`) for the node run's record.
+`get` and `set` log the error and raise it on; `engine.compression.compress_text` counts
+a failed get as a miss and a failed set as a write not made, and writes the error to the
+dependency's `cache_error`, which the node run stores in its `compression` record.
 """
 from __future__ import annotations
 
@@ -35,24 +36,23 @@ class RedisCompressionCache:
         """`timeout` in seconds (None: no expiry); by default COMPRESSION_CACHE_SECONDS."""
         self.backend = backend if backend is not None else caches[alias]
         self.timeout = compression_cache_timeout() if timeout is FROM_SETTINGS else timeout
-        self.last_error: str | None = None  # the most recent cache error, None if there was none
-        self.error_count = 0
-
-    def _failed(self, operation: str, key: str, error: Exception) -> None:
-        self.last_error = f"compression cache {operation} failed: {type(error).__name__}: {error}"
-        self.error_count += 1
-        logger.warning("%s (key %s); going on without the cache", self.last_error, key)
 
     def get(self, key: str) -> str | None:
         try:
             value = self.backend.get(key)
-        except Exception as error:  # noqa: BLE001 - Redis down or slow: a miss
-            self._failed("get", key, error)
-            return None
+        except Exception as error:
+            _log_failure("get", key, error)
+            raise
         return value if isinstance(value, str) else None
 
     def set(self, key: str, value: str) -> None:
         try:
             self.backend.set(key, value, timeout=self.timeout)
-        except Exception as error:  # noqa: BLE001 - Redis down or slow: not cached
-            self._failed("set", key, error)
+        except Exception as error:
+            _log_failure("set", key, error)
+            raise
+
+
+def _log_failure(operation: str, key: str, error: Exception) -> None:
+    logger.warning("compression cache %s failed (key %s): %s: %s; the node goes on without the cache",
+                   operation, key, type(error).__name__, error)

@@ -181,3 +181,26 @@ def test_the_builtin_summary_is_recorded_as_the_extractive_one_it_is_and_why(in_
     (action,) = [a for a in run.context_record["resolution"]["actions"] if a["data"] == "long.md"]
     assert action["action"] == "summarize" and action["strategy"] == "extractive"
     assert action["strategy_note"] == "no LLM backend for abstractive summaries; used extractive"
+
+
+@pytest.mark.django_db(transaction=True)  # commits for real, so that the join runs as on a worker
+def test_a_compression_cache_that_fails_is_written_to_the_node_runs_cache_error(in_process, monkeypatch):
+    import socket
+
+    from django.core.cache.backends.redis import RedisCache
+
+    from executions import runner
+    from executions.compression_cache import RedisCompressionCache
+    from executions.services import execution_start
+    from tests.executions.conftest import drain
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    monkeypatch.setattr(runner, "COMPRESSION_CACHE", RedisCompressionCache(RedisCache(f"redis://127.0.0.1:{closed}/0", {})))
+    execution = drain(execution_start(workflow=Workflow.objects.get(workflow_id="parallel_analysis"),
+                                      input={"repository": "acme"}))
+    assert execution.status == "success", execution.ended_reason
+    synthesis = execution.node_runs.get(node_id="task_d")
+    errors = [d["cache_error"] for d in synthesis.compression["dependencies"]]
+    assert len(errors) == 3 and all(error.startswith("get: ConnectionError") for error in errors)
