@@ -209,8 +209,9 @@ def compress_text(
 class CompressionResult:
     sections: list[Compressed] = field(default_factory=list)
     text: str = ""  # the block injected into the node's content ("" for no dependencies)
-    model: str = DEFAULT_MODEL
+    model: str = DEFAULT_MODEL  # the node's compress_model, as the header names it
     ratio: float = DEFAULT_RATIO
+    model_called: str | None = None  # the model the compressor was asked for; None: no model
 
     def record(self) -> dict:
         """JSON for the node run."""
@@ -245,6 +246,7 @@ class CompressionResult:
         )
         return {
             "model": self.model,
+            "model_called": self.model_called,
             "ratio": self.ratio,
             "ratio_percent": percent(self.ratio),
             "dependencies": dependencies,
@@ -273,18 +275,24 @@ def compress_dependencies(
     cache: CompressionCache,
     compressor: Compressor,
     counter: TokenCounter | None = None,
+    model_called: str | None = None,
 ) -> CompressionResult:
     """Each dependency output (in the order given) compressed, and the block to inject.
-    With a `counter`, tokens before and after are counted too."""
+    With a `counter`, tokens before and after are counted too.
+
+    `model` is the node's compress_model (a name such as "flash", which the header shows);
+    `model_called` the model it stands for on the backend, which the compressor is given
+    and the cache key holds (None: the compressor calls no model, and the key holds `model`)."""
     ratio = validate_ratio(ratio)
     sections = []
     for node_id, content in outputs.items():
-        section = compress_text(str(node_id), content, ratio=ratio, model=model, cache=cache, compressor=compressor)
+        section = compress_text(str(node_id), content, ratio=ratio, model=model_called or model, cache=cache,
+                                compressor=compressor)
         if counter is not None:
             section.tokens_before = counter.count(content)
             section.tokens_after = counter.count(section.text)
         sections.append(section)
-    return CompressionResult(sections, render_block(sections, model=model, ratio=ratio), model, ratio)
+    return CompressionResult(sections, render_block(sections, model=model, ratio=ratio), model, ratio, model_called)
 
 
 def with_compressed_context(content: str, result: CompressionResult) -> str:

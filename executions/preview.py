@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.backends import BackendError
 from core.errors import DocumentError, NotFound
 from executions.context import context_builder, outputs_from
 from engine import compression
@@ -31,6 +32,7 @@ from executions.runner import (
     COMPRESSION_CACHE,
     as_text,
     bounded,
+    compress_model_called,
     latest_outputs,
     named_inputs,
     needed_outputs,
@@ -161,7 +163,7 @@ def _compress_dependencies(node, plan, outputs, references, items, agent, skippe
     texts = {dep: as_text(outputs[dep]) for dep in plan.dependencies(node.node_id) if dep in outputs}
     result = compression.compress_dependencies(
         texts, ratio=node.compress_ratio, model=node.compress_model, cache=_ReadOnlyCache(COMPRESSION_CACHE),
-        compressor=compressor, counter=counter,
+        compressor=compressor, counter=counter, model_called=_model_called(agent, node),
     )
     remaining = [ref for ref in references if not (ref["ref_type"] == "task_output" and ref["task_id"] in texts)]
     items = items + [{"name": "compressed_dependencies", "content": result.text, "priority": 1}]
@@ -176,6 +178,15 @@ def _model_calls(batch_count: int, skipped: _Skipped, agent, node) -> list[dict[
                       "note": "summary_config asks for abstractive summaries; the plan's are extractive"})
     if skipped.calls["compression"]:
         calls.append({"purpose": "compression", "calls": skipped.calls["compression"],
-                      "note": f"{agent.backend} would compress with the model '{node.compress_model}'; the plan's "
-                              "compression is extractive"})
+                      "note": f"{agent.backend} would compress with the model '{_model_called(agent, node)}' "
+                              f"(compress_model '{node.compress_model}'); the plan's compression is extractive"})
     return calls
+
+
+def _model_called(agent, node) -> str | None:
+    """The model a run's compression would call; None when the agent's backend is not
+    configured (the plan still shows the rest)."""
+    try:
+        return compress_model_called(agent, node.compress_model)
+    except BackendError:
+        return None

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
 from agents.backends import BackendError, BackendRequest, get_backend
 from agents.models import Agent
 from executions.compression_cache import RedisCompressionCache
@@ -212,6 +214,7 @@ def compress_dependencies(node, plan, outputs, references, items, agent):
     result = compression.compress_dependencies(
         texts, ratio=node.compress_ratio, model=node.compress_model, cache=COMPRESSION_CACHE,
         compressor=compressor_for(agent, counter), counter=counter,
+        model_called=compress_model_called(agent, node.compress_model),
     )
     remaining = [ref for ref in references if not (ref["ref_type"] == "task_output" and ref["task_id"] in texts)]
     items = items + [{"name": "compressed_dependencies", "content": result.text, "priority": 1}]
@@ -236,12 +239,23 @@ def as_text(output: Any) -> str:
     return json.dumps(output, ensure_ascii=False)
 
 
+def compress_model_called(agent, name: str) -> str | None:
+    """The model a compression with compress_model `name` (flash, pro) calls on the agent's
+    backend: the operator's COMPRESS_MODELS entry for that backend, else the agent's own
+    model, else the backend's default. None for the builtin, which calls no model."""
+    backend = get_backend(agent.backend)
+    if not backend.abstractive:
+        return None
+    named = (settings.COMPRESS_MODELS.get(agent.backend) or {}).get(name)
+    return named or agent.model or getattr(backend, "model", "") or None
+
+
 def compressor_for(agent, counter: TokenCounter):
     """The builtin compresses extractively; a model backend is asked for a summary of
-    `ratio` of the text's tokens with the node's compress_model."""
-    if agent.backend == "builtin":
-        return compression.extractive_compressor(counter)
+    `ratio` of the text's tokens with the model compress_model_called names."""
     backend = get_backend(agent.backend)
+    if not backend.abstractive:
+        return compression.extractive_compressor(counter)
 
     def compress(text: str, ratio: float, model: str) -> str:
         return backend.summarize(compression.compression_prompt(text, ratio),

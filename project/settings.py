@@ -176,6 +176,18 @@ CACHES = {
 }
 # Compressed upstream outputs (parallel-agent-compression) stay cached this long.
 COMPRESSION_CACHE_SECONDS = env_int("COMPRESSION_CACHE_SECONDS", 7 * 24 * 3600)
+# What a node's compress_model (the seed's `flash` / `pro`) calls on each LLM backend:
+# COMPRESS_MODELS is JSON, {"<backend>": {"flash": "<model id>", "pro": "<model id>"}}.
+# Default {}: a name a backend's entry lacks calls the agent's own model (else the
+# backend's default model), never the name itself as a model id.
+try:
+    COMPRESS_MODELS = json.loads(os.environ.get("COMPRESS_MODELS") or "{}")
+except json.JSONDecodeError:
+    COMPRESS_MODELS = None
+if not (isinstance(COMPRESS_MODELS, dict) and all(
+        isinstance(names, dict) and all(isinstance(model, str) and model for model in names.values())
+        for names in COMPRESS_MODELS.values())):
+    raise ValueError('COMPRESS_MODELS must be a JSON object such as {"openai": {"flash": "gpt-4o-mini", "pro": "gpt-4o"}}')
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -355,3 +355,19 @@ def test_every_dependency_gets_one_section_and_compression_never_lengthens(outpu
                 assert len(section.text) <= len(original)
                 assert section.tokens_after <= section.tokens_before
                 assert section.lines_after <= section.lines_before
+
+
+def test_it_calls_and_caches_under_the_model_a_name_stands_for_and_heads_the_block_with_the_name():
+    asked = []
+
+    def compressor(content, ratio, model):
+        asked.append(model)
+        return content[: len(content) // 4]
+
+    report = "\n".join(f"line {n} of the report" for n in range(60))
+    cache = DictCompressionCache()
+    result = compress_dependencies({"task_a": report}, model="flash", model_called="fast-model", cache=cache,
+                                   compressor=compressor)
+    assert asked == ["fast-model"] and list(cache.entries) == [cache_key(report, 0.3, "fast-model")]
+    assert "[依赖任务压缩输出 | 模型: flash, 压缩比: 30%]" in result.text
+    assert (result.record()["model"], result.record()["model_called"]) == ("flash", "fast-model")

@@ -204,3 +204,31 @@ def test_a_compression_cache_that_fails_is_written_to_the_node_runs_cache_error(
     synthesis = execution.node_runs.get(node_id="task_d")
     errors = [d["cache_error"] for d in synthesis.compression["dependencies"]]
     assert len(errors) == 3 and all(error.startswith("get: ConnectionError") for error in errors)
+
+
+@pytest.mark.parametrize("compress_models, agent_model, called", [
+    ({"openai": {"flash": "fast-model", "pro": "big-model"}}, "agent-model", "fast-model"),
+    ({}, "agent-model", "agent-model"),
+    ({"command": {"flash": "elsewhere"}}, "", "backend-default"),
+])
+def test_compress_model_names_map_to_the_backends_real_models(chain, settings, chat_server, monkeypatch,
+                                                              compress_models, agent_model, called):
+    from engine.compression import DictCompressionCache
+    from executions import runner
+
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "openai": {
+        "kind": "openai_compatible", "base_url": chat_server.base_url, "model": "backend-default", "max_retries": 0}}
+    settings.COMPRESS_MODELS = compress_models
+    monkeypatch.setattr(runner, "COMPRESSION_CACHE", DictCompressionCache())
+    chat_server.reply("the findings, compressed")
+    workflow = Workflow.objects.get(workflow_id="parallel_analysis")
+    graph = workflow_graph(workflow)
+    node = graph.nodes["task_d"]
+    agent = node.agent
+    agent.backend, agent.model = "openai", agent_model
+    outputs = {dep: "\n".join(f"{dep} finding {n}: latency fell by {n} ms" for n in range(80))
+               for dep in graph.plan.dependencies("task_d")}
+    _, _, record = runner.compress_dependencies(node, graph.plan, outputs, [], [], agent)
+    assert {request.body["model"] for request in chat_server.requests} == {called}
+    assert (record["model"], record["model_called"]) == ("flash", called)
+    assert record["totals"]["compressed"] == len(outputs)
