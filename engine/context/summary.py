@@ -9,6 +9,10 @@ result is passed as (`content.render`). Strategies (§4.2):
 * `key_points`  — the first sentence of each paragraph and the bullet lines, as bullets;
 * `truncate`    — a token-exact prefix.
 
+Table data (§5.3, "保留表头+统计信息") is summarised as a table whatever the strategy: its
+header, the first rows that fit (each whole, on its own line) and its statistics (row
+count; min, max and mean of each numeric column), recorded as the strategy `table`.
+
 Token counts are the expensive part: the input's own count is assumed to be cached in the
 `TokenCounter` already, so nothing here encodes the whole input again. Sizes of pieces are
 estimated from the bytes they take, at the input's known tokens-per-byte, and only what is
@@ -737,6 +741,97 @@ def _summarize_scalars(items: list, target: int, counter: TokenCounter, name: st
             excess -= len(render(items[keep])) * per_char + 1
 
 
+# --------------------------------------------------------------------------- tables
+
+# A Markdown separator row: | --- | :---: |
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_DELIMITERS = ("|", "\t", ",")
+
+
+def _table_cells(line: str, delimiter: str) -> list[str]:
+    if delimiter == "|":
+        line = line.strip().strip("|")
+    return [cell.strip() for cell in line.split(delimiter)]
+
+
+def _number(text: Any) -> float | None:
+    if isinstance(text, bool):
+        return None
+    if isinstance(text, (int, float)):
+        return float(text) if math.isfinite(text) else None
+    try:
+        value = float(str(text).replace(",", "")) if isinstance(text, str) and text.strip() else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _column_statistics(columns: list[str], rows: list[list[Any]]) -> dict[str, dict]:
+    """min, max and mean of each column whose every filled cell is a number."""
+    statistics = {}
+    for index, column in enumerate(columns):
+        cells = [row[index] for row in rows if index < len(row) and row[index] not in ("", None)]
+        numbers = [_number(cell) for cell in cells]
+        if cells and all(number is not None for number in numbers):
+            statistics[column] = {"min": min(numbers), "max": max(numbers),
+                                  "mean": round(sum(numbers) / len(numbers), 4)}
+    return statistics
+
+
+def _text_table(text: str) -> tuple[list[str], list[str], list[str], str] | None:
+    """(header lines, column names, row lines, delimiter) of a Markdown, TSV or CSV table."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return None
+    for delimiter in _DELIMITERS:
+        columns = _table_cells(lines[0], delimiter)
+        if len(columns) < 2:
+            continue
+        header = lines[:2] if delimiter == "|" and _TABLE_RULE.match(lines[1]) else lines[:1]
+        rows = lines[len(header):]
+        if rows and all(len(_table_cells(row, delimiter)) == len(columns) for row in rows):
+            return header, columns, rows, delimiter
+    return None
+
+
+def _summarize_table(data: Any, target: int, counter: TokenCounter) -> tuple[Any, str] | None:
+    """§5.3, table data: the header, the first rows that fit, and the statistics (row count,
+    and min / max / mean of each numeric column) — each row still on its own line or as
+    its own object. None when `data` is not a table, or not even its header fits."""
+    if isinstance(data, str):
+        parsed = _text_table(data)
+        if parsed is None:
+            return None
+        header, columns, rows, delimiter = parsed
+        statistics = _column_statistics(columns, [_table_cells(row, delimiter) for row in rows])
+
+        def build(keep: int) -> str:
+            lines = [*header, *rows[:keep], "", f"rows: {len(rows)} ({keep} shown)"]
+            lines += [f"{name}: min {s['min']:g}, max {s['max']:g}, mean {s['mean']:g}" for name, s in statistics.items()]
+            return "\n".join(lines)
+    elif _is_list_of_dicts(data) and data:
+        columns = list(dict.fromkeys(key for row in data for key in row))
+        rows = data
+        statistics = _column_statistics(columns, [[row.get(name) for name in columns] for row in rows])
+
+        def build(keep: int) -> dict:
+            return {"columns": columns, "rows": rows[:keep], "total_rows": len(rows), "shown_rows": keep,
+                    "statistics": statistics}
+    else:
+        return None
+
+    def fits(keep: int) -> bool:
+        return counter.count(render(build(keep))) <= target
+
+    if not fits(0):
+        return None
+    low, high = 0, len(rows)  # the most rows that fit, by bisection
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle - 1)
+    return build(low), f"table: kept the header, {low} of {len(rows)} rows and the column statistics (§5.3)"
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -750,6 +845,7 @@ def summarize(
     summarize_fields: list[str] | None = None,
     abstractive: Callable[[str, int], str] | None = None,
     name: str = "items",
+    data_type: str = "",
 ) -> Summary:
     """`data` in at most `target_tokens` tokens (data-transfer-protocol §4.2).
 
@@ -757,13 +853,19 @@ def summarize(
     becomes `{K}_summary` / `total_{K}` / `summarized_{K}` / `omitted_fields`, with
     `preserve_fields` kept verbatim and `summarize_fields` summarised per element; a list
     of scalars keeps the first items that fit; anything else is summarised as its text.
-    Whatever cannot get under the target is truncated, and `note` says so."""
+    Whatever cannot get under the target is truncated, and `note` says so. A `table`
+    (data_type) keeps its header, whole rows and its statistics (strategy "table", §5.3)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown summary strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
     if target_tokens < 0:
         raise ValueError("target_tokens must not be negative")
     if target_tokens == 0:
         return Summary("", 0, strategy, "target of 0 tokens; nothing passed")
+    if data_type == "table":
+        table = _summarize_table(data, target_tokens, counter)
+        if table is not None:
+            content, note = table
+            return Summary(content, counter.count(render(content)), "table", note)
     summarizer = _Summarizer(counter, abstractive)
     content: Any = None
     used, note = strategy, ""

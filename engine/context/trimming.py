@@ -76,7 +76,7 @@ class Shrinker:
             item.content, target_tokens=target, counter=self.counter,
             strategy=config.get("strategy", "extractive"),
             preserve_fields=config.get("preserve_fields"), summarize_fields=config.get("summarize_fields"),
-            abstractive=self.abstractive, name=item.name,
+            abstractive=self.abstractive, name=item.name, data_type=item.data_type,
         )
         summary = replace(item, content=result.content, tokens=result.tokens, batches=None, pending_summary=None)
         return summary, result.strategy, result.note

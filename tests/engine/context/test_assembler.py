@@ -14,6 +14,8 @@ OUTPUTS = {
     "medium_text": text_of(5_000, seed=1),
     "large_atoms": {"atoms": atoms_of(20_000, seed=2), "relations": [], "metadata": {"paper": "p1"}},
     "code": "def f(x):\n    return x\n" * 700,
+    "table": "\n".join(["| run | bleu |", "| --- | --- |"] + [f"| run {n} of the sweep | {20 + n / 10:.1f} |"
+                                                            for n in range(400)]),
 }
 
 
@@ -195,3 +197,14 @@ def test_it_records_the_summary_strategy_actually_used_and_why_it_fell_back():
                                        "used extractive")
     (action,) = assemble(references=[ref("medium_text")]).record["resolution"]["actions"]
     assert action["strategy"] == "extractive" and "strategy_note" not in action
+
+
+def test_it_summarises_a_table_as_a_table():
+    assembly = assemble(references=[ref("table", data_type="table")])
+    report = by_name(assembly)["table_output"]
+    assert report.transfer_mode == "summary" and report.reason == "table data is passed as summary (§5.3)"
+    (action,) = assembly.record["resolution"]["actions"]
+    assert action["strategy"] == "table" and "rows and the column statistics" in action["strategy_note"]
+    lines = report.item.content.splitlines()
+    assert lines[:3] == ["| run | bleu |", "| --- | --- |", "| run 0 of the sweep | 20.0 |"]
+    assert "rows: 400 (" in report.item.content

@@ -544,3 +544,29 @@ def test_it_needs_no_django():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+TABLE = "\n".join(["| run | model | bleu |", "| --- | --- | ---: |"]
+                  + [f"| r{n:03d} | transformer-{n % 3} | {20 + n / 10:.1f} |" for n in range(300)])
+
+
+def test_a_table_keeps_its_header_whole_rows_and_its_statistics():
+    summary = summarize(TABLE, target_tokens=300, counter=COUNTER, data_type="table")
+    lines = summary.content.splitlines()
+    assert lines[:2] == ["| run | model | bleu |", "| --- | --- | ---: |"]
+    rows = [line for line in lines[2:] if line.startswith("| r")]
+    assert rows and rows == TABLE.splitlines()[2:2 + len(rows)], "rows stay whole, one a line, in order"
+    assert f"rows: 300 ({len(rows)} shown)" in lines
+    assert "bleu: min 20, max 49.9, mean 34.95" in lines
+    assert summary.strategy == "table" and summary.tokens <= 300
+    assert summary.note == f"table: kept the header, {len(rows)} of 300 rows and the column statistics (§5.3)"
+
+
+def test_a_table_of_rows_keeps_its_columns_rows_and_statistics():
+    rows = [{"run": f"r{n}", "bleu": 20 + n} for n in range(200)]
+    summary = summarize(rows, target_tokens=200, counter=COUNTER, data_type="table")
+    content = summary.content
+    assert content["columns"] == ["run", "bleu"] and content["total_rows"] == 200
+    assert content["rows"] == rows[:content["shown_rows"]] and content["shown_rows"] > 0
+    assert content["statistics"] == {"bleu": {"min": 20, "max": 219, "mean": 119.5}}
+    assert summary.tokens <= 200
