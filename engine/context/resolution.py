@@ -144,7 +144,8 @@ def select_path(data: Any, path: str, spec: dict | None = None) -> Any:
         return [node.value for node in found]
     holders = [_holder(node) for node in found]
     considered = [element for node in found if isinstance(node.value, list) for element in node.value]
-    considered += [holder for node, holder in zip(found, holders) if not isinstance(node.value, list) and holder is not None]
+    considered += [holder for node, holder in zip(found, holders)
+                   if not isinstance(node.value, list) and holder is not None]
     require_field(considered, spec)
     selected = []
     for node, holder in zip(found, holders):
