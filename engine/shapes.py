@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal, Optional, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from engine.context.filters import OPERATORS
+
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,99}$"
 # The largest whole number a document may put in an integer column: PositiveIntegerField
 # holds no more on PostgreSQL, and a larger one would fail at the database instead.
@@ -62,7 +64,10 @@ class OpenShape(BaseModel):
 
 # -- a data reference's settings (data-transfer-protocol §2–§6) ---------------------------
 
-FilterOperator = Literal["eq", "ne", "in", "gt", "gte", "lt", "lte", "contains"]
+# An operator the filter does not know is the seed's REF_FILTER_ERROR when the reference is
+# read, with its fallback, not a refused document.
+FilterOperator = Annotated[str, Field(min_length=1, description="one of " + ", ".join(OPERATORS)
+                                      + "; another is REF_FILTER_ERROR at run time")]
 TransferMode = Literal["full", "summary", "reference", "auto"]
 Priority = Annotated[int, between(1, 4)]
 

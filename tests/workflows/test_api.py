@@ -343,3 +343,14 @@ def test_optional_strings_given_empty_mean_none_everywhere(api, demo):
     assert (workflow.fallback_agent, workflow.escalate_to, workflow.judge_agent) == (None, None, None)
     transition = workflow.transitions.get()
     assert (transition.condition, transition.on_success, transition.on_failure) == (None, None, None)
+
+
+def test_an_unknown_filter_operator_is_accepted_and_left_to_the_run(api, demo):
+    # The seed makes it REF_FILTER_ERROR when the reference is read, with its fallback (the
+    # unfiltered data by default): see tests/executions/test_context.py.
+    reference = {"ref_type": "task_output", "task_id": "read", "path": "$.atoms",
+                 "filter": {"field": "atom_type", "operator": "like", "value": "c%"}}
+    document = {**REVIEW, "nodes": [REVIEW["nodes"][0], {**REVIEW["nodes"][1],
+                                                          "input_mapping": {"data_references": [reference]}}]}
+    assert api.author.post("/api/workflows/paper_review/validate", document).json()["problems"] == []
+    assert api.author.post("/api/workflows", document).status_code == 201
