@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from engine.context.summary import summarize
+from engine.errors import reraise_interrupt
 from engine.tokens import TokenCounter
 
 MIN_LINES = 50
@@ -171,6 +172,7 @@ def compress_text(
     try:
         cached = cache.get(key)
     except Exception as error:  # noqa: BLE001 - a cache that fails is a miss
+        reraise_interrupt(error)
         cached, cache_error = None, f"get: {_describe(error)}"
     if isinstance(cached, str) and cached:
         return Compressed(node_id, cached, lines_before, count_lines(cached), True, False, False)
@@ -186,6 +188,7 @@ def compress_text(
     try:
         text = compressor(content, ratio, model)
     except Exception as error:  # noqa: BLE001 - the backend's failure is recorded, not raised
+        reraise_interrupt(error)
         return failed(f"compression failed ({_describe(error)}); passed the original")
     if not isinstance(text, str):
         return failed(f"compressor returned {type(text).__name__}, not text; passed the original")
@@ -198,6 +201,7 @@ def compress_text(
     try:
         cache.set(key, text)
     except Exception as error:  # noqa: BLE001 - a cache that fails keeps nothing
+        reraise_interrupt(error)
         cache_error = "; ".join(filter(None, [cache_error, f"set: {_describe(error)}"]))
     return Compressed(node_id, text, lines_before, count_lines(text), False, False, False, cache_error=cache_error)
 

@@ -25,3 +25,22 @@ class EngineError(Exception):
 
     def as_dict(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, "details": self.details}
+
+
+# Exceptions that stop the work in hand wherever it is, such as a worker's time limit. Where
+# the engine records a failure instead of raising it (a backend that failed, a cache that
+# failed, a PDF that does not parse), it lets these through with `reraise_interrupt`, so a
+# node past its time limit stops then rather than at the hard limit. The Django side names
+# them (executions registers Celery's soft time limit); the engine knows no task queue.
+_INTERRUPTS: list[type[BaseException]] = []
+
+
+def register_interrupt(kind: type[BaseException]) -> None:
+    if kind not in _INTERRUPTS:
+        _INTERRUPTS.append(kind)
+
+
+def reraise_interrupt(error: BaseException) -> None:
+    """Raise `error` again if it is an interrupt; a caller that records failures calls this first."""
+    if isinstance(error, tuple(_INTERRUPTS)):
+        raise error

@@ -8,6 +8,9 @@ class ExecutionsConfig(AppConfig):
     def ready(self):
         # core's document registry, knowledge's db_query registry and agents' pages do not
         # know executions: executions tells them its kinds, its table and an agent's runs.
+        from celery.exceptions import SoftTimeLimitExceeded
+
+        from engine.errors import register_interrupt
         from executions.document_kinds import register_document_kinds
         from executions.run_records import register_agent_run_records
         from executions.tables import register_tables
@@ -15,3 +18,5 @@ class ExecutionsConfig(AppConfig):
         register_document_kinds()
         register_tables()
         register_agent_run_records()
+        # A node past its soft time limit stops, even inside engine code that records failures.
+        register_interrupt(SoftTimeLimitExceeded)

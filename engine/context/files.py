@@ -20,6 +20,8 @@ from typing import Any
 
 import pypdf
 
+from engine.errors import reraise_interrupt
+
 from .errors import REF_FILTER_ERROR, REF_FORMAT_ERROR, REF_NOT_FOUND, REF_PERMISSION_DENIED, RefError
 
 # Agents see the workspace as this directory, whatever it is on the machine.
@@ -213,6 +215,7 @@ def _read_pdf(data: bytes, path: str, encoding: str) -> tuple[list[str], list[tu
             if page is not None and page >= 0:
                 outline.append((level, str(item.title or "").strip(), page))
     except Exception as error:
+        reraise_interrupt(error)
         raise _not_a_pdf(data, path, encoding, f"{type(error).__name__}: {error}") from None
     return pages, outline
 

@@ -29,6 +29,7 @@ from itertools import chain, repeat
 from typing import Any, Callable
 
 from engine.context.content import FALLBACK_PRIORITY, element_priority, render
+from engine.errors import reraise_interrupt
 from engine.tokens import TokenCounter
 
 STRATEGIES = ("extractive", "abstractive", "key_points", "truncate")
@@ -391,6 +392,7 @@ class _Summarizer:
             try:
                 generated = self.abstractive(text, budget)
             except Exception as error:  # the backend's failure is reported, not raised
+                reraise_interrupt(error)
                 note = f"abstractive summary failed ({type(error).__name__}: {error}); used extractive"
             else:
                 generated = generated if isinstance(generated, str) else render(generated)

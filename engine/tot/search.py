@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from engine.errors import reraise_interrupt
+
 from .errors import (BUDGET_EXHAUSTED, EVALUATION_TIMEOUT, GENERATION_FAILED, INVALID_FORMAT, SEARCH_EXHAUSTED,
                      ToTError)
 from .messages import EVALUATION_STRATEGIES, GENERATION_STRATEGIES, check_reply, make_message
@@ -478,6 +480,7 @@ class _Explorer:
             return None, self.reply_failed(role, sender, reply_type, None, ToTError(
                 EVALUATION_TIMEOUT, f"the evaluator timed out: {error}", recoverable=True))
         except Exception as error:
+            reraise_interrupt(error)
             if failure is None:
                 raise
             return None, self.reply_failed(role, sender, reply_type, None, ToTError(

@@ -103,3 +103,30 @@ def test_it_keeps_run_failures_out_of_the_errors_answered_to_a_request():
     assert BackendError("down").code == "BACKEND_ERROR" and BackendError("down").details == {}
     failure = NodeFailure("timed out", code="TIMEOUT", retryable=True)
     assert (failure.code, failure.retryable, failure.details, failure.record) == ("TIMEOUT", True, None, {})
+
+
+def test_an_interrupt_goes_through_the_engine_code_that_records_failures():
+    from engine.compression import DictCompressionCache, compress_dependencies
+    from engine.errors import register_interrupt
+
+    class TimeLimit(Exception):
+        """Stands for a worker's soft time limit, raised wherever the node's code is."""
+
+    def stopped(content, ratio, model):
+        raise TimeLimit()
+
+    text = "\n".join(f"line {i} of a long output" for i in range(200))
+    failed = compress_dependencies({"a": text}, cache=DictCompressionCache(), compressor=stopped)
+    assert failed.sections[0].failed and "compression failed (TimeLimit" in failed.sections[0].error  # recorded
+    register_interrupt(TimeLimit)
+    with pytest.raises(TimeLimit):
+        compress_dependencies({"a": text}, cache=DictCompressionCache(), compressor=stopped)
+
+
+def test_the_workers_soft_time_limit_is_an_interrupt():
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from engine.errors import reraise_interrupt
+
+    with pytest.raises(SoftTimeLimitExceeded):  # registered by the executions app
+        reraise_interrupt(SoftTimeLimitExceeded())

@@ -4,10 +4,13 @@ process is killed and the sweep fails the node with the same code; the worker li
 import json
 import os
 import sys
+import threading
 import time
 import uuid
 
 import pytest
+from django.db import connection, transaction
+from django.utils import timezone
 
 from core.documents import import_documents
 from executions.models import Execution
@@ -87,10 +90,26 @@ def test_it_fails_a_node_past_its_soft_time_limit_and_the_worker_runs_the_next(w
     assert worker.poll() is None, "the worker is still up"
 
 
+def hold_the_run(execution, seconds: float) -> threading.Thread:
+    """Keep the run's row locked (a write in an open transaction) for `seconds`, from a
+    thread with a connection of its own: storing a node's failure waits for it."""
+    def hold():
+        try:
+            with transaction.atomic():
+                Execution.objects.filter(pk=execution.pk).update(updated_at=timezone.now())
+                time.sleep(seconds)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    return thread
+
+
 def test_it_fails_a_node_killed_at_its_hard_time_limit_once_the_sweep_sees_it(workers, limited):
-    """The soft limit lands in a compression call, which absorbs its backend's failures and
-    passes the text on; the node then sleeps in its main call until the hard limit kills the
-    pool process."""
+    """The soft limit lands in a compression call (which records its backend's failures, but
+    lets a time limit through) and the node fails; storing that failure waits for the run's
+    row, which is held past the hard limit, so the pool process is killed first."""
     worker, pids = limited
     import_documents({
         "workflow_id": "squeezed", "name": "Squeezed", "topology": "dag",
@@ -101,6 +120,11 @@ def test_it_fails_a_node_killed_at_its_hard_time_limit_once_the_sweep_sees_it(wo
         "error_handling": {"retry_count": 2},
     }, actor="test")
     execution = execution_start(workflow=Workflow.objects.get(workflow_id="squeezed"))
+    deadline = time.monotonic() + 30
+    while not execution.node_runs.filter(node_id="slow_squeeze", status="running").exists():
+        assert time.monotonic() < deadline, f"slow_squeeze never started\n{workers.logs()}"
+        time.sleep(0.05)
+    hold_the_run(execution, seconds=8).join()  # past the hard limit of 6 s
     deadline = time.monotonic() + 60
     while execution.status == Execution.Status.RUNNING:
         assert time.monotonic() < deadline, f"run still {execution.status}\n{workers.logs()}"
@@ -117,7 +141,7 @@ def test_it_fails_a_node_killed_at_its_hard_time_limit_once_the_sweep_sees_it(wo
     assert log.count("Hard time limit (6.0s) exceeded for executions.run_node") == 1
     received = [line.split("run_node[")[1] for line in log.splitlines() if "run_node[" in line and "received" in line]
     assert len(received) == len(set(received)), "no task was received twice"
-    summary, main = pids_in(pids)
+    (summary,) = pids_in(pids)  # the node stopped in its compression: its main call never ran
     assert_gone(summary)  # the soft limit killed the summary's command
     assert worker.poll() is None, "the worker is still up"
     # ... and its new pool process runs the next node.
