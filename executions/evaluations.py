@@ -80,7 +80,8 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
         scored.details["accuracy"]["judge_problem"] = judge_problem
     gate = execution.workflow.quality_gate or None
     failures = gate_failures(scored.scores(), gate) if gate else []
-    scored = _with_gate(scored, gate, failures)
+    run_failed = execution.status == Execution.Status.FAILED
+    scored = _with_gate(scored, gate, failures, run_failed)
 
     try:
         with transaction.atomic():
@@ -105,8 +106,8 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
                        evaluation_id=_evaluation_id(f"eval_{execution.execution_id}_{agent.agent_id}"))
             if gate:
                 Execution.objects.filter(pk=locked.pk).update(quality_gate={
-                    "passed": not failures, "failed": failures, "gate": gate,
-                    "evaluation_id": evaluation.evaluation_id})
+                    "passed": not failures and not run_failed, "failed": failures, "run_failed": run_failed,
+                    "gate": gate, "evaluation_id": evaluation.evaluation_id})
             evaluation_aggregate_refresh(target_type="workflow", target_id=execution.workflow.workflow_id)
             for agent in agents.values():
                 evaluation_aggregate_refresh(target_type="agent", target_id=agent.agent_id)
@@ -228,17 +229,18 @@ def _judge(execution: Execution, runs: list[NodeRun], checks: list[Check]) -> tu
     return Verdict(judge.agent_id, float(score), tuple(line[:500] for line in feedback[:20])), ""
 
 
-def _with_gate(scored: Scored, gate: dict | None, failures: list[dict]) -> Scored:
-    """A workflow's gate is part of passing: a run that misses a minimum does not pass."""
+def _with_gate(scored: Scored, gate: dict | None, failures: list[dict], run_failed: bool) -> Scored:
+    """A workflow's gate is part of passing: a run that misses a minimum does not pass, and
+    a run that failed never meets its gate, whatever its scores."""
     if not gate:
         return scored
     feedback = list(scored.feedback)
-    details = dict(scored.details, quality_gate={"gate": gate, "failed": failures})
-    if not failures:
+    details = dict(scored.details, quality_gate={"gate": gate, "failed": failures, "run_failed": run_failed})
+    if not failures and not run_failed:
         feedback.append("quality gate passed: " + ", ".join(f"{k} ≥ {v}" for k, v in gate.items()))
         return Scored(**{**scored.__dict__, "feedback": feedback, "details": details})
-    feedback.append("quality gate failed: " + ", ".join(
-        f"{f['score']} {f['value']:.2f} < {f['minimum']}" for f in failures))
+    feedback.append("quality gate failed: " + ", ".join(["the run failed"] * run_failed + [
+        f"{f['score']} {f['value']:.2f} < {f['minimum']}" for f in failures]))
     action = "revise" if scored.action == "approve" else scored.action
     return Scored(**{**scored.__dict__, "passed": False, "action": action, "feedback": feedback, "details": details})
 

@@ -188,17 +188,19 @@ def execution_evaluation(execution: Execution) -> Evaluation | None:
 def gate_summary(gate: Any) -> dict[str, Any] | None:
     """A quality gate's outcome as one line: "Quality gate failed: accuracy 0.50 < 0.80".
 
-    Takes an execution's `quality_gate` ({passed, failed, gate}) or an evaluation's
-    `details["quality_gate"]` ({gate, failed}); None when there is no gate."""
+    Takes an execution's `quality_gate` ({passed, failed, run_failed, gate}) or an
+    evaluation's `details["quality_gate"]` ({gate, failed, run_failed}); None when there is
+    no gate. A run that failed never meets its gate."""
     gate = _dict(gate)
     minimums = {name: value for name, value in _in_score_order(_dict(gate.get("gate"))) if _number(value) is not None}
     if not gate or not minimums:
         return None
     failed = [item for item in gate.get("failed") or [] if isinstance(item, dict)
               and _number(item.get("value")) is not None and _number(item.get("minimum")) is not None]
-    if failed:
-        parts = [f"{_label(item.get('score'))} {_below(item['value'], item['minimum'])} < {_minimum(item['minimum'])}"
-                 for item in failed]
+    if failed or gate.get("run_failed") is True:
+        parts = ["the run failed"] * (gate.get("run_failed") is True) + [
+            f"{_label(item.get('score'))} {_below(item['value'], item['minimum'])} < {_minimum(item['minimum'])}"
+            for item in failed]
         return {"passed": False, "text": "Quality gate failed: " + ", ".join(parts),
                 "failed": [str(item.get("score")) for item in failed]}
     parts = [f"{_label(name)} ≥ {_minimum(value)}" for name, value in minimums.items()]

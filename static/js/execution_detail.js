@@ -627,9 +627,11 @@
       .sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b));
     if (!minimums.length) return null;
     const failed = (gate.failed || []).filter((item) => item && typeof item.value === "number" && typeof item.minimum === "number");
-    if (failed.length) {
-      return { passed: false, text: "Quality gate failed: " + failed.map((item) =>
-        `${SCORE_LABELS[item.score] || item.score} ${belowText(item.value, item.minimum)} < ${minimumText(item.minimum)}`).join(", ") };
+    if (failed.length || gate.run_failed === true) { // a run that failed never meets its gate
+      const parts = failed.map((item) =>
+        `${SCORE_LABELS[item.score] || item.score} ${belowText(item.value, item.minimum)} < ${minimumText(item.minimum)}`);
+      if (gate.run_failed === true) parts.unshift("the run failed");
+      return { passed: false, text: "Quality gate failed: " + parts.join(", ") };
     }
     return { passed: true, text: "Quality gate passed: " + minimums.map(([score, minimum]) =>
       `${SCORE_LABELS[score] || score} ≥ ${minimumText(minimum)}`).join(", ") };

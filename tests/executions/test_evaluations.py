@@ -42,7 +42,7 @@ def test_it_evaluates_a_run_with_its_judge_its_agents_and_its_gate():
     assert (evaluation.passed, evaluation.action) == (True, "approve")
     assert "quality gate passed: completeness ≥ 1.0, overall_score ≥ 0.7" in evaluation.feedback
     execution.refresh_from_db()
-    assert execution.quality_gate == {"passed": True, "failed": [], "gate": {"completeness": 1.0, "overall_score": 0.7},
+    assert execution.quality_gate == {"passed": True, "failed": [], "run_failed": False, "gate": {"completeness": 1.0, "overall_score": 0.7},
                                       "evaluation_id": evaluation.evaluation_id}
 
     per_agent = Evaluation.objects.filter(execution=execution, target_type="agent")
@@ -83,7 +83,7 @@ def test_it_marks_a_run_that_misses_its_gate_and_names_the_score():
     [failure] = execution.quality_gate["failed"]
     assert failure["score"] == "completeness" and failure["value"] < 1.0 and failure["minimum"] == 1.0
     assert evaluation.passed is False and evaluation.action in ("revise", "reject")
-    assert any(line.startswith("quality gate failed: completeness ") for line in evaluation.feedback)
+    assert any(line.startswith("quality gate failed: the run failed, completeness ") for line in evaluation.feedback)
     assert "compliance" in evaluation.details["completeness"]["incomplete"]
 
 
@@ -192,3 +192,18 @@ def test_it_evaluates_a_run_whose_natural_id_a_person_took(api):
     evaluation = execution_evaluate(execution_pk=execution.pk)
     assert evaluation.evaluation_id.startswith(f"eval_{execution.execution_id}_")
     assert (evaluation.target_type, evaluation.method) == ("execution", "computed")
+
+
+def test_a_run_that_failed_never_meets_its_gate_whatever_its_scores():
+    from executions.page_selectors import gate_summary
+
+    Workflow.objects.filter(workflow_id="release_review").update(quality_gate={"overall_score": 0.0})
+    execution = run("release_review", topic="v2")
+    execution_abort(execution=execution)  # escalated, then aborted: the run failed
+    evaluation = execution_evaluate(execution_pk=execution.pk)
+    execution.refresh_from_db()
+    assert (execution.status, execution.quality_gate["passed"]) == ("failed", False)
+    assert execution.quality_gate["failed"] == [] and execution.quality_gate["run_failed"] is True
+    assert evaluation.passed is False and "quality gate failed: the run failed" in evaluation.feedback
+    assert gate_summary(execution.quality_gate)["text"] == "Quality gate failed: the run failed"
+    assert gate_summary(evaluation.details["quality_gate"])["passed"] is False
