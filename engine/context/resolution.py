@@ -126,7 +126,8 @@ def select_path(data: Any, path: str, spec: dict | None = None) -> Any:
     The filter looks at each selected object; for a selected list, at its elements; and
     for a selected scalar, at the object holding it, so the seed's example
     (`$.atoms[*].content` filtered on `atom_type`) keeps the contents of matching atoms.
-    A filter field that none of those has is REF_FILTER_ERROR (see filters.apply_filter).
+    A filter field that none of those has is REF_FILTER_ERROR (see filters.apply_filter); a
+    filter that keeps nothing is REF_NOT_FOUND, as a path that selects nothing is.
     """
     try:
         expression = compile_path(path)
@@ -139,7 +140,7 @@ def select_path(data: Any, path: str, spec: dict | None = None) -> Any:
         raise RefError(errors.REF_NOT_FOUND, f"path '{path}' selects nothing in the output")
     if expression.singular_query():
         value = found[0].value
-        return value if spec is None else apply_filter(value, spec)
+        return value if spec is None else _kept(apply_filter(value, spec), path)
     if spec is None:
         return [node.value for node in found]
     holders = [_holder(node) for node in found]
@@ -153,7 +154,13 @@ def select_path(data: Any, path: str, spec: dict | None = None) -> Any:
             selected.append(keep_matching(node.value, spec))
         elif holder is not None and matches(holder, spec):
             selected.append(node.value)
-    return selected
+    return _kept(selected if any(part != [] for part in selected) else [], path)
+
+
+def _kept(value: Any, path: str) -> Any:
+    if value == []:
+        raise RefError(errors.REF_NOT_FOUND, f"the filter keeps nothing of what path '{path}' selects")
+    return value
 
 
 def _holder(node) -> dict | None:

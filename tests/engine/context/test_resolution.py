@@ -327,3 +327,13 @@ def test_rows_cut_at_the_source_cap_are_on_the_record():
     resolved = resolver(query=query).resolve({"ref_type": "db_query", "table": "knowledge_atoms", "limit": 5000}, "q")
     assert resolved.data == [{"atom_id": "a1"}]
     assert resolved.cap == {"limit_requested": 5000, "limit_applied": 1, "rows_passed": 1, "rows_left_out": 41}
+
+
+@pytest.mark.parametrize("path", ["$.atoms", "$.atoms[*].content"])
+def test_a_filter_that_keeps_nothing_is_not_found_never_an_empty_list(path):
+    unknown = {"field": "atom_type", "operator": "eq", "value": "rumour"}
+    resolved = resolver().resolve(task_ref(path=path, filter=unknown), "x")
+    assert resolved.skipped and [f.error_code for f in resolved.failures] == ["REF_NOT_FOUND"]
+    assert resolved.failures[0].error_message == f"the filter keeps nothing of what path '{path}' selects"
+    claims = resolver().resolve(task_ref(path=path, filter={**unknown, "value": "claim"}), "x")
+    assert claims.data and not claims.failures
