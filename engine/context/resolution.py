@@ -140,7 +140,12 @@ def select_path(data: Any, path: str, spec: dict | None = None) -> Any:
         raise RefError(errors.REF_NOT_FOUND, f"path '{path}' selects nothing in the output")
     if expression.singular_query():
         value = found[0].value
-        return value if spec is None else _kept(apply_filter(value, spec), path)
+        if spec is None:
+            return value
+        kept = apply_filter(value, spec)
+        if kept == []:
+            raise _kept_nothing(path)
+        return kept
     if spec is None:
         return [node.value for node in found]
     holders = [_holder(node) for node in found]
@@ -154,13 +159,13 @@ def select_path(data: Any, path: str, spec: dict | None = None) -> Any:
             selected.append(keep_matching(node.value, spec))
         elif holder is not None and matches(holder, spec):
             selected.append(node.value)
-    return _kept(selected if any(part != [] for part in selected) else [], path)
+    if all(part == [] for part in selected):  # nothing kept, or only empty lists
+        raise _kept_nothing(path)
+    return selected
 
 
-def _kept(value: Any, path: str) -> Any:
-    if value == []:
-        raise RefError(errors.REF_NOT_FOUND, f"the filter keeps nothing of what path '{path}' selects")
-    return value
+def _kept_nothing(path: str) -> RefError:
+    return RefError(errors.REF_NOT_FOUND, f"the filter keeps nothing of what path '{path}' selects")
 
 
 def _holder(node) -> dict | None:

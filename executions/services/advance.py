@@ -34,7 +34,8 @@ def _advance(execution: Execution, *, completed: NodeRun | None, retryable: bool
     if execution.status != Execution.Status.RUNNING:
         return
     workflow = execution.workflow
-    step = next_step(workflow_plan(workflow), _policy(workflow), _progress(execution),
+    plan = workflow_plan(workflow)
+    step = next_step(plan, _policy(workflow), _progress(execution),
                      None if completed is None else _outcome(completed, retryable))
     if step.skipped:  # the failed node is passed over: what follows, follows its skipped run
         completed = _new_run(execution, step.skipped, agent_id=completed.agent_id, kind="manual",
@@ -42,7 +43,7 @@ def _advance(execution: Execution, *, completed: NodeRun | None, retryable: bool
     if step.decision:
         NodeRun.objects.filter(pk=completed.pk).update(decision=step.decision.as_dict())
     if step.action == "start":
-        _start_layer(execution, workflow_plan(workflow), list(step.nodes))
+        _start_layer(execution, plan, list(step.nodes))
     elif step.action in ("retry", "fallback"):
         _new_run(execution, step.nodes[0], agent_id=step.agent, kind=step.action, attempt=step.attempt,
                  delay=step.delay)
