@@ -52,6 +52,19 @@ class Execution(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    # The workflow as this run read it (nodes, their agents and inputs, edges, transitions):
+    # a re-run checks the workflow has not changed shape since.
+    workflow_shape = models.JSONField(null=True, blank=True)
+    # A re-run (executions/services/rerun.py): the run it started from, and what it took from
+    # it: the node it ran from (and the step, in a state machine), the outputs reused, edited
+    # and the agent versions pinned.
+    rerun_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="reruns")
+    rerun = models.JSONField(null=True, blank=True)
+    # node id → the pk of the AgentVersion its runs use (a re-run's pins); others use the latest.
+    agent_versions = models.JSONField(default=dict, blank=True)
+    # A node tried alone (`node_try`): one node run, no evaluation, no derive rules, not listed
+    # among the workflow's runs.
+    trial = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -100,6 +113,8 @@ class NodeRun(models.Model):
         RETRY = "retry"
         FALLBACK = "fallback"
         MANUAL = "manual"  # an output a person gave when resuming an escalated run
+        REUSED = "reused"  # a re-run's copy of its source's output (`reused_from`): not run again
+        EDITED = "edited"  # the same, with the output a person edited before the re-run
 
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.FIRST)
@@ -126,6 +141,8 @@ class NodeRun(models.Model):
     resolution_failures = models.JSONField(default=list, blank=True)
     compression = models.JSONField(null=True, blank=True, help_text="parallel-agent-compression: per dependency lines and cache hits")
     decision = models.JSONField(null=True, blank=True, help_text="The transition taken after this run, with the condition values")
+    reused_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+                                    help_text="A reused or edited run: the node run of the source execution it copies.")
 
     class Meta:
         ordering = ["execution", "sequence", "id"]
