@@ -3,6 +3,7 @@
 """
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -50,6 +51,19 @@ def versioned_content(agent: Agent) -> dict[str, Any]:
         "context_limits": {field: getattr(agent, field) for field in CONTEXT_LIMIT_FIELDS}
         | {"data_area": agent.data_area},
     }
+
+
+def agent_as_of(agent: Agent, version) -> Agent:
+    """The agent as `version` (an AgentVersion of it) froze it: what a node run pinned to an
+    earlier version runs. A copy, never saved."""
+    content = version.content
+    frozen = copy.copy(agent)
+    frozen.version = version.version
+    for field in ("name", "type", "prompt_config", "capabilities", "constraints"):
+        setattr(frozen, field, content.get(field, getattr(agent, field)))
+    for field, value in {**content.get("runtime", {}), **content.get("context_limits", {})}.items():
+        setattr(frozen, field, value)
+    return frozen
 
 
 def agent_document(agent: Agent) -> dict[str, Any]:

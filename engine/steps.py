@@ -54,10 +54,11 @@ class Progress:
     elapsed_seconds: float
     statuses: Callable[[Collection[str]], dict[str, str]]  # node ids → the latest status of each started one
     any_active: Callable[[], bool]  # is any node run pending or running
-    steps_taken: Callable[[], int]  # first attempts started so far
+    steps_taken: Callable[[], int]  # first attempts started so far, and the steps a re-run reused
     state: Any = None
     input: Any = None
     evaluate: Callable[..., bool] = evaluate_condition
+    start: str | None = None  # a state machine re-run from a step of its path starts there (engine.replay)
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ def _after_failure(plan: Plan, policy: Policy, progress: Progress, outcome: Outc
 def _after_success(plan: Plan, policy: Policy, progress: Progress, outcome: Outcome | None) -> Step:
     if plan.topology == "state_machine":
         if outcome is None:
-            return _start_state(plan, policy, progress, plan.start)
+            return _start_state(plan, policy, progress, progress.start or plan.start)
         decision = plan.next_state(outcome.node_id, evaluate=progress.evaluate, output=outcome.output,
                                    state=progress.state, input=progress.input)
         step = (Step("end", status="success") if decision.action == "end"

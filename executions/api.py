@@ -14,7 +14,7 @@ from core.roles import AUTHOR, require_role
 from executions import evaluations, selectors, services
 from executions.schemas import (
     ID_PATTERN, MAX_ROW_ID, EvaluationFilters, EvaluationIn, EvaluationOut, ExecutionFilters, ExecutionIn,
-    ExecutionOut, ExecutionSummaryOut, NodeRunOut, ResumeIn, ThoughtTreeOut,
+    ExecutionOut, ExecutionSummaryOut, NodeRunOut, RerunIn, ResumeIn, ThoughtTreeOut, TryIn,
 )
 from executions.preview import node_context_plan
 from workflows.schemas import PlanIn, PlanOut
@@ -68,6 +68,16 @@ def node_runs_detail(request, execution_id: str = execution_id_param(),
 def thought_tree_detail(request, execution_id: str = execution_id_param(),
                         node_run_id: int = Path(..., ge=1, le=MAX_ROW_ID)):
     return selectors.thought_tree_get(selectors.execution_get(execution_id), node_run_id)
+
+
+@router.post("/executions/{execution_id}/rerun", response=responses(201, ExecutionOut),
+             summary="Run again from a node: a new run that reuses the outputs before it (edited if asked)")
+def executions_rerun(request, payload: RerunIn, execution_id: str = execution_id_param()):
+    require_role(request.user, AUTHOR, to="start runs")
+    execution = services.execution_rerun(source=selectors.execution_get(execution_id), from_node=payload.from_node,
+                                         step=payload.step, outputs=payload.outputs,
+                                         agent_versions=payload.agent_versions, actor=request.user)
+    return Status(201, selectors.execution_detail(execution))
 
 
 @router.post("/executions/{execution_id}/cancel", response=responses(200, ExecutionOut),
@@ -136,3 +146,16 @@ def workflows_node_plan(request, workflow_id: str, node_id: str, payload: PlanIn
     payload = payload or PlanIn()
     return node_context_plan(workflow=workflow_get(workflow_id), node_id=node_id,
                              outputs=payload.outputs, input=payload.input, state=payload.state)
+
+
+@router.post("/workflows/{workflow_id}/nodes/{node_id}/try", response=responses(201, ExecutionOut),
+             tags=["workflows"], operation_id="workflows_api_workflows_node_try",
+             summary="Run one node alone, once, on a worker: a trial, never evaluated; poll it as a run")
+def workflows_node_try(request, workflow_id: str, node_id: str, payload: TryIn | None = Body(None)):
+    require_role(request.user, AUTHOR, to="try nodes")
+    payload = payload or TryIn()
+    source = selectors.execution_get(payload.execution) if payload.execution else None
+    execution = services.node_try(workflow=workflow_get(workflow_id), node_id=node_id, source=source,
+                                  input=payload.input, state=payload.state, outputs=payload.outputs,
+                                  agent_version=payload.agent_version, actor=request.user)
+    return Status(201, selectors.execution_detail(execution))

@@ -95,7 +95,8 @@ def quality_issue(agent: Agent) -> Proposal | None:
 
 def capability_gap(agent: Agent) -> Proposal | None:
     since = _last_decision(agent, Trigger.CAPABILITY_GAP)
-    failed = NodeRun.objects.filter(agent=agent, status=NodeRun.Status.FAILED, error_code="CAPABILITY_GAP")
+    failed = NodeRun.objects.filter(agent=agent, status=NodeRun.Status.FAILED, error_code="CAPABILITY_GAP",
+                                    execution__trial=False)
     if since:
         failed = failed.filter(completed_at__gt=since)
     runs = list(failed.select_related("execution").order_by("-completed_at", "-id")[:50])
@@ -129,8 +130,9 @@ def frequency_threshold(agent: Agent) -> Proposal | None:
     since = _last_decision(agent, Trigger.FREQUENCY_THRESHOLD)
     if since and since > start:
         start = since
-    uses = (NodeRun.objects.filter(agent=agent, status=NodeRun.Status.SUCCESS, completed_at__gte=start)
-            .exclude(execution__domain=""))
+    uses = (NodeRun.objects.filter(agent=agent, status=NodeRun.Status.SUCCESS, completed_at__gte=start,
+                                   execution__trial=False)
+            .exclude(execution__domain="").exclude(kind__in=NodeRun.COPIES))
     counts = list(uses.values("execution__domain").annotate(uses=Count("id")).order_by("-uses", "execution__domain"))
     # A domain the agent already knows (its own, or its focus as a derived specialist) needs no new specialist.
     candidates = [row for row in counts if row["execution__domain"] not in _domains(agent)]

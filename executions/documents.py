@@ -89,6 +89,7 @@ def node_run_record(run: NodeRun, *, with_id: bool = False) -> dict[str, Any]:
         "resolved_inputs": run.resolved_inputs,
         "compression": run.compression,
         "decision": run.decision,
+        "reused_from": run.reused_from_id,
         "prompt": run.prompt,
         "output": run.output,
     }
@@ -109,5 +110,9 @@ def execution_record(execution: Execution, *, node_run_ids: bool = False) -> dic
         "escalation": execution.escalation,
         "domain": execution.domain,
         "quality_gate": execution.quality_gate,
+        "rerun_of": execution.rerun_of.execution_id if execution.rerun_of_id else None,
+        "rerun": execution.rerun,
+        "trial": execution.trial,
+        "reruns": list(execution.reruns.order_by("created_at", "id").values_list("execution_id", flat=True)),
         "node_runs": runs,
     }

@@ -116,6 +116,9 @@ class NodeRun(models.Model):
         REUSED = "reused"  # a re-run's copy of its source's output (`reused_from`): not run again
         EDITED = "edited"  # the same, with the output a person edited before the re-run
 
+    COPIES = (Kind.REUSED, Kind.EDITED)  # a re-run's copies: not runs of the agent in their own right
+    RAN = (Kind.FIRST, Kind.RETRY, Kind.FALLBACK, Kind.MANUAL)  # the others: done in their execution
+
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.FIRST)
     attempt = models.PositiveIntegerField(default=1)

@@ -30,7 +30,7 @@ HEAVY_FIELDS = ("prompt", "resolved_inputs", "context_record", "compression", "r
 def executions_for_list(*, workflow: str = "", status: str = "", since=None, until=None) -> QuerySet[Execution]:
     """Runs, newest first, with their node runs counted by status (one grouped query per page)."""
     counts = {f"runs_{value}": Count("node_runs", filter=Q(node_runs__status=value)) for value in NodeRun.Status.values}
-    executions = (Execution.objects.select_related("workflow")
+    executions = (Execution.objects.filter(trial=False).select_related("workflow")
                   .annotate(node_runs_total=Count("node_runs"), **counts).order_by("-created_at", "-id"))
     if workflow:
         executions = executions.filter(workflow__workflow_id=workflow)

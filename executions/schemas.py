@@ -53,6 +53,33 @@ class ResumeIn(Schema):
     output: Any = Field(..., description="any JSON: stands for the output of the escalated node")
 
 
+class RerunIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    from_node: str = Field(..., description="the node to run again; the outputs of the nodes before it are reused")
+    step: int | None = Field(None, ge=1, description="state machine: the step of the past run's path to start at "
+                                                     "(1-based); by default the last step at `from_node`")
+    outputs: dict[str, Any] = Field(default_factory=dict,
+                                    description="node id → the output to reuse instead of the stored one (edited); "
+                                                "checked against the node's contracts")
+    agent_versions: dict[str, str] = Field(
+        default_factory=dict, description="node id → the agent version its runs use (a version name, or `current`); "
+                                          "by default each node runs the version it ran in the past run")
+
+
+class TryIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    execution: str | None = Field(None, pattern=ID_PATTERN,
+                                  description="a run of the workflow whose outputs, input and state the node reads")
+    outputs: dict[str, Any] = Field(default_factory=dict, description="node id → output, typed by hand or edited; "
+                                                                      "over the execution's")
+    input: dict[str, Any] | None = Field(None, description="the run's input ($.input); by default the execution's")
+    state: dict[str, Any] | None = Field(None, description="the run's state ($.state); by default the execution's")
+    agent_version: str | None = Field(None, description="the node agent's version to run (a version name, or "
+                                                        "`current`, the default)")
+
+
 class ExecutionFilters(Schema):
     workflow: str | None = Field(None, pattern=ID_PATTERN, description="runs of this workflow (its workflow_id)")
     status: ExecutionStatus | None = None
@@ -111,7 +138,7 @@ class NodeRunOut(Record):
     node_id: str
     agent_ref: str
     agent_version: str | None
-    kind: Literal["first", "retry", "fallback", "manual"]
+    kind: Literal["first", "retry", "fallback", "manual", "reused", "edited"]
     attempt: int
     status: NodeRunStatus
     error_code: str
@@ -130,6 +157,8 @@ class NodeRunOut(Record):
     resolved_inputs: list[Any]
     compression: dict[str, Any] | None
     decision: dict[str, Any] | None
+    reused_from: int | None = Field(..., description="a reused or edited run (a re-run's copy): the node run it "
+                                                     "copies, in the run this one was re-run from")
     prompt: str
     output: Any = None
 
@@ -171,6 +200,12 @@ class ExecutionOut(ExecutionDocument):
     domain: str = Field("", description="the knowledge domain: the input's `domain`, else the workflow's")
     quality_gate: dict[str, Any] | None = Field(
         None, description="once evaluated, when the workflow has a gate: passed, the failed scores, the evaluation_id")
+    rerun_of: str | None = Field(..., description="a re-run: the execution it was re-run from")
+    rerun: dict[str, Any] | None = Field(
+        ..., description="a re-run or trial: from_node (and step, in a state machine), the nodes reused and edited, "
+                         "the agent versions pinned (node id → version)")
+    trial: bool = Field(..., description="a node tried alone: not a run of the workflow, never evaluated")
+    reruns: list[str] = Field(..., description="the executions re-run from this one, oldest first")
     node_runs: list[NodeRunOut]
 
 

@@ -54,7 +54,7 @@ def executions_list(*, workflow: str | None = None, status: str | None = None,
     """Execution summaries, newest first: the §5 head, why the run ended, and its node runs
     counted by status (one grouped query per page, not one per execution)."""
     after, before = _utc(started_after, "started_after"), _utc(started_before, "started_before")
-    executions = Execution.objects.all()
+    executions = Execution.objects.filter(trial=False)
     if workflow:
         executions = executions.filter(workflow__workflow_id=workflow)
     if status:
@@ -92,7 +92,7 @@ def _summaries(rows: list[dict]) -> list[dict[str, Any]]:
 
 
 def execution_get(execution_id: str) -> Execution:
-    execution = Execution.objects.select_related("workflow").filter(execution_id=execution_id).first()
+    execution = Execution.objects.select_related("workflow", "rerun_of").filter(execution_id=execution_id).first()
     if execution is None:
         raise NotFound(f"execution '{execution_id}' does not exist", details={"where": "execution_id"})
     return execution

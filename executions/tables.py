@@ -8,11 +8,12 @@ from knowledge.registry import register
 
 
 def register_tables() -> None:
-    # A read-only view over node runs: what ran, how it went and what it cost. Prompts,
-    # inputs and outputs stay out of it.
+    # A read-only view over node runs: what ran, how it went and what it cost (not a re-run's
+    # copies of what another run did, nor a node tried alone). Prompts, inputs and outputs
+    # stay out of it.
     register(
         "execution_logs",
-        lambda: NodeRun.objects.all(),
+        lambda: NodeRun.objects.filter(execution__trial=False).exclude(kind__in=NodeRun.COPIES),
         {
             "execution_id": "execution__execution_id",
             "workflow_id": "execution__workflow__workflow_id",

@@ -11,9 +11,9 @@ def overview(request):
     counts = {
         "agents": Agent.objects.count(),
         "workflows": Workflow.objects.count(),
-        "running": Execution.objects.filter(status=Execution.Status.RUNNING).count(),
-        "escalated": Execution.objects.filter(status=Execution.Status.ESCALATED).count(),
+        "running": Execution.objects.filter(status=Execution.Status.RUNNING, trial=False).count(),
+        "escalated": Execution.objects.filter(status=Execution.Status.ESCALATED, trial=False).count(),
         "pending_derivations": DeriveRequest.objects.filter(status=DeriveRequest.Status.PENDING).count(),
     }
-    recent = Execution.objects.select_related("workflow").order_by("-created_at", "-id")[:10]
+    recent = Execution.objects.filter(trial=False).select_related("workflow").order_by("-created_at", "-id")[:10]
     return render(request, "core/overview.html", {"counts": counts, "recent": recent})

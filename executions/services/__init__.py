@@ -6,6 +6,7 @@
 - node_run.py: a node run on a worker: claim, perform, store, advance; heartbeats
 - sweep.py: crash safety: silent workers, lost messages and evaluations, wall time
 - start.py: start and steer a run: start, cancel, resume, retry, abort
+- rerun.py: re-run a past run from one of its nodes; try one node alone
 - document_import.py: an execution recorded elsewhere, imported
 
 Evaluations are written by executions/evaluations.py, which builds on these. The names other
@@ -13,6 +14,7 @@ code uses are importable from here."""
 from executions.services.document_import import execution_import_document
 from executions.services.graph import Graph, workflow_graph, workflow_node, workflow_plan
 from executions.services.node_run import heartbeat, node_run_execute
+from executions.services.rerun import execution_rerun, node_try
 from executions.services.start import (
     execution_abort, execution_cancel, execution_resume, execution_retry, execution_start, execution_start_by_id,
 )
@@ -20,6 +22,6 @@ from executions.services.sweep import node_runs_sweep, node_runs_sweep_exclusive
 
 __all__ = [
     "Graph", "execution_abort", "execution_cancel", "execution_import_document", "execution_resume",
-    "execution_retry", "execution_start", "execution_start_by_id", "heartbeat", "node_run_execute",
-    "node_runs_sweep", "node_runs_sweep_exclusive", "workflow_graph", "workflow_node", "workflow_plan",
+    "execution_rerun", "execution_retry", "execution_start", "execution_start_by_id", "heartbeat", "node_run_execute",
+    "node_runs_sweep", "node_runs_sweep_exclusive", "node_try", "workflow_graph", "workflow_node", "workflow_plan",
 ]

@@ -21,6 +21,7 @@ from core.states import change_status, transition_all
 from core.tasks import send_after_commit
 from engine.context.errors import RefError
 from engine.context.resolution import select_path
+from engine.replay import ROUND_STARTS
 from engine.scheduling import Plan
 from engine.steps import Outcome, Policy, Progress, Step, next_step, wall_time_exceeded
 from executions.models import Execution, NodeRun
@@ -34,9 +35,8 @@ def _advance(execution: Execution, *, completed: NodeRun | None, retryable: bool
     if execution.status != Execution.Status.RUNNING:
         return
     workflow = execution.workflow
-    plan = workflow_plan(workflow)
-    step = next_step(plan, _policy(workflow), _progress(execution),
-                     None if completed is None else _outcome(completed, retryable))
+    plan, policy = _plan_and_policy(execution)
+    step = next_step(plan, policy, _progress(execution), None if completed is None else _outcome(completed, retryable))
     if step.skipped:  # the failed node is passed over: what follows, follows its skipped run
         completed = _new_run(execution, step.skipped, agent_id=completed.agent_id, kind="manual",
                              attempt=completed.attempt, status=NodeRun.Status.SKIPPED)
@@ -56,6 +56,17 @@ def _advance(execution: Execution, *, completed: NodeRun | None, retryable: bool
         _end(execution, step.status, step.reason)
 
 
+def _plan_and_policy(execution: Execution) -> tuple[Plan, Policy]:
+    """The workflow's plan and policy; a trial's plan is its one node, run once: no retry,
+    no fallback agent, no person to escalate to."""
+    plan = workflow_plan(execution.workflow)
+    if not execution.trial:
+        return plan, _policy(execution.workflow)
+    node_id = execution.rerun["from_node"]
+    return (Plan("par", [node_id], agents={node_id: plan.agents[node_id]}),
+            Policy(max_steps=1, max_wall_seconds=execution.workflow.max_wall_seconds))
+
+
 def _policy(workflow) -> Policy:
     return Policy(retry_count=workflow.retry_count, backoff_seconds=settings.NODE_RETRY_BACKOFF_SECONDS,
                   fallback_agent=workflow.fallback_agent_id, escalate_to=workflow.escalate_to_id,
@@ -69,8 +80,8 @@ def _progress(execution: Execution) -> Progress:
 
     return Progress(elapsed_seconds=_elapsed(execution, timezone.now()), statuses=statuses,
                     any_active=lambda: _any_active(execution),
-                    steps_taken=lambda: execution.node_runs.filter(kind="first").count(),
-                    state=execution.state, input=execution.input)
+                    steps_taken=lambda: execution.node_runs.filter(kind__in=ROUND_STARTS).count(),
+                    state=execution.state, input=execution.input, start=(execution.rerun or {}).get("from_node"))
 
 
 def _outcome(run: NodeRun, retryable: bool) -> Outcome:
@@ -84,12 +95,13 @@ def _start_layer(execution: Execution, plan: Plan, node_ids: list[str]) -> None:
     now = timezone.now()
     last = execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0
     versions = workflow_graph(execution.workflow).versions
+    pinned = execution.agent_versions
     inline = (getattr(_inline, "open", False) and not getattr(_inline, "reserved", False)
               and time.monotonic() < getattr(_inline, "until", 0))
     claim = f"{getattr(_inline, 'worker', '')}/{uuid.uuid4().hex[:8]}"
     runs = NodeRun.objects.bulk_create([
         NodeRun(execution=execution, node_id=node_id, agent_id=plan.agents[node_id],
-                agent_version_id=versions.get(plan.agents[node_id]), kind="first", attempt=1, sequence=last + offset,
+                agent_version_id=pinned.get(node_id) or versions.get(plan.agents[node_id]), kind="first", attempt=1, sequence=last + offset,
                 available_at=now, heartbeat_at=now, dispatches=1,
                 **({"status": NodeRun.Status.RUNNING, "worker": claim, "started_at": now} if inline and offset == 1
                    else {"status": NodeRun.Status.PENDING}))
@@ -111,7 +123,8 @@ def _new_run(execution: Execution, node_id: str, *, agent_id: int, kind: str, at
              status: str = NodeRun.Status.PENDING) -> NodeRun:
     now = timezone.now()
     sequence = (execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0) + 1
-    version = AgentVersion.objects.filter(agent_id=agent_id).values_list("pk", flat=True).first()  # the latest
+    version = (kind != "fallback" and execution.agent_versions.get(node_id)  # pinned by a re-run
+               or AgentVersion.objects.filter(agent_id=agent_id).values_list("pk", flat=True).first())  # the latest
     run = NodeRun.objects.create(
         execution=execution, node_id=node_id, agent_id=agent_id, agent_version_id=version,
         kind=kind, attempt=attempt, sequence=sequence, status=status,
@@ -135,14 +148,19 @@ def _apply_output_mapping(execution: Execution, run: NodeRun, node=None) -> None
     node = node or workflow_node(execution.workflow, run.node_id)
     if not node.output_mapping:
         return
-    state = dict(execution.state)
+    execution.state = mapped_state(execution.state, node, run.output)
+    Execution.objects.filter(pk=execution.pk).update(state=execution.state, updated_at=timezone.now())
+
+
+def mapped_state(state: dict, node, output) -> dict:
+    """The run's state once `node`'s `output_mapping` has put `output` in it."""
+    state = dict(state)
     for key, path in node.output_mapping.items():
         try:
-            state[key] = select_path(run.output, path)
+            state[key] = select_path(output, path)
         except RefError:
             state.pop(key, None)  # the output does not have it: the key is absent, not stale
-    execution.state = state
-    Execution.objects.filter(pk=execution.pk).update(state=state, updated_at=timezone.now())
+    return state
 
 
 def _end(execution: Execution, status: str, reason: str) -> None:
@@ -150,7 +168,8 @@ def _end(execution: Execution, status: str, reason: str) -> None:
     change_status(execution, Execution.STATES, status, completed_at=now, ended_reason=reason, escalation=None)
     if status != Execution.Status.SUCCESS:
         transition_all(execution.node_runs, NodeRun.Status.PENDING, NodeRun.Status.CANCELLED, completed_at=now)
-    if status in (Execution.Status.SUCCESS, Execution.Status.FAILED):  # a cancelled run is not judged
+    # A cancelled run is not judged, nor is a node tried alone.
+    if status in (Execution.Status.SUCCESS, Execution.Status.FAILED) and not execution.trial:
         _evaluate_after_commit(execution.pk)
 
 

@@ -23,6 +23,7 @@ class Graph:
     contracts: list  # Contract rows from one of the workflow's agents
     writes_state: bool  # some node has an output_mapping
     problems: list  # what validation refuses today, in a workflow stored under earlier rules (a run is refused)
+    shape: dict  # what a run records of the workflow, for a re-run to check against (engine.replay.shape_changes)
 
 
 _GRAPHS: dict[tuple, Graph] = {}
@@ -52,9 +53,12 @@ def workflow_graph(workflow: Workflow) -> Graph:
         known = {agent.agent_id for agent in agents.values()}
         if len(_GRAPHS) > 256:
             _GRAPHS.clear()
+        shape = {"topology": workflow.topology, "transitions": transitions,
+                 "nodes": {n.node_id: {"agent": agents[n.agent_id].agent_id, "input_mapping": n.input_mapping,
+                                       "depends_on": plan.dependencies(n.node_id)} for n in nodes}}
         graph = _GRAPHS[key] = Graph(plan, {n.node_id: n for n in nodes}, agents, versions, contracts,
                                      writes_state=any(n.output_mapping for n in nodes),
-                                     problems=validate_workflow(document, known))
+                                     problems=validate_workflow(document, known), shape=shape)
     return graph
 
 

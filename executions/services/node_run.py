@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from agents.documents import agent_as_of
 from agents.models import Agent
 from core.states import claim_row, transition
 from executions import nodes, runner
@@ -84,6 +85,10 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
     node = graph.nodes[run.node_id]
     # The node's agent as of the workflow's graph; a fallback agent is not in it.
     run.agent = graph.agents.get(run.agent_id) or Agent.objects.get(pk=run.agent_id)
+    if run.agent_version_id and run.agent_version_id != graph.versions.get(run.agent_id):
+        # Pinned by a re-run or a trial (or the agent has changed since the run was made):
+        # the run does what its recorded version says.
+        run.agent = agent_as_of(run.agent, run.agent_version)
     with heartbeat(run.pk, claim):
         try:
             performed = nodes.perform(run, graph, node)

@@ -22,19 +22,24 @@ def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None
     if input is not None and not isinstance(input, dict):
         raise DocumentError("the input of a run is a JSON object", where="input")
     check_storable(input, where="input")
-    problems = workflow_graph(workflow).problems
+    graph = workflow_graph(workflow)
+    problems = graph.problems
     if problems:  # run as if its transitions were not written, it would do what they say it must not
         raise WorkflowInvalid(problems, workflow_id=workflow.workflow_id)
     with transaction.atomic():
         now = timezone.now()
         execution = Execution.objects.create(
-            execution_id=execution_id or f"exec_{now:%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}",
+            execution_id=execution_id or new_execution_id("exec"),
             workflow=workflow, status=Execution.Status.RUNNING, input=input or {}, state={},
-            domain=_domain_of(input, workflow),
+            domain=_domain_of(input, workflow), workflow_shape=graph.shape,
             started_at=now, created_by=actor if getattr(actor, "pk", None) else None,
         )
         _advance(_locked(execution), completed=None)
     return execution
+
+
+def new_execution_id(prefix: str) -> str:
+    return f"{prefix}_{timezone.now():%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}"
 
 
 def _domain_of(input: dict | None, workflow: Workflow) -> str:

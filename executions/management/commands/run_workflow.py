@@ -1,18 +1,13 @@
-import json
-import time
-
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Q
 
 from core.errors import DocumentError, WorkflowInvalid
 from core.jsonutil import parse_json
-from executions.documents import execution_record
-from executions.models import Execution
+from executions.management.waiting import wait_and_print
 from executions.services import execution_start
 from workflows.models import Workflow
 
 BAD_INPUT = 2
-FINAL = {Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED, Execution.Status.ESCALATED}
 
 
 class Command(BaseCommand):
@@ -43,15 +38,4 @@ class Command(BaseCommand):
         if not wait:
             self.stdout.write(execution.execution_id)
             return
-        deadline = time.monotonic() + timeout
-        while execution.status not in FINAL and time.monotonic() < deadline:
-            time.sleep(0.2)
-            execution.refresh_from_db()
-        self.stdout.write(json.dumps(execution_record(execution), ensure_ascii=False, indent=2, default=str))
-        if execution.status not in FINAL:
-            raise CommandError(f"run {execution.execution_id} is still {execution.status} after {timeout:g} s",
-                               returncode=1)
-        if execution.status != Execution.Status.SUCCESS:
-            raise CommandError(f"run {execution.execution_id} ended {execution.status}: "
-                               f"{execution.ended_reason or (execution.escalation or {}).get('error', '')}",
-                               returncode=1)
+        wait_and_print(self, execution, timeout)

@@ -1,0 +1,217 @@
+"""Re-run a past run from one of its nodes, and try one node alone.
+
+A re-run is a new execution of the same workflow: the node runs of the past run that the
+re-run does not repeat are copied into it as `reused` (or `edited`, with an output a person
+changed), each pointing at the run it copies (`reused_from`), without being run, sent to a
+worker or billed; then the run starts as any run does, and the engine starts the chosen node,
+whose dependencies are already done (`engine.replay` says which runs are reused). The past
+run is never changed; the new one records where it came from (`rerun_of`, `rerun`).
+
+A trial runs one node once, on a worker, with the outputs of the nodes it reads copied from
+a past run or typed by hand: an execution marked `trial`, whose plan is that node alone, that
+is never evaluated and so raises no derive requests, and is not listed among the runs.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents.models import AgentVersion
+from core.errors import DocumentError, IllegalTransition
+from core.jsonutil import check_storable
+from engine.replay import PastRun, RerunRefused, shape_changes, split
+from executions.models import Execution, NodeRun
+from executions.runner import contract_results
+from executions.services.advance import _advance, _locked, mapped_state
+from executions.services.graph import Graph, workflow_graph
+from executions.services.start import new_execution_id
+from workflows.models import Workflow
+
+CURRENT = "current"  # pins the agent's latest version
+
+
+def execution_rerun(*, source: Execution, from_node: str, step: int | None = None, outputs: Any = None,
+                    agent_versions: Any = None, actor=None) -> Execution:
+    """Start a run of `source`'s workflow that reuses `source`'s outputs upstream of
+    `from_node` (`outputs` replaces some of them) and runs `from_node` and what follows it,
+    each node with the agent version it ran in `source` unless `agent_versions` pins one."""
+    outputs, agent_versions = _object(outputs, "outputs"), _object(agent_versions, "agent_versions")
+    source = Execution.objects.select_related("workflow").get(pk=source.pk)  # its status now
+    if source.trial:
+        raise DocumentError(f"'{source.execution_id}' is a node tried alone, not a run of the workflow: "
+                            "try the node again instead", where="execution")
+    if source.status in (Execution.Status.PENDING, Execution.Status.RUNNING):
+        raise IllegalTransition(f"execution {source.execution_id} is {source.status}: a run can be re-run once "
+                                "it has ended or waits for a person", code="CONFLICT")
+    graph = workflow_graph(source.workflow)
+    _check_shape(source, graph)
+    past = list(source.node_runs.order_by("sequence", "id"))
+    try:
+        cut = split(graph.plan, [PastRun(run.node_id, run.status, run.kind, run) for run in past], from_node, step)
+    except RerunRefused as refused:
+        raise DocumentError(str(refused), where=refused.where) from None
+    reused = [past_run.key for past_run in cut.reused]
+    edited = _checked_outputs(outputs, graph, allowed={run.node_id for run in reused},
+                              refusal=f"runs again in a re-run from '{from_node}'")
+    versions = {run.node_id: run.agent_version_id for run in past  # the versions the past run ran
+                if run.node_id in cut.runs and run.agent_version_id and run.agent_id == graph.plan.agents[run.node_id]}
+    pinned = _pins(agent_versions, graph, cut.runs, refusal=f"does not run in a re-run from '{from_node}'")
+    versions.update({node_id: version.pk for node_id, version in pinned.items()})
+    with transaction.atomic():
+        execution = Execution.objects.create(
+            execution_id=new_execution_id("exec"), workflow=source.workflow, status=Execution.Status.RUNNING,
+            input=source.input, domain=source.domain, workflow_shape=graph.shape, started_at=timezone.now(),
+            created_by=_user(actor), rerun_of=source, agent_versions=versions,
+            rerun={"from_node": cut.start, "step": cut.step, "reused": [run.node_id for run in reused],
+                   "edited": sorted(edited), "pinned": {node_id: v.version for node_id, v in pinned.items()}},
+        )
+        _copy(execution, reused, edited, graph)
+        _advance(_locked(execution), completed=None)
+    return execution
+
+
+def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = None, input: Any = None,
+             state: Any = None, outputs: Any = None, agent_version: str | None = None, actor=None) -> Execution:
+    """Run `node_id` alone, once, on a worker: the outputs it reads are `source`'s latest
+    (if given) and `outputs` (typed by hand, or edited); `input` and `state` default to
+    `source`'s. Returns the trial, an execution that ends when the node run does."""
+    outputs = _object(outputs, "outputs")
+    graph = workflow_graph(workflow)
+    if node_id not in graph.nodes:
+        raise DocumentError(f"node '{node_id}' is not in workflow '{workflow.workflow_id}' "
+                            f"(its nodes: {', '.join(graph.plan.nodes)})", where="node_id")
+    if source is not None and source.workflow_id != workflow.pk:
+        raise DocumentError(f"execution '{source.execution_id}' is a run of another workflow, not of "
+                            f"'{workflow.workflow_id}'", where="execution")
+    for name, value in (("input", input), ("state", state)):
+        if value is not None:
+            check_storable(_object(value, name), where=name)
+    edited = _checked_outputs(outputs, graph, allowed=set(graph.plan.nodes) - {node_id},
+                              refusal="is the node tried: its output is what the trial makes")
+    reused = []
+    if source is not None:
+        latest = {run.node_id: run for run in source.node_runs.filter(status=NodeRun.Status.SUCCESS)
+                  .exclude(node_id=node_id).order_by("sequence", "id")}
+        reused = list(latest.values())
+    pinned = _pins({node_id: agent_version} if agent_version else {}, graph, {node_id},
+                   refusal="is not the node tried")
+    with transaction.atomic():
+        execution = Execution.objects.create(
+            execution_id=new_execution_id("try"), workflow=workflow, status=Execution.Status.RUNNING, trial=True,
+            input=input if input is not None else (source.input if source else {}),
+            state=state if state is not None else (source.state if source else {}),
+            domain=source.domain if source else workflow.domain, workflow_shape=graph.shape,
+            started_at=timezone.now(), created_by=_user(actor),
+            agent_versions={key: version.pk for key, version in pinned.items()},
+            rerun={"from_node": node_id, "source": source.execution_id if source else None,
+                   "reused": [run.node_id for run in reused if run.node_id not in edited], "edited": sorted(edited),
+                   "pinned": {key: version.version for key, version in pinned.items()}},
+        )
+        _copy(execution, reused, edited, graph, keep_state=True)
+        _advance(_locked(execution), completed=None)
+    return execution
+
+
+def _check_shape(source: Execution, graph: Graph) -> None:
+    if source.workflow_shape is None:
+        raise DocumentError(f"execution {source.execution_id} did not record the shape of the workflow it ran "
+                            "(it was imported, or ran before runs recorded it): what it reused could not be "
+                            "checked against the workflow as it is now", where="execution")
+    changes = shape_changes(source.workflow_shape, graph.shape)
+    if changes:
+        raise DocumentError(f"workflow '{source.workflow.workflow_id}' has changed since {source.execution_id} "
+                            "ran: " + "; ".join(changes), where="workflow", details={"changes": changes})
+
+
+def _checked_outputs(outputs: dict, graph: Graph, *, allowed: set[str], refusal: str) -> dict[str, Any]:
+    """Outputs given by a person, by node id: each for a node in `allowed`, storable, and
+    holding to every contract of that node towards the nodes after it."""
+    for node_id, output in outputs.items():
+        where = f"outputs.{node_id}"
+        if node_id not in graph.nodes:
+            raise DocumentError(f"node '{node_id}' is not in the workflow", where=where)
+        if node_id not in allowed:
+            raise DocumentError(f"node '{node_id}' {refusal}; outputs can be given for "
+                                + (", ".join(f"'{n}'" for n in sorted(allowed)) or "no node"), where=where)
+        check_storable(output, where=where)
+        for contract, error in contract_results(graph.nodes[node_id], graph.plan, output, graph.contracts):
+            if error:
+                raise DocumentError(f"breaks the contract '{contract.key}' {error}", where=where)
+    return outputs
+
+
+def _pins(asked: dict, graph: Graph, runs: set[str] | frozenset[str], *, refusal: str) -> dict[str, AgentVersion]:
+    """node id → the AgentVersion its runs use: a version name of the node's agent, or
+    `current` (its latest)."""
+    pinned = {}
+    for node_id, name in asked.items():
+        where = f"agent_versions.{node_id}"
+        if node_id not in graph.nodes:
+            raise DocumentError(f"node '{node_id}' is not in the workflow", where=where)
+        if node_id not in runs:
+            raise DocumentError(f"node '{node_id}' {refusal}: only a node that runs can be pinned", where=where)
+        if not isinstance(name, str) or not name:
+            raise DocumentError(f"is a version name of the node's agent, or '{CURRENT}'", where=where)
+        agent = graph.agents[graph.plan.agents[node_id]]
+        versions = AgentVersion.objects.filter(agent=agent)
+        version = versions.first() if name == CURRENT else versions.filter(version=name).first()
+        if version is None:
+            known = ", ".join(versions.values_list("version", flat=True)) or "none"
+            raise DocumentError(f"agent '{agent.agent_id}' has no version '{name}' (its versions: {known})",
+                                where=where)
+        pinned[node_id] = version
+    return pinned
+
+
+def _copy(execution: Execution, runs: list[NodeRun], edited: dict[str, Any], graph: Graph, *,
+          keep_state: bool = False) -> None:
+    """Copy `runs` of the past run into `execution` as reused (edited: with the output given
+    instead), in their order, and the outputs given for nodes with no run to copy; the state
+    is rebuilt from them as the nodes' output mappings put them in, unless `keep_state`."""
+    now = timezone.now()
+    copies = []
+    for run in runs:
+        output = edited.get(run.node_id, run.output)
+        copies.append(NodeRun(
+            execution=execution, node_id=run.node_id, agent_id=run.agent_id, agent_version_id=run.agent_version_id,
+            kind=NodeRun.Kind.EDITED if run.node_id in edited else NodeRun.Kind.REUSED, reused_from=run,
+            status=NodeRun.Status.SUCCESS if run.node_id in edited else run.status, attempt=run.attempt,
+            output=output, backend=run.backend, model=run.model, prompt=run.prompt,
+            resolved_inputs=run.resolved_inputs, context_record=run.context_record,
+            resolution_failures=run.resolution_failures, compression=run.compression, decision=run.decision,
+            tokens_in=0, tokens_out=0, duration_ms=0, started_at=now, completed_at=now,
+        ))
+    copied = {run.node_id for run in runs}
+    for node_id, output in edited.items():  # typed by hand: no run it copies
+        if node_id not in copied:
+            copies.append(NodeRun(
+                execution=execution, node_id=node_id, agent_id=graph.plan.agents[node_id], kind=NodeRun.Kind.EDITED,
+                status=NodeRun.Status.SUCCESS, output=output, backend="manual", tokens_in=0, tokens_out=0,
+                duration_ms=0, started_at=now, completed_at=now,
+            ))
+    for sequence, copy in enumerate(copies, start=1):
+        copy.sequence = sequence
+    NodeRun.objects.bulk_create(copies)
+    if keep_state:
+        return
+    state = {}
+    for copy in copies:
+        if copy.status == NodeRun.Status.SUCCESS:
+            state = mapped_state(state, graph.nodes[copy.node_id], copy.output)
+    if state:
+        execution.state = state
+        Execution.objects.filter(pk=execution.pk).update(state=state)
+
+
+def _object(value: Any, where: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise DocumentError("is a JSON object", where=where)
+    return value
+
+
+def _user(actor):
+    return actor if getattr(actor, "pk", None) else None

@@ -1,0 +1,121 @@
+"""Re-runs and trials on a real Celery worker against the real Redis, in every topology."""
+import json
+import time
+
+import pytest
+from django.core.management import call_command
+
+from agents.documents import agent_document
+from agents.models import Agent
+from agents.services import agent_import_document
+from core.documents import import_documents
+from executions.models import Execution
+from executions.services import execution_rerun, execution_start, node_try
+from tests.executions.conftest import wait_for
+from workflows.models import Workflow
+
+pytestmark = pytest.mark.integration
+
+
+def finished(demo, workflow_id, **input):
+    execution = wait_for(execution_start(workflow=Workflow.objects.get(workflow_id=workflow_id), input=input),
+                         workers=demo)
+    assert execution.status == "success", execution.ended_reason
+    return execution
+
+
+def runs(execution):
+    return [(r.node_id, r.kind, r.status) for r in execution.node_runs.order_by("sequence", "id")]
+
+
+def test_the_thesis_chain_rerun_from_its_last_node_edited_and_pinned(demo, tmp_path):
+    demo.start(1)
+    source = finished(demo, "thesis_reading")
+    vault_before = source.node_runs.get(node_id="task_vault_001")
+    old = vault_before.agent_version.version
+
+    plain = wait_for(execution_rerun(source=source, from_node="task_vault_001"), workers=demo)
+    assert plain.status == "success", plain.ended_reason
+    assert runs(plain) == [("task_scholar_001", "reused", "success"), ("task_validator_001", "reused", "success"),
+                           ("task_vault_001", "first", "success")]
+    assert plain.node_runs.get(node_id="task_vault_001").worker  # run by the worker, the others were not
+    assert not plain.node_runs.exclude(node_id="task_vault_001").exclude(worker="").exists()
+
+    edited_results = [{"atom_id": "a1", "verdict": "rejected by a person"}]
+    edited = wait_for(execution_rerun(source=source, from_node="task_vault_001",
+                                      outputs={"task_validator_001": {"validation_results": edited_results}}),
+                      workers=demo)
+    assert edited.status == "success", edited.ended_reason
+    received = {i["source"].get("task_id"): i for i in edited.node_runs.get(node_id="task_vault_001").resolved_inputs}
+    assert received["task_validator_001"]["content"] == edited_results
+
+    document = agent_document(Agent.objects.get(agent_id="Knowledge_Vault"))
+    agent_import_document({**document, "prompt_config": {**document["prompt_config"],
+                                                         "task_context": "Cite the atom ids."}}, actor="test")
+    (tmp_path / "results.json").write_text(json.dumps({"validation_results": edited_results}))
+    out = tmp_path / "out.json"
+    with open(out, "w") as stdout:
+        call_command("rerun_execution", source.execution_id, "--from-node", "task_vault_001",
+                     "--output", f"task_validator_001={tmp_path / 'results.json'}",
+                     "--agent-version", f"task_vault_001={old}", "--wait", "--timeout", "60", stdout=stdout)
+    record = json.loads(out.read_text())
+    assert record["status"] == "success" and record["rerun_of"] == source.execution_id
+    vault = record["node_runs"][-1]
+    assert vault["agent_version"] == old != Agent.objects.get(agent_id="Knowledge_Vault").version
+    assert "Cite the atom ids." not in vault["prompt"]
+    assert record["rerun"]["pinned"] == {"task_vault_001": old}
+    assert list(source.reruns.order_by("created_at").values_list("execution_id", flat=True)) == [
+        plain.execution_id, edited.execution_id, record["execution_id"]]
+
+
+def test_reruns_of_a_dag_a_par_a_state_machine_and_a_thought_search(demo):
+    demo.start(2)
+    dag = finished(demo, "parallel_analysis", repository="switchyard")
+    again = wait_for(execution_rerun(source=dag, from_node="task_c"), workers=demo)
+    assert again.status == "success", again.ended_reason
+    assert sorted(runs(again)) == [("task_a", "reused", "success"), ("task_b", "reused", "success"),
+                                   ("task_c", "first", "success"), ("task_d", "first", "success")]
+
+    import_documents([{"workflow_id": "fan_out", "name": "fan out", "topology": "par",
+                       "nodes": [{"id": "code", "agent_ref": "Code_Analyzer", "input_mapping": {"repository": "x"}},
+                                 {"id": "docs", "agent_ref": "Docs_Analyzer", "input_mapping": {"repository": "x"}}],
+                       "transitions": []}])
+    par = finished(demo, "fan_out")
+    again = wait_for(execution_rerun(source=par, from_node="docs"), workers=demo)
+    assert again.status == "success" and runs(again) == [("code", "reused", "success"), ("docs", "first", "success")]
+
+    machine = wait_for(execution_start(workflow=Workflow.objects.get(workflow_id="release_review"),
+                                       input={"topic": "2.0"}), workers=demo)
+    path = [r.node_id for r in machine.node_runs.filter(kind="first").order_by("sequence")]
+    again = wait_for(execution_rerun(source=machine, from_node="review", step=path.index("review", 2) + 1),
+                     workers=demo)
+    assert again.status == machine.status
+    assert [r[:2] for r in runs(again)][:3] == [("draft", "reused"), ("review", "reused"), ("draft", "reused")]
+    assert again.state["draft"] == machine.state["draft"]
+
+    search = finished(demo, "game24", numbers=[4, 9, 10, 13])
+    again = wait_for(execution_rerun(source=search, from_node="solve"), workers=demo)
+    assert again.status == "success", again.ended_reason
+    solved = again.node_runs.get(node_id="solve")
+    assert solved.kind == "first" and solved.thought_search.final_solution
+    assert solved.output == search.node_runs.get(node_id="solve").output
+
+
+def evaluated(execution, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not execution.evaluations.exists():
+        assert time.monotonic() < deadline, f"{execution.execution_id} was not evaluated"
+        time.sleep(0.1)
+
+
+def test_a_node_tried_alone_on_a_worker_is_not_evaluated_nor_listed(demo):
+    demo.start(1)  # one worker: the tasks it is sent run in the order they were sent
+    source = finished(demo, "thesis_reading")
+    trial = wait_for(node_try(workflow=source.workflow, node_id="task_validator_001", source=source), workers=demo)
+    assert trial.status == "success" and trial.trial
+    assert runs(trial)[-1] == ("task_validator_001", "first", "success")
+    assert trial.node_runs.get(node_id="task_validator_001").worker
+    later = finished(demo, "thesis_reading")
+    evaluated(later)  # sent after anything the trial could have sent, so that is done too
+    assert not trial.evaluations.exists()
+    assert list(Execution.objects.filter(trial=False).order_by("created_at")) == [source, later]
