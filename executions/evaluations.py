@@ -91,9 +91,10 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
                 return stored
             evaluation = _store(scored, "execution", execution.execution_id, execution=locked,
                                 evaluation_id=_evaluation_id(f"eval_{execution.execution_id}"))
-            agents = {}
+            agents = {}  # the agents that ran a node here; a re-run's copies are the past run's work
             for run in runs:
-                agents.setdefault(run.agent_id, run.agent)
+                if run.kind not in NodeRun.COPIES:
+                    agents.setdefault(run.agent_id, run.agent)
             for agent in agents.values():
                 mine = [run for run in runs if run.agent_id == agent.pk]
                 part = score_run(

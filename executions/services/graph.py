@@ -2,11 +2,14 @@
 per version of the workflow in each process."""
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 
 from agents.models import Agent, AgentVersion
 from engine.scheduling import Plan
 from engine.validation import dependency_edges, validate_workflow
+from executions.models import WorkflowShape
 from workflows.models import Contract, Workflow
 
 
@@ -24,6 +27,7 @@ class Graph:
     writes_state: bool  # some node has an output_mapping
     problems: list  # what validation refuses today, in a workflow stored under earlier rules (a run is refused)
     shape: dict  # what a run records of the workflow, for a re-run to check against (engine.replay.shape_changes)
+    shape_digest: str  # its SHA-256: runs that read the same shape share one WorkflowShape row
 
 
 _GRAPHS: dict[tuple, Graph] = {}
@@ -58,8 +62,18 @@ def workflow_graph(workflow: Workflow) -> Graph:
                                        "depends_on": plan.dependencies(n.node_id)} for n in nodes}}
         graph = _GRAPHS[key] = Graph(plan, {n.node_id: n for n in nodes}, agents, versions, contracts,
                                      writes_state=any(n.output_mapping for n in nodes),
-                                     problems=validate_workflow(document, known), shape=shape)
+                                     problems=validate_workflow(document, known), shape=shape,
+                                     shape_digest=_digest(shape))
     return graph
+
+
+def _digest(shape: dict) -> str:
+    return hashlib.sha256(json.dumps(shape, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def workflow_shape(graph: Graph) -> WorkflowShape:
+    """The stored row of the graph's shape, made by the first run that reads it."""
+    return WorkflowShape.objects.get_or_create(digest=graph.shape_digest, defaults={"shape": graph.shape})[0]
 
 
 def workflow_plan(workflow: Workflow) -> Plan:

@@ -12,7 +12,7 @@ from core.jsonutil import check_storable
 from core.states import change_status, transition_all
 from executions.models import Execution, NodeRun
 from executions.services.advance import _advance, _apply_output_mapping, _end, _locked, _new_run
-from executions.services.graph import workflow_graph, workflow_node
+from executions.services.graph import workflow_graph, workflow_node, workflow_shape
 from workflows.models import Workflow
 
 
@@ -31,7 +31,7 @@ def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None
         execution = Execution.objects.create(
             execution_id=execution_id or new_execution_id("exec"),
             workflow=workflow, status=Execution.Status.RUNNING, input=input or {}, state={},
-            domain=_domain_of(input, workflow), workflow_shape=graph.shape,
+            domain=_domain_of(input, workflow), workflow_shape=workflow_shape(graph),
             started_at=now, created_by=actor if getattr(actor, "pk", None) else None,
         )
         _advance(_locked(execution), completed=None)
