@@ -154,6 +154,7 @@ def _pins(asked: dict, graph: Graph, runs: set[str] | frozenset[str], *, refusal
             raise DocumentError(f"node '{node_id}' {refusal}: only a node that runs can be pinned", where=where)
         if not isinstance(name, str) or not name:
             raise DocumentError(f"is a version name of the node's agent, or '{CURRENT}'", where=where)
+        check_storable(name, where=where)  # it is looked up in the database
         agent = graph.agents[graph.plan.agents[node_id]]
         versions = AgentVersion.objects.filter(agent=agent)
         version = versions.first() if name == CURRENT else versions.filter(version=name).first()
