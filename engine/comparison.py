@@ -1,0 +1,263 @@
+"""Comparing two runs of one workflow: which node runs correspond, and how each pair differs.
+
+Plain data in (each run's node runs as dicts, in the order they were made), plain data out:
+the aligned pairs with their differences, each node's verdict, and the counts. The Django
+side (`executions/comparison.py`) reads the rows; the API, the command and the compare page
+show what this returns.
+
+A node run is matched by node id, round and attempt. The round is the node's n-th
+occurrence in the run: each run of kind first, reused or edited opens one (a loop of a state
+machine, or a person's retry of an escalated node, starts the node again), and the retries,
+the fallback's attempt and a person's manual output belong to the round they follow. Two
+runs of one round with the same attempt number (a skipped run is recorded with the number
+of the attempt that failed) are told apart by their order.
+
+Each pair lists the fields that differ. Duration and kind are shown and flagged but do not
+make a pair differ: two runs never take the same milliseconds, and a re-run's reused copy
+of an output is the same result obtained without running the node again.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from itertools import islice
+from typing import Any
+
+# The kinds of run that open a new round of their node.
+ROUND_KINDS = frozenset({"first", "reused", "edited"})
+
+# A node run's fields each pair shows side by side (the budget bar reads `context_record`).
+RUN_FIELDS = ("id", "kind", "attempt", "status", "error_code", "duration_ms", "tokens_in", "tokens_out",
+              "agent", "agent_version", "output", "context_record")
+# Of those, the ones compared: all but `id`, `attempt` (part of the key), `output` (diffed),
+# and `context_record` (compared decision by decision below).
+COMPARED_FIELDS = ("status", "error_code", "kind", "duration_ms", "tokens_in", "tokens_out", "agent", "agent_version")
+# Shown and flagged, but not what makes a pair differ (see the module's docstring).
+INCIDENTAL_FIELDS = frozenset({"kind", "duration_ms"})
+
+# The context decisions compared, each by what identifies it in one run's record.
+INPUT_FIELDS = ("transfer_mode", "reason", "resolved_tokens", "passed_tokens", "batches", "passed")
+ACTION_FIELDS = ("original_tokens", "reduced_tokens", "reason", "stage")
+FAILURE_FIELDS = ("error_code", "fallback_strategy", "fallback_value", "error_message")
+# A failure's message may name a time or a host; the code and the fallback are the decision.
+COMPARED_FAILURE_FIELDS = ("error_code", "fallback_strategy", "fallback_value")
+
+# How a pair, or a node, compares: equal, different, or in one run only.
+VERDICTS = ("same", "differs", "only_a", "only_b")
+
+# At most this many differences of one output are listed (`output_diff_truncated` says so):
+# two large outputs that differ everywhere would otherwise make the answer as large as both.
+MAX_OUTPUT_DIFFERENCES = 200
+
+
+# -- JSON --------------------------------------------------------------------------------------
+
+
+def same(a: Any, b: Any) -> bool:
+    """JSON equality (see `_equal_leaves`), as deep as `json_diff` goes."""
+    return next(json_diff(a, b), None) is None
+
+
+def _equal_leaves(a: Any, b: Any) -> bool:
+    """Two values that are not both objects or both arrays: true is not 1 (Python's == says
+    it is), 1 and 1.0 are one number, and values of different types differ."""
+    if _number(a) and _number(b):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def pointer_token(key: str | int) -> str:
+    """One reference token of an RFC 6901 JSON Pointer: "~" is written "~0", "/" is "~1"."""
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
+def json_diff(a: Any, b: Any) -> Iterator[dict[str, Any]]:
+    """The differences between two JSON values, in document order: each
+    {path (an RFC 6901 pointer), op (added | removed | changed), a, b}, with null for the side
+    a member is missing from. Objects are compared member by member, arrays index by index
+    (an element inserted at the front changes every index after it); anything else, or two
+    values of different types, is one change at its path. Equal values give nothing.
+
+    The walk keeps its own stack rather than recursing, so an output nested as deep as
+    the JSON parser allows is diffed like any other."""
+    work: list[tuple[str, Any, Any] | dict[str, Any]] = [("", a, b)]
+    while work:
+        item = work.pop()
+        if isinstance(item, dict):  # a member found on one side only: already a difference
+            yield item
+            continue
+        path, x, y = item
+        steps: list[tuple[str, Any, Any] | dict[str, Any]] = []
+        if isinstance(x, dict) and isinstance(y, dict):
+            for key, value in x.items():
+                member = f"{path}/{pointer_token(key)}"
+                steps.append((member, value, y[key]) if key in y
+                             else {"path": member, "op": "removed", "a": value, "b": None})
+            steps += [{"path": f"{path}/{pointer_token(key)}", "op": "added", "a": None, "b": value}
+                      for key, value in y.items() if key not in x]
+        elif isinstance(x, list) and isinstance(y, list):
+            steps += [(f"{path}/{index}", x[index], y[index]) for index in range(min(len(x), len(y)))]
+            steps += [{"path": f"{path}/{index}", "op": "removed", "a": x[index], "b": None}
+                      for index in range(len(y), len(x))]
+            steps += [{"path": f"{path}/{index}", "op": "added", "a": None, "b": y[index]}
+                      for index in range(len(x), len(y))]
+        elif not _equal_leaves(x, y):
+            yield {"path": path, "op": "changed", "a": x, "b": y}
+        work.extend(reversed(steps))
+
+
+# -- matching ------------------------------------------------------------------------------------
+
+
+def _match(a_items: list, b_items: list, key: Callable[[Any], Hashable]) -> list[tuple[tuple, Any, Any]]:
+    """Pair the items of two lists by `key` and, among items with one key, by their order:
+    a's items in their order (with their partner or None), then b's items left over."""
+
+    def keyed(items: list) -> dict[tuple, Any]:
+        seen: dict[Hashable, int] = {}
+        out = {}
+        for item in items:
+            k = key(item)
+            seen[k] = seen.get(k, 0) + 1
+            out[(k, seen[k])] = item
+        return out
+
+    a_keyed, b_keyed = keyed(a_items), keyed(b_items)
+    pairs = [(k, item, b_keyed.get(k)) for k, item in a_keyed.items()]
+    pairs += [(k, None, item) for k, item in b_keyed.items() if k not in a_keyed]
+    return pairs
+
+
+def _compare(a: Mapping | None, b: Mapping | None, fields: tuple[str, ...],
+             compared: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """One decision (or run) side by side: its `fields` from each side (None for a side it is
+    missing from), which of the `compared` fields differ, and whether it differs at all."""
+    compared = fields if compared is None else compared
+    changed = [name for name in compared if a is not None and b is not None and not same(a.get(name), b.get(name))]
+    return {"a": None if a is None else {name: a.get(name) for name in fields},
+            "b": None if b is None else {name: b.get(name) for name in fields},
+            "changed": changed, "differs": a is None or b is None or bool(changed)}
+
+
+def _dicts(value: Any) -> list[dict]:
+    """The dict entries of a stored list (a record written by an older version may hold others)."""
+    return [entry for entry in value if isinstance(entry, dict)] if isinstance(value, list) else []
+
+
+def _actions(run: Mapping | None) -> list[dict]:
+    record = (run or {}).get("context_record")
+    resolution = record.get("resolution") if isinstance(record, dict) else None
+    return _dicts(resolution.get("actions")) if isinstance(resolution, dict) else []
+
+
+def context_differences(a: Mapping | None, b: Mapping | None) -> dict[str, list[dict[str, Any]]]:
+    """The context decisions of two runs of one node, side by side (data-transfer-protocol
+    §7.2): per input (by name), the transfer mode chosen and why, tokens resolved → passed,
+    batches; the actions taken (trim, summarise, batch, compress, reference …, by input and
+    action) with tokens before → after and the reason; the resolution failures (by input)
+    with their code and fallback. Each entry says whether, and in which fields, it differs."""
+    inputs = [{"name": k[0], **_compare(x, y, INPUT_FIELDS)}
+              for k, x, y in _match(_dicts((a or {}).get("resolved_inputs")),
+                                    _dicts((b or {}).get("resolved_inputs")), lambda entry: entry.get("name"))]
+    actions = [{"data": k[0][0], "action": k[0][1], **_compare(x, y, ACTION_FIELDS)}
+               for k, x, y in _match(_actions(a), _actions(b), lambda entry: (entry.get("data"), entry.get("action")))]
+    failures = [{"input": k[0], **_compare(x, y, FAILURE_FIELDS, COMPARED_FAILURE_FIELDS)}
+                for k, x, y in _match(_dicts((a or {}).get("resolution_failures")),
+                                      _dicts((b or {}).get("resolution_failures")), lambda entry: entry.get("input"))]
+    return {"inputs": inputs, "actions": actions, "failures": failures}
+
+
+def run_keys(runs: list[Mapping]) -> list[tuple[str, int, int]]:
+    """(node id, round, attempt) of each run, in order; see the module's docstring."""
+    rounds: dict[str, int] = {}
+    keys = []
+    for run in runs:
+        node_id = run["node_id"]
+        if run.get("kind") in ROUND_KINDS or node_id not in rounds:
+            rounds[node_id] = rounds.get(node_id, 0) + 1
+        keys.append((node_id, rounds[node_id], run.get("attempt") or 1))
+    return keys
+
+
+# -- two runs ------------------------------------------------------------------------------------
+
+
+def compare_pair(a: Mapping | None, b: Mapping | None) -> dict[str, Any]:
+    """Two runs of one node, one round and attempt (either may be None: it is in one run only)."""
+    pair = _compare(a, b, RUN_FIELDS, COMPARED_FIELDS)
+    if a is not None and b is not None:
+        differences = list(islice(json_diff(a.get("output"), b.get("output")), MAX_OUTPUT_DIFFERENCES + 1))
+    else:
+        differences = []
+    context = context_differences(a, b)
+    pair["output_diff"] = differences[:MAX_OUTPUT_DIFFERENCES]
+    pair["output_diff_truncated"] = len(differences) > MAX_OUTPUT_DIFFERENCES
+    pair.update(context)
+    pair["differs"] = (a is None or b is None or bool(differences)
+                       or any(name not in INCIDENTAL_FIELDS for name in pair["changed"])
+                       or any(entry["differs"] for entries in context.values() for entry in entries))
+    return pair
+
+
+def compare_runs(a_runs: list[Mapping], b_runs: list[Mapping]) -> dict[str, Any]:
+    """Two runs' node runs (each a dict with `node_id`, `kind`, `attempt`, the fields of
+    RUN_FIELDS, `resolved_inputs` and `resolution_failures`, in the order they were made),
+    compared:
+
+    1. each run's node runs are keyed by (node id, round, attempt) and paired by key
+       (`_match`: a second run with one key pairs with the other side's second);
+    2. the pairs are grouped by node (nodes in the order they first ran in a, then those
+       only b ran), by round and attempt within a node;
+    3. each pair is compared (`compare_pair`): its fields, its output's JSON diff, its
+       context decisions;
+    4. each node gets its verdict: `only_a` / `only_b` when one run never ran it, else
+       `differs` when any of its pairs differs (a round only one run reached does), else `same`.
+
+    Returns {pairs, nodes, counts}: counts of pairs and of nodes by verdict."""
+    a_keys, b_keys = run_keys(a_runs), run_keys(b_runs)
+    matched = _match(list(zip(a_keys, a_runs)), list(zip(b_keys, b_runs)), lambda keyed: keyed[0])
+    order: dict[str, int] = {}
+    for node_id, _, _ in (*a_keys, *b_keys):
+        order.setdefault(node_id, len(order))
+
+    def position(item) -> tuple[int, int, int, int]:
+        ((node_id, round_, attempt), nth), _, _ = item
+        return order[node_id], round_, attempt, nth
+
+    matched.sort(key=position)
+
+    pairs = []
+    for ((node_id, round_, attempt), _), a, b in matched:
+        pair = compare_pair(a and a[1], b and b[1])
+        pairs.append({"node_id": node_id, "round": round_, "attempt": attempt,
+                      "verdict": _verdict(pair["a"] is not None, pair["b"] is not None, pair["differs"]), **pair})
+
+    by_node: dict[str, list[dict]] = {node_id: [] for node_id in order}
+    for pair in pairs:
+        by_node[pair["node_id"]].append(pair)
+    nodes = []
+    for node_id, mine in by_node.items():
+        in_a = any(pair["a"] is not None for pair in mine)
+        in_b = any(pair["b"] is not None for pair in mine)
+        nodes.append({"node_id": node_id, "verdict": _verdict(in_a, in_b, any(pair["differs"] for pair in mine)),
+                      "pairs": len(mine)})
+    return {"pairs": pairs, "nodes": nodes,
+            "counts": {"pairs": _count(pairs), "nodes": _count(nodes)}}
+
+
+def _verdict(in_a: bool, in_b: bool, differs: bool) -> str:
+    if not in_b:
+        return "only_a"
+    if not in_a:
+        return "only_b"
+    return "differs" if differs else "same"
+
+
+def _count(entries: list[dict]) -> dict[str, int]:
+    counts = dict.fromkeys(VERDICTS, 0)
+    for entry in entries:
+        counts[entry["verdict"]] += 1
+    return counts
