@@ -12,9 +12,11 @@ from ninja.pagination import paginate
 from core.api_support import Page, responses
 from core.roles import AUTHOR, require_role
 from executions import evaluations, selectors, services
+from executions.comparison import execution_comparison, executions_for_comparison
 from executions.schemas import (
-    ID_PATTERN, MAX_ROW_ID, EvaluationFilters, EvaluationIn, EvaluationOut, ExecutionFilters, ExecutionIn,
-    ExecutionOut, ExecutionSummaryOut, NodeRunOut, RerunIn, ResumeIn, ThoughtTreeOut, TryIn,
+    ID_PATTERN, MAX_ROW_ID, ComparisonOut, ComparisonQuery, EvaluationFilters, EvaluationIn, EvaluationOut,
+    ExecutionFilters, ExecutionIn, ExecutionOut, ExecutionSummaryOut, NodeRunOut, RerunIn, ResumeIn, ThoughtTreeOut,
+    TryIn,
 )
 from executions.preview import node_context_plan
 from workflows.schemas import PlanIn, PlanOut
@@ -41,6 +43,14 @@ def executions_start(request, payload: ExecutionIn):
 @paginate(Page)
 def executions_list(request, filters: Query[ExecutionFilters]):
     return selectors.executions_list(**filters.dict())
+
+
+# Before `/executions/{execution_id}`, which would take "compare" for an id.
+@router.get("/executions/compare", response=responses(200, ComparisonOut),
+            summary="Two runs of one workflow compared node run by node run: status, tokens, agent version, "
+                    "output (a JSON diff) and context decisions, each flagged where it differs")
+def executions_compare(request, query: Query[ComparisonQuery]):
+    return execution_comparison(*executions_for_comparison(query.a, query.b))
 
 
 @router.get("/executions/{execution_id}", response=responses(200, ExecutionOut),

@@ -21,6 +21,7 @@ MAX_ROW_ID = 2**63 - 1  # the largest primary key either database holds
 
 ExecutionStatus = Literal["pending", "running", "escalated", "success", "failed", "cancelled"]
 NodeRunStatus = Literal["pending", "running", "success", "failed", "skipped", "cancelled"]
+NodeRunKind = Literal["first", "retry", "fallback", "manual", "reused", "edited"]
 TargetType = Literal["execution", "agent", "workflow"]
 Action = Literal["approve", "reject", "revise"]
 
@@ -138,7 +139,7 @@ class NodeRunOut(Record):
     node_id: str
     agent_ref: str
     agent_version: str | None
-    kind: Literal["first", "retry", "fallback", "manual", "reused", "edited"]
+    kind: NodeRunKind
     attempt: int
     status: NodeRunStatus
     error_code: str
@@ -207,6 +208,133 @@ class ExecutionOut(ExecutionDocument):
     trial: bool = Field(..., description="a node tried alone: not a run of the workflow, never evaluated")
     reruns: list[str] = Field(..., description="the executions re-run from this one, oldest first")
     node_runs: list[NodeRunOut]
+
+
+# -- two runs compared ---------------------------------------------------------------------
+
+Verdict = Literal["same", "differs", "only_a", "only_b"]
+
+
+class ComparisonQuery(Schema):
+    a: str = Field(..., pattern=ID_PATTERN, description="the execution_id of one run")
+    b: str = Field(..., pattern=ID_PATTERN, description="the execution_id of another run of the same workflow")
+
+
+class ComparedScores(Schema):
+    evaluation_id: str
+    accuracy: float
+    completeness: float
+    efficiency: float
+    overall_score: float
+    passed: bool
+
+
+class ComparedExecution(Schema):
+    execution_id: str
+    workflow_id: str
+    status: ExecutionStatus
+    trial: bool = Field(..., description="a node tried alone")
+    started_at: str | None
+    completed_at: str | None
+    duration_ms: int | None
+    node_runs: int = Field(..., description="node runs (every attempt)")
+    tokens_in: int = Field(..., description="of all its node runs")
+    tokens_out: int
+    rerun_of: str | None = Field(..., description="the run this one was re-run from")
+    rerun_from_node: str | None = Field(..., description="the node that re-run started from")
+    evaluation: ComparedScores | None = Field(..., description="the run's computed evaluation, once scored")
+
+
+class ComparedRun(Schema):
+    """One side of a pair: the node run's fields (the budget bar reads `context_record`)."""
+
+    id: int
+    kind: NodeRunKind
+    attempt: int
+    status: NodeRunStatus
+    error_code: str
+    duration_ms: int | None
+    tokens_in: int | None
+    tokens_out: int | None
+    agent: str
+    agent_version: str | None
+    output: Any = None
+    context_record: dict[str, Any] | None
+
+
+class Compared(Schema):
+    """A thing both runs may hold, side by side: None for a side that lacks it."""
+
+    a: dict[str, Any] | None
+    b: dict[str, Any] | None
+    changed: list[str] = Field(..., description="the fields that differ")
+    differs: bool
+
+
+class ComparedInput(Compared):
+    name: str | None
+
+
+class ComparedAction(Compared):
+    data: str | None = Field(..., description="the input acted on")
+    action: str | None
+
+
+class ComparedFailure(Compared):
+    input: str | None
+
+
+class OutputDifference(Schema):
+    path: str = Field(..., description="an RFC 6901 JSON Pointer into the output")
+    op: Literal["added", "removed", "changed"]
+    a: Any = None
+    b: Any = None
+
+
+class ComparedPair(Schema):
+    node_id: str
+    round: int = Field(..., description="the node's n-th first (or reused, edited) run and the attempts after it")
+    attempt: int
+    verdict: Verdict
+    a: ComparedRun | None
+    b: ComparedRun | None
+    changed: list[str] = Field(..., description="the node run's fields that differ; kind and duration do not count")
+    differs: bool
+    output_diff: list[OutputDifference]
+    output_diff_truncated: bool
+    inputs: list[ComparedInput] = Field(..., description="per input: transfer mode and why, tokens, batches")
+    actions: list[ComparedAction] = Field(..., description="trim, summarise, batch, compress, reference …")
+    failures: list[ComparedFailure] = Field(..., description="resolution failures: code and fallback")
+
+
+class ComparedNode(Schema):
+    node_id: str
+    verdict: Verdict
+    pairs: int
+
+
+class VerdictCounts(Schema):
+    same: int
+    differs: int
+    only_a: int
+    only_b: int
+
+
+class ComparisonCounts(Schema):
+    pairs: VerdictCounts = Field(..., description="node runs")
+    nodes: VerdictCounts
+
+
+class ComparisonOut(Schema):
+    """Two runs of one workflow, node run by node run."""
+
+    a: ComparedExecution
+    b: ComparedExecution
+    workflow: dict[str, Any] = Field(..., description="workflow_id, name, topology")
+    graph: dict[str, Any] = Field(..., description="the workflow's nodes and edges, to draw both runs on")
+    pairs: list[ComparedPair]
+    nodes: list[ComparedNode]
+    counts: ComparisonCounts
 
 
 # -- evaluations --------------------------------------------------------------------------
