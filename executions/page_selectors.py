@@ -122,6 +122,30 @@ def output_preview(output: Any, limit: int = PREVIEW_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# The columns of the compare page's table: a node run's field, its heading.
+COMPARED_COLUMNS = (("status", "Status"), ("kind", "Kind"), ("agent_version", "Agent version"),
+                    ("tokens_in", "Tokens in"), ("tokens_out", "Tokens out"), ("duration_ms", "Duration (ms)"))
+
+
+def comparison_rows(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The compare page's table: one row per pair of node runs, each column's value in run a
+    and run b (None for a run without it) and whether they differ; how many places of the
+    output differ, and how many context decisions."""
+    rows = []
+    for index, pair in enumerate(pairs):
+        a, b = pair["a"] or {}, pair["b"] or {}
+        decisions = [entry for key in ("inputs", "actions", "failures") for entry in pair[key] if entry["differs"]]
+        rows.append({
+            "index": index, "node_id": pair["node_id"], "round": pair["round"], "attempt": pair["attempt"],
+            "verdict": pair["verdict"], "in_a": bool(a), "in_b": bool(b),
+            "cells": [{"field": field, "label": label, "a": a.get(field), "b": b.get(field),
+                       "differs": field in pair["changed"]} for field, label in COMPARED_COLUMNS],
+            "output_differences": len(pair["output_diff"]), "output_truncated": pair["output_diff_truncated"],
+            "decisions_differing": len(decisions),
+        })
+    return rows
+
+
 def is_identifier(value: str) -> bool:
     """Whether `value` could be a stored id: one that cannot is not looked up (PostgreSQL
     refuses a NUL in a query outright)."""

@@ -11,10 +11,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_date
 
-from core.errors import NotFound, SwitchyardError
+from core.errors import DocumentError, NotFound, SwitchyardError
 from core.pages import paginate
 from core.roles import AUTHOR, has_role
 from executions import page_selectors, selectors
+from executions.comparison import execution_comparison, executions_for_comparison
 from engine.evaluation import SCORES
 from executions.evaluations import EVALUATED, evaluation_create, evaluation_policy
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
@@ -76,6 +77,36 @@ def execution_detail(request, execution_id: str):
             "states": states,
             "plan_url": reverse("executions:node_plan", args=[execution.workflow.workflow_id, "NODE"]),
         },
+    })
+
+
+def execution_compare(request):
+    """Two runs of one workflow side by side (`?a=…&b=…`): both runs' summaries and scores,
+    and a table of their node runs paired, with the cells that differ highlighted; the two
+    graphs and a node's panel (budget bars, context decisions, output diff) are drawn by
+    execution_compare.js from the same comparison, given in a json_script block. The
+    comparison is read in a fixed number of queries (`executions/comparison.py`)."""
+    ids = [request.GET.get(key, "").strip() for key in ("a", "b")]
+    if not all(ids):
+        return render(request, "executions/execution_compare.html", {
+            "problem": "Pick two runs in the list of executions to compare them."}, status=400)
+    if not all(page_selectors.is_identifier(execution_id) for execution_id in ids):
+        raise Http404("no such executions")
+    try:
+        a, b = executions_for_comparison(*ids)
+    except NotFound as error:
+        raise Http404(error.message) from None
+    try:
+        comparison = execution_comparison(a, b)
+    except DocumentError as error:
+        return render(request, "executions/execution_compare.html", {"problem": error.problem}, status=422)
+    return render(request, "executions/execution_compare.html", {
+        "comparison": comparison,
+        "sides": [{"side": side, "run": comparison[side], "started_at": execution.started_at,
+                   "duration": duration_text(execution.started_at, execution.completed_at)}
+                  for side, execution in (("a", a), ("b", b))],
+        "columns": [label for _, label in page_selectors.COMPARED_COLUMNS],
+        "rows": page_selectors.comparison_rows(comparison["pairs"]),
     })
 
 

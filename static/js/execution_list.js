@@ -1,5 +1,6 @@
 // The executions list: rows of runs in progress refresh themselves from GET
-// /api/executions (newest first) until none is left in progress; nothing reloads.
+// /api/executions (newest first) until none is left in progress; nothing reloads. Ticking
+// two runs of one workflow enables Compare, which opens the compare page (A the older).
 (function () {
   "use strict";
 
@@ -53,4 +54,32 @@
     live.hidden = false;
     setTimeout(refresh, 1000);
   }
+
+  // -- picking two runs to compare -----------------------------------------------------------
+
+  const compare = document.getElementById("compare-button");
+  const hint = document.getElementById("compare-hint");
+
+  function picked() {
+    return [...table.querySelectorAll("input.pick:checked")];
+  }
+
+  function updateCompare() {
+    const boxes = picked();
+    const sameWorkflow = boxes.length === 2 && boxes[0].dataset.workflow === boxes[1].dataset.workflow;
+    compare.disabled = !sameWorkflow;
+    hint.textContent = boxes.length === 2 && !sameWorkflow ? "These two are runs of different workflows: only runs of one workflow compare."
+      : boxes.length > 2 ? `${boxes.length} runs ticked: tick exactly two.`
+        : boxes.length === 2 ? "" : "Tick two runs of one workflow to compare them.";
+  }
+
+  table.addEventListener("change", (event) => {
+    if (event.target.matches("input.pick")) updateCompare();
+  });
+  compare.addEventListener("click", () => {
+    // The list is newest first: the lower row is the older run, A.
+    const [newer, older] = picked().map((box) => box.closest("tr").dataset.executionId);
+    window.location.assign(`${compare.dataset.url}?${new URLSearchParams({ a: older, b: newer })}`);
+  });
+  updateCompare(); // a browser may keep boxes ticked on going back
 })();

@@ -21,6 +21,7 @@ from tests.executions.conftest import wait_for
 from tests.pages.test_derive_requests import raise_request
 from tests.pages.test_evaluations import finished_in_process, no_tasks  # noqa: F401 - a fixture
 from tests.pages.test_execution_browser import click_graph_node, demo_with_workers  # noqa: F401 - a fixture
+from tests.pages.test_compare_page import click_graph_node as click_compared_node
 from tests.pages.test_thought_tree import click_tree_node
 from tests.pages.test_workflow_editor import click_node
 from workflows.models import Blueprint, Workflow
@@ -117,7 +118,8 @@ def pages_by_user(api, tmp_path, settings, no_tasks):
             f"/blueprints/{blueprint.blueprint_id}/", "/workflows/", "/workflows/new/", "/workflows/release_review/",
             "/executions/", f"/executions/{thesis.execution_id}/", f"/executions/{thesis.execution_id}/?node=task_vault_001",
             "/executions/plan/thesis_reading/task_vault_001/", f"/executions/{game.execution_id}/",
-            f"/executions/{game.execution_id}/tot/{search.node_run_id}/", "/derive-requests/",
+            f"/executions/{game.execution_id}/tot/{search.node_run_id}/",
+            f"/executions/compare/?a={thesis.execution_id}&b={thesis.execution_id}", "/derive-requests/",
             "/derive-requests/dr_medicine/", "/evaluations/", f"/evaluations/{evaluation.evaluation_id}/",
             "/evaluations/new/", "/api/docs", "/api/agents",
         ],
@@ -286,6 +288,11 @@ def test_it_has_every_page_satisfy_the_content_security_policy(browser, live_ser
 
     visit(page, f"/executions/{game.execution_id}/tot/{search.node_run_id}/", "#tt-graph canvas")
     click_tree_node(page, search.tree["search_state"]["best_path"][-1])  # the answer
+    settle(page)
+    # Two runs compared (here a run with itself), a node's panel open with both budget bars.
+    visit(page, f"/executions/compare/?a={thesis.execution_id}&b={thesis.execution_id}", "#graph-b canvas")
+    click_compared_node(page, "a", "task_vault_001")
+    expect(page.locator("#compare-panel .budget-side .budget .budget-seg").first).to_be_visible()
     settle(page)
 
     visit(page, "/derive-requests/", "main table")

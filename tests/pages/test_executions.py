@@ -288,3 +288,79 @@ def test_it_renders_the_plan_page_of_a_node(api, demo):
     assert json.loads(page.split('id="plan-data" type="application/json">')[1].split("</script>")[0]) == {
         "workflow_id": "thesis_reading", "node_id": "task_vault_001"}
     assert 'src="/static/js/budget.js"' in page and 'src="/static/js/node_plan.js"' in page
+
+
+# -- two runs compared ---------------------------------------------------------------------------
+
+
+def compared_pair():
+    """A run of release_review and a re-run of it from `review` whose review wrote HTML and
+    summarised its input, and which went on to `publish`."""
+    source = make_execution("release_review", [heavy_run("draft"), heavy_run("review", output={"verdict": "revise"})],
+                            execution_id="exec_source")
+    summarised = {**CONTEXT, "total_input_data": {**CONTEXT["total_input_data"], "notes": {
+        **CONTEXT["total_input_data"]["notes"], "transfer_mode": "reference", "passed_tokens": 40}}}
+    rerun = make_execution("release_review", [
+        heavy_run("draft", kind="reused"),
+        heavy_run("review", output={"verdict": XSS}, context_record=summarised, tokens_in=440),
+        heavy_run("publish"),
+    ], execution_id="exec_rerun", rerun_of=source, rerun={"from_node": "review"})
+    return source, rerun
+
+
+def test_it_renders_two_runs_compared_with_the_differing_cells_marked(api, demo):
+    compared_pair()
+    response = signed_in(api.viewer.user).get("/executions/compare/", {"a": "exec_source", "b": "exec_rerun"})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert 'href="/executions/exec_source/"' in page and 'href="/executions/exec_rerun/"' in page
+    assert "re-run of" in page and "from node <span class=\"mono\">review</span>" in page
+    rows = {row["node_id"]: row for row in response.context["rows"]}
+    assert [(row["node_id"], row["verdict"]) for row in response.context["rows"]] == [
+        ("draft", "same"), ("review", "differs"), ("publish", "only_b")]
+    tokens_in = next(cell for cell in rows["review"]["cells"] if cell["field"] == "tokens_in")
+    assert (tokens_in["a"], tokens_in["b"], tokens_in["differs"]) == (900, 440, True)
+    assert rows["review"]["output_differences"] == 1
+    assert re.search(r'<td class="pair-cell differs" data-field="tokens_in">\s*<span class="side-a">900</span>', page)
+    assert page.count('class="pair-cell differs" data-field="kind"') == 1  # the reused draft
+    assert "1 same · 1 differ · 0 only in A · 1 only in B" in page
+    # The data the script draws from: the comparison, with the HTML of an output kept as text.
+    assert XSS not in page and "<script>window.pwned" not in page
+    data = json.loads(page.split('id="compare-data" type="application/json">')[1].split("</script>")[0])
+    assert data["pairs"][1]["output_diff"] == [{"path": "/verdict", "op": "changed", "a": "revise", "b": XSS}]
+    assert 'src="/static/js/execution_compare.js"' in page and 'src="/static/js/budget.js"' in page
+
+
+def test_it_reads_two_runs_of_1000_node_runs_in_as_few_queries_as_two_of_3(api, demo):
+    nodes = ["draft", "review", "publish", "compliance"]
+    for name, count in (("small", 3), ("large", 1000)):
+        for side in ("a", "b"):
+            make_execution("release_review", [heavy_run(nodes[i % 4]) for i in range(count)],
+                           execution_id=f"exec_{name}_{side}")
+    browser = signed_in(api.viewer.user)
+    browser.get("/executions/")  # the session's first read is not the page's
+    few = count_queries(browser, "/executions/compare/?a=exec_small_a&b=exec_small_b")
+    # Session, user, roles; both runs, their node runs, their evaluations; the graph's nodes and transitions.
+    assert count_queries(browser, "/executions/compare/?a=exec_large_a&b=exec_large_b") == few <= 8
+
+
+def test_it_explains_what_it_cannot_compare(api, demo):
+    make_execution("release_review", [], execution_id="exec_review")
+    make_execution("thesis_reading", [], execution_id="exec_thesis")
+    browser = signed_in(api.viewer.user)
+    missing = browser.get("/executions/compare/", {"a": "exec_review"})
+    assert missing.status_code == 400 and "Pick two runs" in missing.content.decode()
+    assert browser.get("/executions/compare/", {"a": "exec_review", "b": "exec_nope"}).status_code == 404
+    assert browser.get("/executions/compare/", {"a": "exec_review", "b": "exec<b>"}).status_code == 404
+    different = browser.get("/executions/compare/", {"a": "exec_review", "b": "exec_thesis"})
+    assert different.status_code == 422
+    page = different.content.decode()
+    assert "workflow &#x27;release_review&#x27;" in page and "workflow &#x27;thesis_reading&#x27;" in page
+    assert 'id="compare-data"' not in page
+
+
+def test_it_offers_a_box_per_run_and_a_compare_button_on_the_list(api, demo):
+    make_execution("release_review", [], execution_id="exec_one")
+    page = signed_in(api.viewer.user).get("/executions/").content.decode()
+    assert '<input type="checkbox" class="pick" aria-label="Pick exec_one to compare" data-workflow="release_review">' in page
+    assert '<button type="button" id="compare-button" class="primary" data-url="/executions/compare/" disabled>' in page
