@@ -12,7 +12,7 @@ import json
 from itertools import pairwise
 from typing import Any
 
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Case, Count, OuterRef, Q, QuerySet, Subquery, Value, When
 
 from executions.evaluations import run_evaluation
 from executions.models import Evaluation, Execution, NodeRun
@@ -82,6 +82,26 @@ def workflow_graph(workflow: Workflow) -> dict[str, Any]:
                    "layout": node["layout"], "compress": node["compress"]} for node in nodes],
         "edges": edges,
     }
+
+
+# The re-runs a run's page lists, newest first; it says when there are more.
+RERUNS_SHOWN = 20
+
+
+def execution_with_reruns(execution_id: str) -> tuple[Execution | None, list[Execution], bool]:
+    """A run (with its workflow and the run it was re-run from), its newest re-runs, and
+    whether it has more than those: one query, the run's row and its re-runs' rows together
+    (the run first), so that the page costs no more queries for being a re-run or having them."""
+    if not is_identifier(execution_id):
+        return None, [], False
+    rows = list(Execution.objects.select_related("workflow", "rerun_of")
+                .filter(Q(execution_id=execution_id) | Q(rerun_of__execution_id=execution_id))
+                .annotate(is_the_run=Case(When(execution_id=execution_id, then=Value(0)), default=Value(1)))
+                .order_by("is_the_run", "-created_at", "-id")[:RERUNS_SHOWN + 2])
+    if not rows:  # no such run (and so no re-run of it)
+        return None, [], False
+    reruns = rows[1:]
+    return rows[0], reruns[:RERUNS_SHOWN], len(reruns) > RERUNS_SHOWN
 
 
 def node_states(execution: Execution) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:

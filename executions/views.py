@@ -14,7 +14,7 @@ from django.utils.dateparse import parse_date
 from core.errors import DocumentError, NotFound, SwitchyardError
 from core.pages import paginate
 from core.roles import AUTHOR, has_role
-from executions import page_selectors, selectors
+from executions import page_selectors
 from executions.comparison import execution_comparison, executions_for_comparison
 from engine.evaluation import SCORES
 from executions.evaluations import EVALUATED, evaluation_create, evaluation_policy
@@ -39,13 +39,11 @@ def execution_list(request):
 
 
 def execution_detail(request, execution_id: str):
-    """A run's inspection page: the header, the escalation, the graph and timeline (drawn
+    """A run's inspection page: the header (with the run it was re-run from and its
+    re-runs, each with a link to compare), the escalation, the graph and timeline (drawn
     and kept live by execution_detail.js from the API), a node's panel, and one page of
     the node runs table."""
-    try:
-        execution = selectors.execution_get(execution_id) if page_selectors.is_identifier(execution_id) else None
-    except NotFound:
-        execution = None
+    execution, reruns, more_reruns = page_selectors.execution_with_reruns(execution_id)
     if execution is None:
         raise Http404(f"no execution '{execution_id}'")
     graph = page_selectors.workflow_graph(execution.workflow)
@@ -58,6 +56,8 @@ def execution_detail(request, execution_id: str):
     return render(request, "executions/execution_detail.html", {
         **context,
         "execution": execution,
+        "reruns": reruns,
+        "more_reruns": more_reruns,
         "evaluation": evaluation,
         "gate": page_selectors.gate_summary(execution.quality_gate),
         "awaiting_evaluation": evaluation is None and _scored_soon(execution),

@@ -290,7 +290,7 @@ def test_it_renders_the_plan_page_of_a_node(api, demo):
     assert 'src="/static/js/budget.js"' in page and 'src="/static/js/node_plan.js"' in page
 
 
-# -- two runs compared ---------------------------------------------------------------------------
+# -- two runs compared, and a run's re-runs ------------------------------------------------------
 
 
 def compared_pair():
@@ -364,3 +364,38 @@ def test_it_offers_a_box_per_run_and_a_compare_button_on_the_list(api, demo):
     page = signed_in(api.viewer.user).get("/executions/").content.decode()
     assert '<input type="checkbox" class="pick" aria-label="Pick exec_one to compare" data-workflow="release_review">' in page
     assert '<button type="button" id="compare-button" class="primary" data-url="/executions/compare/" disabled>' in page
+
+
+def test_it_links_a_re_run_to_its_source_and_a_run_to_its_re_runs_with_compare_links(api, demo):
+    source, rerun = compared_pair()
+    browser = signed_in(api.viewer.user)
+    page = browser.get("/executions/exec_rerun/").content.decode()
+    assert re.search(r'Re-run of <a class="mono" href="/executions/exec_source/">exec_source</a> from node '
+                     r'<span class="mono">review</span>', page)
+    assert 'id="compare-with-source" href="/executions/compare/?a=exec_source&amp;b=exec_rerun"' in page
+    assert 'id="reruns"' not in page
+    page = browser.get("/executions/exec_source/").content.decode()
+    assert 'id="rerun-of"' not in page
+    assert re.search(r'<li data-rerun="exec_rerun"><a class="mono" href="/executions/exec_rerun/">', page)
+    assert 'href="/executions/compare/?a=exec_source&amp;b=exec_rerun">compare</a>' in page
+
+
+def test_it_lists_the_newest_re_runs_and_says_there_are_more(api, demo, settings):
+    source = make_execution("release_review", [], execution_id="exec_source")
+    start = timezone.now()
+    for n in range(22):
+        make_execution("release_review", [], execution_id=f"exec_rerun_{n:02d}", rerun_of=source,
+                       created_at=start + timedelta(seconds=n))
+    page = signed_in(api.viewer.user).get("/executions/exec_source/").content.decode()
+    listed = re.findall(r'<li data-rerun="(exec_rerun_\d+)">', page)
+    assert listed == [f"exec_rerun_{n:02d}" for n in range(21, 1, -1)]
+    assert "The newest 20 are listed; there are more." in page
+
+
+def test_it_reads_a_re_run_with_re_runs_of_its_own_in_as_few_queries_as_a_plain_run(api, demo):
+    source, rerun = compared_pair()
+    make_execution("release_review", [], execution_id="exec_rerun_of_rerun", rerun_of=rerun)
+    plain = make_execution("release_review", [heavy_run("draft")], execution_id="exec_plain")
+    browser = signed_in(api.viewer.user)
+    browser.get("/executions/")
+    assert count_queries(browser, "/executions/exec_rerun/") == count_queries(browser, f"/executions/{plain.execution_id}/")
