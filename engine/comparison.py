@@ -14,7 +14,14 @@ of the attempt that failed) are told apart by their order.
 
 Each pair lists the fields that differ. Duration and kind are shown and flagged but do not
 make a pair differ: two runs never take the same milliseconds, and a re-run's reused copy
-of an output is the same result obtained without running the node again.
+of an output is the same result obtained without running the node again. Nor do the tokens
+of a pair where one side is such a copy (reused or edited): a copy was not run and spent
+nothing, by design.
+
+A copy keeps the attempt number of the run it copies (the run that decided how its round
+went), so it pairs with that run; the attempts before it in the other run (a failure then
+a retry) were not repeated by the re-run. They are listed, in one run only, but marked
+`not_repeated`, and do not make their node differ.
 """
 from __future__ import annotations
 
@@ -24,6 +31,8 @@ from typing import Any
 
 # The kinds of run that open a new round of their node.
 ROUND_KINDS = frozenset({"first", "reused", "edited"})
+# A re-run's (or a trial's) copies of another run's outputs: not run, not billed.
+COPY_KINDS = frozenset({"reused", "edited"})
 
 # A node run's fields each pair shows side by side (the budget bar reads `context_record`).
 RUN_FIELDS = ("id", "kind", "attempt", "status", "error_code", "duration_ms", "tokens_in", "tokens_out",
@@ -31,8 +40,10 @@ RUN_FIELDS = ("id", "kind", "attempt", "status", "error_code", "duration_ms", "t
 # Of those, the ones compared: all but `id`, `attempt` (part of the key), `output` (diffed),
 # and `context_record` (compared decision by decision below).
 COMPARED_FIELDS = ("status", "error_code", "kind", "duration_ms", "tokens_in", "tokens_out", "agent", "agent_version")
-# Shown and flagged, but not what makes a pair differ (see the module's docstring).
+# Shown and flagged, but not what makes a pair differ (see the module's docstring), and
+# what is not when one side is a copy.
 INCIDENTAL_FIELDS = frozenset({"kind", "duration_ms"})
+INCIDENTAL_FOR_COPIES = INCIDENTAL_FIELDS | {"tokens_in", "tokens_out"}
 
 # The context decisions compared, each by what identifies it in one run's record.
 INPUT_FIELDS = ("transfer_mode", "reason", "resolved_tokens", "passed_tokens", "batches", "passed")
@@ -196,8 +207,10 @@ def compare_pair(a: Mapping | None, b: Mapping | None) -> dict[str, Any]:
     pair["output_diff"] = differences[:MAX_OUTPUT_DIFFERENCES]
     pair["output_diff_truncated"] = len(differences) > MAX_OUTPUT_DIFFERENCES
     pair.update(context)
+    copy = any(run is not None and run.get("kind") in COPY_KINDS for run in (a, b))
+    incidental = INCIDENTAL_FOR_COPIES if copy else INCIDENTAL_FIELDS
     pair["differs"] = (a is None or b is None or bool(differences)
-                       or any(name not in INCIDENTAL_FIELDS for name in pair["changed"])
+                       or any(name not in incidental for name in pair["changed"])
                        or any(entry["differs"] for entries in context.values() for entry in entries))
     return pair
 
@@ -213,8 +226,11 @@ def compare_runs(a_runs: list[Mapping], b_runs: list[Mapping]) -> dict[str, Any]
        only b ran), by round and attempt within a node;
     3. each pair is compared (`compare_pair`): its fields, its output's JSON diff, its
        context decisions;
-    4. each node gets its verdict: `only_a` / `only_b` when one run never ran it, else
-       `differs` when any of its pairs differs (a round only one run reached does), else `same`.
+    4. a pair in one run only whose round the other run copied (its node run there is a
+       reused or edited copy) is marked `not_repeated`: the copy stands for the round;
+    5. each node gets its verdict: `only_a` / `only_b` when one run never ran it, else
+       `differs` when any of its pairs differs (a round only one run reached does), leaving
+       out the pairs not repeated, else `same`.
 
     Returns {pairs, nodes, counts}: counts of pairs and of nodes by verdict."""
     a_keys, b_keys = run_keys(a_runs), run_keys(b_runs)
@@ -229,11 +245,15 @@ def compare_runs(a_runs: list[Mapping], b_runs: list[Mapping]) -> dict[str, Any]
 
     matched.sort(key=position)
 
+    copied = {side: {key[:2] for key, run in zip(keys, runs) if run.get("kind") in COPY_KINDS}
+              for side, keys, runs in (("a", a_keys, a_runs), ("b", b_keys, b_runs))}
     pairs = []
     for ((node_id, round_, attempt), _), a, b in matched:
         pair = compare_pair(a and a[1], b and b[1])
+        missing = "a" if a is None else "b" if b is None else None
         pairs.append({"node_id": node_id, "round": round_, "attempt": attempt,
-                      "verdict": _verdict(pair["a"] is not None, pair["b"] is not None, pair["differs"]), **pair})
+                      "verdict": _verdict(pair["a"] is not None, pair["b"] is not None, pair["differs"]),
+                      "not_repeated": missing is not None and (node_id, round_) in copied[missing], **pair})
 
     by_node: dict[str, list[dict]] = {node_id: [] for node_id in order}
     for pair in pairs:
@@ -242,8 +262,8 @@ def compare_runs(a_runs: list[Mapping], b_runs: list[Mapping]) -> dict[str, Any]
     for node_id, mine in by_node.items():
         in_a = any(pair["a"] is not None for pair in mine)
         in_b = any(pair["b"] is not None for pair in mine)
-        nodes.append({"node_id": node_id, "verdict": _verdict(in_a, in_b, any(pair["differs"] for pair in mine)),
-                      "pairs": len(mine)})
+        differs = any(pair["differs"] and not pair["not_repeated"] for pair in mine)
+        nodes.append({"node_id": node_id, "verdict": _verdict(in_a, in_b, differs), "pairs": len(mine)})
     return {"pairs": pairs, "nodes": nodes,
             "counts": {"pairs": _count(pairs), "nodes": _count(nodes)}}
 

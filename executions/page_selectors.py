@@ -157,7 +157,7 @@ def comparison_rows(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         decisions = [entry for key in ("inputs", "actions", "failures") for entry in pair[key] if entry["differs"]]
         rows.append({
             "index": index, "node_id": pair["node_id"], "round": pair["round"], "attempt": pair["attempt"],
-            "verdict": pair["verdict"], "in_a": bool(a), "in_b": bool(b),
+            "verdict": pair["verdict"], "not_repeated": pair["not_repeated"], "in_a": bool(a), "in_b": bool(b),
             "cells": [{"field": field, "label": label, "a": a.get(field), "b": b.get(field),
                        "differs": field in pair["changed"]} for field, label in COMPARED_COLUMNS],
             "output_differences": len(pair["output_diff"]), "output_truncated": pair["output_diff_truncated"],

@@ -296,6 +296,8 @@ class ComparedPair(Schema):
     round: int = Field(..., description="the node's n-th first (or reused, edited) run and the attempts after it")
     attempt: int
     verdict: Verdict
+    not_repeated: bool = Field(..., description="in one run only, in a round the other run copied (reused or "
+                                                "edited) instead of running it: an attempt the copy did not repeat")
     a: ComparedRun | None
     b: ComparedRun | None
     changed: list[str] = Field(..., description="the node run's fields that differ; kind and duration do not count")

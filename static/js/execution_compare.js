@@ -202,7 +202,7 @@
     return el("div", { class: "trail", "aria-label": "This node's runs" }, pairs.map(([pair, index]) => el("a", {
       class: `trail-chip verdict-${pair.verdict}${index === page.pair ? " chosen" : ""}`, href: "#compare-panel", "data-pair": index,
       onclick: (event) => { event.preventDefault(); selectPair(index); },
-    }, `round ${pair.round} · attempt ${pair.attempt}: ${VERDICT_WORDS[pair.verdict]}`)));
+    }, `round ${pair.round} · attempt ${pair.attempt}: ${VERDICT_WORDS[pair.verdict]}${pair.not_repeated ? " (not repeated)" : ""}`)));
   }
 
   function renderPanel() {
@@ -251,10 +251,11 @@
     }
   }
 
-  // A node opens on its first pair that differs, else its first.
+  // A node opens on its first pair that differs (an attempt a copy did not repeat aside),
+  // else its last: the outcome.
   function selectNode(nodeId) {
     const indices = data.pairs.map((pair, index) => [pair, index]).filter(([pair]) => pair.node_id === nodeId);
-    const chosen = indices.find(([pair]) => pair.differs) || indices[0];
+    const chosen = indices.find(([pair]) => pair.differs && !pair.not_repeated) || indices[indices.length - 1];
     select(nodeId, chosen ? chosen[1] : null);
   }
 

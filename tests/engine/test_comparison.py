@@ -165,6 +165,31 @@ def test_it_flags_duration_and_kind_without_calling_the_pair_different():
     assert edited["differs"] is True and edited["output_diff"] == [{"path": "/v", "op": "changed", "a": 1, "b": 2}]
 
 
+def test_it_does_not_hold_a_copys_tokens_against_it():
+    # A re-run's copy was not run: it spent no token, by design.
+    a = [run("x", tokens_in=900, tokens_out=50, duration_ms=8, output={"v": 1})]
+    b = [run("x", "reused", tokens_in=0, tokens_out=0, duration_ms=0, output={"v": 1})]
+    pair = compare_runs(a, b)["pairs"][0]
+    assert pair["changed"] == ["kind", "duration_ms", "tokens_in", "tokens_out"] and pair["verdict"] == "same"
+    fresh = compare_runs(a, [run("x", tokens_in=0, tokens_out=0, output={"v": 1})])["pairs"][0]
+    assert fresh["verdict"] == "differs"  # a run that ran and spent nothing did differ
+
+
+def test_it_marks_the_attempts_a_copy_did_not_repeat_and_keeps_them_from_the_nodes_verdict():
+    # The past run failed once and succeeded on its retry; the re-run copied the retry.
+    a = [run("draft", status="failed", error_code="TIMEOUT"), run("draft", "retry", 2, output="d"), run("review")]
+    b = [run("draft", "reused", 2, output="d"), run("review", output="another")]
+    compared = compare_runs(a, b)
+    assert [(p["node_id"], p["attempt"], p["verdict"], p["not_repeated"]) for p in compared["pairs"]] == [
+        ("draft", 1, "only_a", True), ("draft", 2, "same", False), ("review", 1, "differs", False)]
+    assert [(n["node_id"], n["verdict"]) for n in compared["nodes"]] == [("draft", "same"), ("review", "differs")]
+    # A run that ran the node afresh, and needed no retry, did differ from one that did.
+    fresh = compare_runs(a, [run("draft", output="d"), run("review")])
+    assert [(p["attempt"], p["verdict"], p["not_repeated"]) for p in fresh["pairs"][:2]] == [
+        (1, "differs", False), (2, "only_a", False)]
+    assert fresh["nodes"][0]["verdict"] == "differs"
+
+
 def test_it_calls_a_different_agent_version_or_token_count_a_difference():
     for field, a_value, b_value in (("agent_version", "1.0", "1.1"), ("tokens_in", 900, 901), ("tokens_out", None, 5)):
         pair = compare_runs([run("x", **{field: a_value})], [run("x", **{field: b_value})])["pairs"][0]

@@ -17,6 +17,8 @@ from core.errors import DocumentError
 from demo.documents import AGENTS, PARALLEL_ANALYSIS, RELEASE_REVIEW
 from executions.comparison import execution_comparison, executions_for_comparison
 from executions.models import Evaluation, Execution, NodeRun
+from executions.services import execution_rerun, execution_start
+from tests.executions.conftest import drain
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db
@@ -76,7 +78,7 @@ def two_runs():
     another verdict, and which went on to `publish`."""
     source = make_run("exec_source", [node_run("draft"), node_run("review", output={"verdict": "revise"})])
     rerun = make_run("exec_rerun", [
-        node_run("draft", kind="reused", duration_ms=0),
+        node_run("draft", kind="reused", duration_ms=0, tokens_in=0, tokens_out=0),  # a copy: not run, not billed
         node_run("review", output={"verdict": "approve", "note": "ok"}, context_record=SUMMARISED, tokens_in=300,
                  resolved_inputs=[{"name": "draft", "transfer_mode": "summary", "reason": "over the budget",
                                    "resolved_tokens": 900, "passed_tokens": 300, "batches": 0, "passed": True}]),
@@ -93,7 +95,8 @@ def test_it_compares_two_runs_node_run_by_node_run(two_runs):
     assert [(pair["node_id"], pair["verdict"]) for pair in comparison["pairs"]] == [
         ("draft", "same"), ("review", "differs"), ("publish", "only_b")]
     draft, review, publish = comparison["pairs"]
-    assert draft["changed"] == ["kind", "duration_ms"] and (draft["a"]["kind"], draft["b"]["kind"]) == ("first", "reused")
+    assert draft["changed"] == ["kind", "duration_ms", "tokens_in", "tokens_out"]
+    assert (draft["a"]["kind"], draft["b"]["kind"]) == ("first", "reused")
     assert review["changed"] == ["tokens_in"]
     # In the stored order of the output's members (PostgreSQL's jsonb keeps its own).
     assert sorted(review["output_diff"], key=lambda entry: entry["path"]) == [
@@ -117,7 +120,7 @@ def test_it_sums_up_each_run_with_its_scores_and_where_it_was_re_run_from(two_ru
     assert (a["execution_id"], a["rerun_of"], a["rerun_from_node"]) == ("exec_source", None, None)
     assert (b["execution_id"], b["rerun_of"], b["rerun_from_node"]) == ("exec_rerun", "exec_source", "review")
     assert (a["node_runs"], a["tokens_in"], a["tokens_out"]) == (2, 1800, 100)
-    assert (b["node_runs"], b["tokens_in"], b["tokens_out"]) == (3, 2100, 150)
+    assert (b["node_runs"], b["tokens_in"], b["tokens_out"]) == (3, 1200, 100)  # the copy spent nothing
     assert a["duration_ms"] == 12_000 and a["trial"] is False and a["status"] == "success"
     assert a["evaluation"] == {"evaluation_id": "eval_exec_source", "accuracy": 0.55, "completeness": 1.0,
                                "efficiency": 0.5, "overall_score": 0.55, "passed": False}
@@ -149,6 +152,24 @@ def test_it_refuses_runs_of_two_workflows_naming_both():
     with pytest.raises(DocumentError) as refused:
         execution_comparison(review, parallel)
     assert "workflow 'release_review'" in str(refused.value) and "workflow 'parallel_analysis'" in str(refused.value)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_compares_a_real_re_run_with_the_run_it_was_re_run_from(in_process):
+    source = drain(execution_start(workflow=Workflow.objects.get(workflow_id="thesis_reading")))
+    edited = {"validation_results": [{"atom_id": "edited-1", "valid": False, "note": "edited by a person"}]}
+    rerun = drain(execution_rerun(source=source, from_node="task_vault_001", outputs={"task_validator_001": edited}))
+    assert (source.status, rerun.status) == ("success", "success")
+
+    comparison = execution_comparison(*executions_for_comparison(source.execution_id, rerun.execution_id))
+    scholar, validator, vault = comparison["pairs"]
+    assert (scholar["node_id"], scholar["b"]["kind"], scholar["verdict"]) == ("task_scholar_001", "reused", "same")
+    assert (validator["b"]["kind"], validator["verdict"]) == ("edited", "differs")
+    assert any(entry["path"].startswith("/validation_results/0/") for entry in validator["output_diff"])
+    assert (vault["a"]["kind"], vault["b"]["kind"]) == ("first", "first")
+    assert vault["inputs"] and vault["b"]["context_record"]["resolution"]["actions"] is not None
+    assert comparison["b"]["rerun_of"] == source.execution_id and comparison["b"]["rerun_from_node"] == "task_vault_001"
+    assert comparison["b"]["tokens_in"] < comparison["a"]["tokens_in"]  # the copies were not billed
 
 
 # -- the API ---------------------------------------------------------------------------------

@@ -301,7 +301,7 @@ def compared_pair():
     summarised = {**CONTEXT, "total_input_data": {**CONTEXT["total_input_data"], "notes": {
         **CONTEXT["total_input_data"]["notes"], "transfer_mode": "reference", "passed_tokens": 40}}}
     rerun = make_execution("release_review", [
-        heavy_run("draft", kind="reused"),
+        heavy_run("draft", kind="reused", tokens_in=0, tokens_out=0),  # a copy: not run, not billed
         heavy_run("review", output={"verdict": XSS}, context_record=summarised, tokens_in=440),
         heavy_run("publish"),
     ], execution_id="exec_rerun", rerun_of=source, rerun={"from_node": "review"})
@@ -329,6 +329,18 @@ def test_it_renders_two_runs_compared_with_the_differing_cells_marked(api, demo)
     data = json.loads(page.split('id="compare-data" type="application/json">')[1].split("</script>")[0])
     assert data["pairs"][1]["output_diff"] == [{"path": "/verdict", "op": "changed", "a": "revise", "b": XSS}]
     assert 'src="/static/js/execution_compare.js"' in page and 'src="/static/js/budget.js"' in page
+
+
+def test_it_marks_an_attempt_a_re_runs_copy_did_not_repeat(api, demo):
+    source = make_execution("release_review", [heavy_run("draft", status="failed"),
+                                               heavy_run("draft", kind="retry", attempt=2)], execution_id="exec_retried")
+    make_execution("release_review", [heavy_run("draft", kind="reused", attempt=2, tokens_in=0, tokens_out=0)],
+                   execution_id="exec_copied", rerun_of=source)
+    response = signed_in(api.viewer.user).get("/executions/compare/", {"a": "exec_retried", "b": "exec_copied"})
+    assert [(row["attempt"], row["verdict"], row["not_repeated"]) for row in response.context["rows"]] == [
+        (1, "only_a", True), (2, "same", False)]
+    assert response.context["comparison"]["nodes"][0]["verdict"] == "same"
+    assert response.content.decode().count(">not repeated</span>") == 1
 
 
 def test_it_reads_two_runs_of_1000_node_runs_in_as_few_queries_as_two_of_3(api, demo):
