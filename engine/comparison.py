@@ -29,8 +29,8 @@ from collections.abc import Callable, Hashable, Iterator, Mapping
 from itertools import islice
 from typing import Any
 
-# The kinds of run that open a new round of their node.
-ROUND_KINDS = frozenset({"first", "reused", "edited"})
+from engine.replay import ROUND_STARTS as ROUND_KINDS  # the kinds of run that open a new round of their node
+
 # A re-run's (or a trial's) copies of another run's outputs: not run, not billed.
 COPY_KINDS = frozenset({"reused", "edited"})
 

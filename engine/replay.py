@@ -15,7 +15,7 @@ from typing import Any
 from engine.errors import EngineError
 from engine.scheduling import DONE, Plan
 
-ROUND_STARTS = {"first", "reused", "edited"}  # a run of one of these kinds starts a node's round
+ROUND_STARTS = frozenset({"first", "reused", "edited"})  # a run of one of these kinds starts a node's round
 
 
 class RerunRefused(EngineError):

@@ -9,6 +9,7 @@ from agents.documents import agent_document
 from agents.models import Agent
 from agents.services import agent_import_document
 from core.documents import import_documents
+from executions.comparison import execution_comparison
 from executions.models import Execution
 from executions.services import execution_rerun, execution_start, node_try
 from tests.executions.conftest import wait_for
@@ -48,6 +49,13 @@ def test_the_thesis_chain_rerun_from_its_last_node_edited_and_pinned(demo, tmp_p
     assert edited.status == "success", edited.ended_reason
     received = {i["source"].get("task_id"): i for i in edited.node_runs.get(node_id="task_vault_001").resolved_inputs}
     assert received["task_validator_001"]["content"] == edited_results
+    # The comparison shows what the edit changed in what the node received.
+    compared = {pair["node_id"]: pair for pair in execution_comparison(source, edited)["pairs"]}
+    assert compared["task_scholar_001"]["verdict"] == "same"
+    assert compared["task_validator_001"]["verdict"] == "differs" and compared["task_validator_001"]["output_diff"]
+    vault_inputs = {entry["name"]: entry for entry in compared["task_vault_001"]["inputs"]}
+    validator_input = vault_inputs["task_validator_001_output"]
+    assert validator_input["differs"] and "resolved_tokens" in validator_input["changed"]
 
     document = agent_document(Agent.objects.get(agent_id="Knowledge_Vault"))
     agent_import_document({**document, "prompt_config": {**document["prompt_config"],
@@ -64,7 +72,16 @@ def test_the_thesis_chain_rerun_from_its_last_node_edited_and_pinned(demo, tmp_p
     assert vault["agent_version"] == old != Agent.objects.get(agent_id="Knowledge_Vault").version
     assert "Cite the atom ids." not in vault["prompt"]
     assert record["rerun"]["pinned"] == {"task_vault_001": old}
-    assert list(source.reruns.order_by("created_at").values_list("execution_id", flat=True)) == [
+    pinned = Execution.objects.get(execution_id=record["execution_id"])
+    versions = {pair["node_id"]: pair for pair in execution_comparison(plain, pinned)["pairs"]}
+    assert "agent_version" not in versions["task_vault_001"]["changed"]  # both ran the version the source ran
+    current = wait_for(execution_rerun(source=source, from_node="task_vault_001",
+                                       agent_versions={"task_vault_001": "current"}), workers=demo)
+    versions = {pair["node_id"]: pair for pair in execution_comparison(pinned, current)["pairs"]}
+    assert "agent_version" in versions["task_vault_001"]["changed"]
+    assert (versions["task_vault_001"]["a"]["agent_version"], versions["task_vault_001"]["b"]["agent_version"]) == (
+        old, Agent.objects.get(agent_id="Knowledge_Vault").version)
+    assert list(source.reruns.order_by("created_at").values_list("execution_id", flat=True))[:3] == [
         plain.execution_id, edited.execution_id, record["execution_id"]]
 
 

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 XSS = "<script>window.pwned=1</script><b>bold</b>"
 PAGE_QUERIES = 11  # session, user, roles, the run, its graph, node states, one page of node runs, its evaluation…
-API_QUERIES = 4  # session, user, the run, its node runs (with their agents)
+API_QUERIES = 5  # session, user, the run, its node runs (with their agents), its re-runs
 
 
 @pytest.fixture
