@@ -6,7 +6,7 @@ context builder over real files, rows and outputs — and stops there. It never 
 model and writes nothing:
 
 1. outputs are the ones given, or the latest successful ones of the workflow's most
-   recent execution (with that execution's input and state, unless given);
+   recent run, a node tried alone aside (with that run's input and state, unless given);
 2. an abstractive summary is made extractively, and the call a run would make is counted;
 3. dependencies are compressed extractively, with the shared cache read but never
    written (an extractive text must not stand in for a model's later on);
@@ -86,7 +86,7 @@ def node_context_plan(*, workflow, node_id: str, outputs: dict[str, Any] | None 
         raise NotFound(f"workflow '{workflow.workflow_id}' has no node '{node_id}'",
                        details={"workflow_id": workflow.workflow_id, "node_id": node_id})
     agent = graph.agents[node.agent_id]
-    execution = workflow.executions.order_by("-created_at", "-id").first()
+    execution = workflow.executions.filter(trial=False).order_by("-created_at", "-id").first()
     if outputs is None:
         outputs = latest_outputs(execution, needed_outputs(node, graph.plan)) if execution else {}
         outputs_from_execution = execution.execution_id if execution else None

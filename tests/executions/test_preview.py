@@ -93,6 +93,17 @@ def test_it_plans_with_the_latest_outputs_of_the_most_recent_execution(demo):
     assert [f["error_code"] for f in plan["resolution_failures"]] == ["REF_NOT_FOUND"]  # only the missing file
 
 
+def test_it_plans_with_the_most_recent_run_not_a_node_tried_since(demo):
+    run = record_execution("thesis_reading", "exec_run", [
+        ("task_scholar_001", "Scholar", "success", SCHOLAR_OUTPUT),
+        ("task_validator_001", "Validator", "success", VALIDATOR_OUTPUT),
+    ])
+    Execution.objects.create(execution_id="try_since", workflow=run.workflow, status="success", trial=True,
+                             input={"from": "the trial"})
+    plan = node_context_plan(workflow=demo["thesis_reading"], node_id="task_vault_001")
+    assert plan["outputs_from"] == "exec_run"
+
+
 def test_it_shows_outputs_no_run_has_produced_as_failures(demo):
     plan = node_context_plan(workflow=demo["thesis_reading"], node_id="task_vault_001")
     failed = {(f.get("task_id") or f.get("path"), f["fallback_strategy"]) for f in plan["resolution_failures"]}
