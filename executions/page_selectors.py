@@ -18,6 +18,8 @@ from executions.evaluations import run_evaluation
 from executions.models import Evaluation, Execution, NodeRun
 from workflows.models import Workflow
 from workflows.selectors import ID_PATTERN
+from engine.replay import descendants
+from engine.scheduling import Plan
 from engine.validation import dependency_edges
 
 DONE = ("success", "skipped")
@@ -102,6 +104,18 @@ def execution_with_reruns(execution_id: str) -> tuple[Execution | None, list[Exe
         return None, [], False
     reruns = rows[1:]
     return rows[0], reruns[:RERUNS_SHOWN], len(reruns) > RERUNS_SHOWN
+
+
+def rerun_downstream(graph: dict[str, Any]) -> dict[str, list[str]]:
+    """Each node's descendants as a re-run decides them (`engine.replay.descendants`): the
+    nodes a re-run from it runs again after it, in a seq, par or dag, read from the page's
+    drawing of the workflow (in a dag, its transition and dependency edges are the plan's).
+    A state machine runs whatever its transitions choose after the step it starts at: {}."""
+    if graph["topology"] == Workflow.Topology.STATE_MACHINE:
+        return {}
+    edges = [(edge["source"], edge["target"]) for edge in graph["edges"] if edge["kind"] in ("transition", "dependency")]
+    plan = Plan(graph["topology"], [node["id"] for node in graph["nodes"]], edges)
+    return {node_id: sorted(descendants(plan, node_id)) for node_id in plan.nodes}
 
 
 def node_states(execution: Execution) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:

@@ -74,6 +74,7 @@ def execution_detail(request, execution_id: str):
             "status": execution.status,
             "workflow_id": execution.workflow.workflow_id,
             "graph": graph,
+            "downstream": page_selectors.rerun_downstream(graph),
             "states": states,
             "plan_url": reverse("executions:node_plan", args=[execution.workflow.workflow_id, "NODE"]),
         },

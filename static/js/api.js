@@ -14,6 +14,21 @@
       this.code = body && body.code;
       this.details = body && body.details;
     }
+
+    // The field of the request an error is about ("outputs.task_a", "agent_versions.x"),
+    // so that a form can show it there; "" when it names none. A document error's message
+    // starts with it; a body the schema refused lists its problems with the body's path.
+    get where() {
+      const details = this.details;
+      let where = "";
+      if (details && !Array.isArray(details) && details.where) where = String(details.where);
+      else if (Array.isArray(details) && details[0] && details[0].where) where = String(details[0].where);
+      else {
+        const match = /^([\w.:[\]-]+): /.exec(this.message);
+        if (match) where = match[1];
+      }
+      return where.replace(/^body\.payload\./, "");
+    }
   }
 
   async function request(method, path, body) {

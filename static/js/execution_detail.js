@@ -2,16 +2,20 @@
 // script reads the whole record from GET /api/executions/{id} and keeps the page live
 // while the run goes on (one request a second, no reload): the status, the graph's
 // colours, the timeline, the progress, the escalation, and the open node's panel; once the
-// run has ended, its evaluation and quality gate as soon as a worker has scored it.
+// run has ended, its evaluation and quality gate as soon as a worker has scored it. The
+// node panel draws a node run with node_run.js; authors re-run the run from a node there
+// (rerun_form.js), and a re-run's copies say which node run they were copied from.
 (function () {
   "use strict";
 
-  const { api, el, jsonData, fmt, budget } = window.switchyard;
+  const { api, el, jsonData, fmt, nodeRun } = window.switchyard;
   const data = jsonData("execution-data");
   const root = document.getElementById("execution-page");
+  const rerunSection = document.getElementById("rerun"); // authors only
   const canSteer = root.dataset.canSteer === "true";
   const ACTIVE = new Set(["pending", "running", "escalated"]);
   const DONE = new Set(["success", "skipped"]);
+  const COPIES = new Set(["reused", "edited"]); // a re-run's copies of the runs it reuses
   const POLL_MS = 1000;
   const MAX_ATTEMPTS_SHOWN = 20;
   const MAX_TRAIL = 12;
@@ -337,7 +341,8 @@
           type: "button", class: `tl-bar ${run.status} kind-${run.kind}${run.node_run_id === page.selectedRun ? " chosen" : ""}`,
           style: { left: position(start), width: `${((100 * Math.max(0, end - start)) / span).toFixed(3)}%` },
           "data-run": run.node_run_id,
-          title: `${run.node_id} · ${run.kind} #${run.attempt} · ${run.agent_ref} · ${run.status}` +
+          title: `${run.node_id} · ${run.kind} #${run.attempt}${COPIES.has(run.kind) ? " (not run in this execution)" : ""}` +
+            ` · ${run.agent_ref} · ${run.status}` +
             ` · ${run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : fmt.ms(end - start) + " so far"}` +
             (run.error_code ? ` · ${run.error_code}` : ""),
           onclick: () => select(nodeId, run.node_run_id, true),
@@ -354,56 +359,32 @@
 
   // -- the node panel ----------------------------------------------------------------------
 
-  function fact(label, ...value) {
-    return el("div", {}, el("dt", {}, label), el("dd", {}, ...value));
-  }
-
-  function decisionBlock(decision) {
-    const next = decision.action === "end" ? el("strong", {}, "end of the run")
-      : el("span", {}, "node ", el("strong", { class: "mono" }, decision.node_id || "?"));
-    return el("div", { class: "decision" },
-      el("p", {}, "→ ", next, decision.transition !== null && decision.transition !== undefined ? ` by transition #${decision.transition}` : "",
-        decision.condition ? el("span", {}, " when ", el("code", {}, decision.condition), " = ", el("strong", {}, String(decision.condition_value))) : " (no condition)"),
-      (decision.evaluated || []).length ? el("table", { class: "compact" },
-        el("thead", {}, el("tr", {}, el("th", {}, "Transition"), el("th", {}, "Condition"), el("th", {}, "Value"))),
-        el("tbody", {}, decision.evaluated.map((item) => el("tr", { class: item.value ? "taken" : "" },
-          el("td", {}, `#${item.transition}`), el("td", {}, el("code", {}, item.condition || "(always)")),
-          el("td", {}, el("strong", { class: item.value ? "ok-text" : "muted" }, String(item.value))))))) : null);
+  // A re-run's reused and edited node runs were not run in it: each copies a node run of
+  // the run it was re-run from (a trial's: of its source run), edited ones with an output
+  // a person gave instead. The note links to that node run.
+  function copyOrigin(run) {
+    if (!COPIES.has(run.kind)) return null;
+    const record = page.record || {};
+    const source = record.rerun_of || (record.rerun && record.rerun.source);
+    const original = source && run.reused_from ? el("a", {
+      class: "mono", href: `/executions/${encodeURIComponent(source)}/?node=${encodeURIComponent(run.node_id)}&run=${run.reused_from}#node-panel`,
+    }, `${source} · ${run.node_id}`) : null;
+    if (run.kind === "reused") {
+      return el("p", { class: "copy-origin" }, "Not run in this execution: reused from ", original || "an earlier run", ".");
+    }
+    return el("p", { class: "copy-origin edited" }, "Not run in this execution: edited by a person",
+      original ? ["; the original: ", original] : " (typed by hand: no run made it)", ".");
   }
 
   function attemptBody(run) {
-    const section = (title, ...content) => el("section", { class: "attempt-section" }, el("h4", {}, title), ...content);
-    const model = [run.backend, run.model].filter(Boolean).join(" / ");
-    const body = el("div", { class: "attempt-body" },
-      el("dl", { class: "facts compact-facts" },
-        fact("Kind · attempt", `${run.kind} · #${run.attempt}`),
-        fact("Status", badge(run.status)),
-        fact("Agent", el("span", { class: "mono" }, run.agent_ref), run.agent_version ? el("span", { class: "muted" }, ` v${run.agent_version}`) : ""),
-        fact("Backend / model", model || "—"),
-        fact("Worker", run.worker ? el("span", { class: "mono small" }, run.worker) : "—"),
-        fact("Tokens in / out", `${fmt.n(run.tokens_in)} / ${fmt.n(run.tokens_out)}`),
-        fact("Duration", run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : "—"),
-        fact("Started · ended", `${fmt.time(run.started_at) || "—"} · ${fmt.time(run.completed_at) || "—"}`),
-        run.dispatches > 1 ? fact("Dispatches", String(run.dispatches)) : null),
-      thoughtTrees.has(run.node_run_id) ? el("p", { class: "thought-tree-link" },
-        el("a", { class: "button small-button", href: thoughtTrees.get(run.node_run_id) }, "Thought tree"),
-        el("span", { class: "muted small" }, " this run's Tree-of-Thoughts search: its tree, scores and messages")) : null,
-      run.error_code || run.error ? el("p", { class: "error attempt-error" }, run.error_code ? el("code", {}, run.error_code) : "", " ", run.error || "") : null,
-      section("Context budget", budget.bar(run.context_management)),
-      section("Actions", budget.actions(run.context_management)),
-      section("Resolution failures", budget.failures(run.resolution_failures)),
-      run.compression ? section("Compression", budget.compression(run.compression)) : null,
-      run.decision ? section("Transition taken", decisionBlock(run.decision)) : null,
-      section("Inputs as resolved", budget.inputs(run.resolved_inputs)),
-      el("details", { class: "prompt" }, el("summary", {}, `Prompt (${fmt.n((run.prompt || "").length)} characters)`), el("pre", {}, run.prompt || "(none)")),
-      section("Output", run.output === null || run.output === undefined
-        ? el("p", { class: "muted small" }, run.status === "running" ? "Not yet: the node is running." : "No output.")
-        : el("pre", { class: "output" }, fmt.json(run.output))));
-    return body;
+    const thoughtTree = thoughtTrees.has(run.node_run_id) ? el("p", { class: "thought-tree-link" },
+      el("a", { class: "button small-button", href: thoughtTrees.get(run.node_run_id) }, "Thought tree"),
+      el("span", { class: "muted small" }, " this run's Tree-of-Thoughts search: its tree, scores and messages")) : null;
+    return nodeRun.record(run, copyOrigin(run), thoughtTree);
   }
 
   function attemptBlock(run, open) {
-    const details = el("details", { class: `attempt ${run.status}`, "data-run": run.node_run_id, id: `run-${run.node_run_id}` },
+    const details = el("details", { class: `attempt ${run.status}${COPIES.has(run.kind) ? " copy" : ""}`, "data-run": run.node_run_id, id: `run-${run.node_run_id}` },
       el("summary", {},
         badge(run.status), " ",
         el("strong", {}, `${run.kind} #${run.attempt}`), " ",
@@ -452,6 +433,17 @@
     return el("div", { class: "trail", "aria-label": "Attempts in order" }, chips);
   }
 
+  // An author may re-run a run from one of its nodes once it has ended or waits for a
+  // person; a node tried alone is not a run of the workflow (try the node again instead).
+  function rerunnable(record) {
+    return canSteer && rerunSection !== null && !record.trial && record.status !== "pending" && record.status !== "running";
+  }
+
+  function openRerun(nodeId) {
+    window.switchyard.rerunForm.open({ section: rerunSection, record: page.record, nodeId, graph: data.graph,
+      downstream: data.downstream });
+  }
+
   function renderPanel(record, runs, force) {
     const panel = document.getElementById("node-panel");
     const nodeId = page.selected;
@@ -476,6 +468,9 @@
         el("span", { class: "muted" }, node ? `agent ${node.agent}` : ""),
         el("span", { class: "spacer" }),
         node ? el("a", { class: "button small-button", href: planHref, title: "The context a run of this node would get now, without calling a model" }, "Plan this node") : null,
+        node && rerunnable(record) ? el("button", { type: "button", class: "small-button", "data-rerun": nodeId,
+          title: "A new run that reuses this run's outputs before this node (edited if you like) and runs it and what follows",
+          onclick: () => openRerun(nodeId) }, "Re-run from here") : null,
         el("button", { type: "button", class: "small-button", onclick: () => select(null) }, "Close")),
       list.length ? trail(list, escalation) : el("p", { class: "muted" }, ACTIVE.has(record.status) ? "This node has not run yet; it will show here when it does." : "This node did not run."),
       list.length > shown.length ? el("p", { class: "muted small" }, `Showing the last ${MAX_ATTEMPTS_SHOWN} of ${list.length} runs of this node.`) : null,

@@ -11,6 +11,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from core.documents import import_documents
 from executions.models import Evaluation, Execution, NodeRun
 from workflows.models import Workflow
 
@@ -164,6 +165,39 @@ def test_it_offers_resume_retry_and_abort_of_an_escalated_run_to_authors_only(ap
     viewer = signed_in(api.viewer.user).get(f"/executions/{execution.execution_id}/").content.decode()
     assert "Waiting for a person" in viewer and "data-steer=" not in viewer
     assert 'data-can-steer=""' in viewer and "Only authors can resume" in viewer
+
+
+def page_data(page: str) -> dict:
+    return json.loads(page.split('id="execution-data" type="application/json">')[1].split("</script>")[0])
+
+
+def test_it_gives_authors_the_rerun_form_and_tells_it_what_runs_again_after_each_node(api, demo):
+    execution = make_execution("thesis_reading", [{"node_id": "task_scholar_001", "status": "success"}])
+    author = signed_in(api.author.user).get(f"/executions/{execution.execution_id}/").content.decode()
+    assert 'id="rerun"' in author and 'src="/static/js/rerun_form.js"' in author
+    assert page_data(author)["downstream"] == {  # a seq: every node after it
+        "task_scholar_001": ["task_validator_001", "task_vault_001"], "task_validator_001": ["task_vault_001"],
+        "task_vault_001": []}
+    viewer = signed_in(api.viewer.user).get(f"/executions/{execution.execution_id}/").content.decode()
+    assert 'id="rerun"' not in viewer
+    trial = make_execution("thesis_reading", [], execution_id="try_alone", trial=True)
+    assert 'id="rerun"' not in signed_in(api.author.user).get(f"/executions/{trial.execution_id}/").content.decode()
+
+    # A dag: what depends on a node, by a transition or by reading its output. A state machine
+    # runs whatever its transitions choose: the form reads its path instead.
+    import_documents([{"workflow_id": "reads", "name": "reads", "topology": "dag", "nodes": [
+        {"id": "a", "agent_ref": "Code_Analyzer", "input_mapping": {}},
+        {"id": "b", "agent_ref": "Docs_Analyzer", "input_mapping": {}},
+        {"id": "c", "agent_ref": "Test_Analyzer",
+         "input_mapping": {"data_references": [{"ref_type": "task_output", "task_id": "a"}]}},
+        {"id": "d", "agent_ref": "Report_Synthesizer", "input_mapping": {}},
+    ], "transitions": [{"from": "b", "to": "d"}, {"from": "c", "to": "d"}]}])
+    dag = make_execution("reads", [], execution_id="exec_dag")
+    assert page_data(signed_in(api.author.user).get(f"/executions/{dag.execution_id}/").content.decode())[
+        "downstream"] == {"a": ["c", "d"], "b": ["d"], "c": ["d"], "d": []}
+    machine = make_execution("release_review", [], execution_id="exec_machine")
+    assert page_data(signed_in(api.author.user).get(f"/executions/{machine.execution_id}/").content.decode())[
+        "downstream"] == {}
 
 
 def test_it_shows_no_escalation_for_a_run_that_is_not_escalated(api, demo):

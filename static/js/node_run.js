@@ -1,0 +1,59 @@
+// One node run's record, as the run page's node panel and the plan page's trial show it:
+// what ran (kind, status, agent and version, backend and model, worker, tokens, duration),
+// its error, the context budget, the actions, resolution failures, compression, the
+// transition taken, the inputs as resolved, the prompt (collapsed) and the output. Built
+// with switchyard.el, so model text is always shown as text.
+(function () {
+  "use strict";
+
+  const { el, fmt, budget } = window.switchyard;
+
+  function fact(label, ...value) {
+    return el("div", {}, el("dt", {}, label), el("dd", {}, ...value));
+  }
+
+  function decisionBlock(decision) {
+    const next = decision.action === "end" ? el("strong", {}, "end of the run")
+      : el("span", {}, "node ", el("strong", { class: "mono" }, decision.node_id || "?"));
+    return el("div", { class: "decision" },
+      el("p", {}, "→ ", next, decision.transition !== null && decision.transition !== undefined ? ` by transition #${decision.transition}` : "",
+        decision.condition ? el("span", {}, " when ", el("code", {}, decision.condition), " = ", el("strong", {}, String(decision.condition_value))) : " (no condition)"),
+      (decision.evaluated || []).length ? el("table", { class: "compact" },
+        el("thead", {}, el("tr", {}, el("th", {}, "Transition"), el("th", {}, "Condition"), el("th", {}, "Value"))),
+        el("tbody", {}, decision.evaluated.map((item) => el("tr", { class: item.value ? "taken" : "" },
+          el("td", {}, `#${item.transition}`), el("td", {}, el("code", {}, item.condition || "(always)")),
+          el("td", {}, el("strong", { class: item.value ? "ok-text" : "muted" }, String(item.value))))))) : null);
+  }
+
+  /** The record of `run` (a node run of GET /api/executions/{id}); `notes` (elements, or
+   *  null) come first: where a copy came from, a link to its thought tree. */
+  function record(run, ...notes) {
+    const section = (title, ...content) => el("section", { class: "attempt-section" }, el("h4", {}, title), ...content);
+    const model = [run.backend, run.model].filter(Boolean).join(" / ");
+    return el("div", { class: "attempt-body" },
+      ...notes,
+      el("dl", { class: "facts compact-facts" },
+        fact("Kind · attempt", `${run.kind} · #${run.attempt}`),
+        fact("Status", el("span", { class: `badge ${run.status}` }, run.status)),
+        fact("Agent", el("span", { class: "mono" }, run.agent_ref), run.agent_version ? el("span", { class: "muted" }, ` v${run.agent_version}`) : ""),
+        fact("Backend / model", model || "—"),
+        fact("Worker", run.worker ? el("span", { class: "mono small" }, run.worker) : "—"),
+        fact("Tokens in / out", `${fmt.n(run.tokens_in)} / ${fmt.n(run.tokens_out)}`),
+        fact("Duration", run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : "—"),
+        fact("Started · ended", `${fmt.time(run.started_at) || "—"} · ${fmt.time(run.completed_at) || "—"}`),
+        run.dispatches > 1 ? fact("Dispatches", String(run.dispatches)) : null),
+      run.error_code || run.error ? el("p", { class: "error attempt-error" }, run.error_code ? el("code", {}, run.error_code) : "", " ", run.error || "") : null,
+      section("Context budget", budget.bar(run.context_management)),
+      section("Actions", budget.actions(run.context_management)),
+      section("Resolution failures", budget.failures(run.resolution_failures)),
+      run.compression ? section("Compression", budget.compression(run.compression)) : null,
+      run.decision ? section("Transition taken", decisionBlock(run.decision)) : null,
+      section("Inputs as resolved", budget.inputs(run.resolved_inputs)),
+      el("details", { class: "prompt" }, el("summary", {}, `Prompt (${fmt.n((run.prompt || "").length)} characters)`), el("pre", {}, run.prompt || "(none)")),
+      section("Output", run.output === null || run.output === undefined
+        ? el("p", { class: "muted small" }, run.status === "running" ? "Not yet: the node is running." : "No output.")
+        : el("pre", { class: "output" }, fmt.json(run.output))));
+  }
+
+  window.switchyard.nodeRun = { record, fact };
+})();

@@ -1,0 +1,148 @@
+"""Re-running a run from one of its nodes, on the run's page in a real browser: the form says
+what is reused and what runs again, sends only what was changed, shows the server's errors at
+the field they name, and leads to the new run's page, which marks what it copied and links
+each copy to the node run it came from. Node runs are run in this process (`drain`)."""
+import json
+
+import pytest
+from playwright.sync_api import expect
+
+from agents.documents import agent_document
+from agents.models import Agent
+from agents.services import agent_import_document
+from executions.models import Execution
+from executions.services import execution_start
+from tests.executions.conftest import drain
+from tests.pages.conftest import screenshot
+from tests.pages.test_derive_requests import watch_errors
+from tests.pages.test_evaluations import finished_in_process, no_tasks  # noqa: F401 - a fixture
+from tests.pages.test_execution_browser import demo  # noqa: F401 - a fixture
+from workflows.models import Workflow
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+EDITED = {"validation_results": [{"atom_id": "atom_001", "verdict": "rejected by a person"}]}
+
+
+def open_node(page, node_id: str) -> None:
+    page.click(f".tl-row[data-node='{node_id}'] .tl-label")
+    expect(page.locator("#node-panel h2")).to_contain_text(node_id)
+
+
+def new_version_of(agent_id: str) -> str:
+    """Give the agent a new version (its instructions changed) and return its name."""
+    document = agent_document(Agent.objects.get(agent_id=agent_id))
+    agent, _ = agent_import_document({**document, "prompt_config": {**document["prompt_config"],
+                                                                    "task_context": "Cite the atom ids."}}, actor="test")
+    return agent.version
+
+
+def test_an_author_reruns_from_a_node_with_an_edited_output_and_a_picked_version(page_for, api, demo, no_tasks):
+    source = finished_in_process("thesis_reading")
+    ran = source.node_runs.get(node_id="task_vault_001").agent_version.version
+    picked = new_version_of("Knowledge_Vault")
+    originals = {run.node_id: run.pk for run in source.node_runs.all()}
+    page = page_for(api.author.user)
+    errors = watch_errors(page)
+    page.goto(f"/executions/{source.execution_id}/")
+    expect(page.locator("#run-status")).to_have_text("success")
+    open_node(page, "task_vault_001")
+    page.get_by_role("button", name="Re-run from here").click()
+
+    form = page.locator("#rerun")
+    expect(form.locator("h2")).to_have_text("Re-run from task_vault_001")
+    expect(form.locator("h3").first).to_have_text("Outputs reused (2)")
+    assert form.locator("textarea[data-output]").evaluate_all("(boxes) => boxes.map((box) => box.dataset.output)") == [
+        "task_scholar_001", "task_validator_001"]
+    validator = form.locator("textarea[data-output='task_validator_001']")
+    stored = source.node_runs.get(node_id="task_validator_001").output
+    assert json.loads(validator.input_value()) == stored
+    version = form.locator("select[data-version='task_vault_001']")
+    expect(version.locator("option").first).to_have_text(f"as in this run ({ran})")
+    expect(form.locator("select[data-version]")).to_have_count(1)  # only the vault runs again
+    assert form.evaluate("(form) => [...form.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE).length") == 0
+    validator.fill(json.dumps(EDITED, indent=2))
+    version.select_option(picked)
+    screenshot(page, "rerun-form")
+
+    form.get_by_role("button", name="Re-run from task_vault_001").click()
+    page.wait_for_url(lambda url: "/executions/exec_" in url and source.execution_id not in url)
+    rerun = Execution.objects.get(rerun_of=source)
+    assert page.url.endswith(f"/executions/{rerun.execution_id}/")
+    assert rerun.rerun["edited"] == ["task_validator_001"] and rerun.rerun["pinned"] == {"task_vault_001": picked}
+    assert rerun.node_runs.get(node_id="task_scholar_001").kind == "reused"  # unchanged: not sent as an edit
+
+    # The copies are marked as such, in the timeline, the table and the panel, which links
+    # each to the node run it copies.
+    expect(page.locator(".tl-row[data-node='task_scholar_001'] .tl-bar.kind-reused")).to_have_text("reused #1")
+    expect(page.locator(".tl-row[data-node='task_validator_001'] .tl-bar.kind-edited")).to_have_count(1)
+    expect(page.locator("table.node-runs .kind.reused")).to_have_count(1)
+    expect(page.locator("table.node-runs .kind.edited")).to_have_count(1)
+    open_node(page, "task_scholar_001")
+    origin = page.locator("#node-panel .attempt[open] .copy-origin")
+    expect(origin).to_contain_text("Not run in this execution: reused from")
+    expect(origin.locator("a")).to_have_attribute(
+        "href", f"/executions/{source.execution_id}/?node=task_scholar_001&run={originals['task_scholar_001']}#node-panel")
+    open_node(page, "task_validator_001")
+    origin = page.locator("#node-panel .attempt[open] .copy-origin.edited")
+    expect(origin).to_contain_text("edited by a person; the original:")
+    expect(origin.locator("a")).to_have_attribute(
+        "href", f"/executions/{source.execution_id}/?node=task_validator_001&run={originals['task_validator_001']}#node-panel")
+    expect(page.locator("#node-panel .attempt[open] pre.output")).to_contain_text("rejected by a person")
+
+    # The node it was re-run from runs (here, in this process), with the version picked; the page follows.
+    drain(rerun)
+    expect(page.locator("#run-status")).to_have_text("success")
+    vault = rerun.node_runs.get(node_id="task_vault_001")
+    assert vault.kind == "first" and vault.agent_version.version == picked and "Cite the atom ids." in vault.prompt
+    expect(page.locator(".tl-row[data-node='task_vault_001'] .tl-bar.success.kind-first")).to_have_count(1)
+
+    # The link of a copy opens the run it came from, on that node run.
+    page.locator("#node-panel .copy-origin a").click()
+    page.wait_for_url(f"**/executions/{source.execution_id}/?node=task_validator_001*")
+    expect(page.locator(f"#node-panel #run-{originals['task_validator_001']}[open]")).to_be_visible()
+    assert errors == []
+
+
+def test_a_bad_edit_is_shown_at_its_output_and_starts_nothing(page_for, api, demo, no_tasks):
+    source = finished_in_process("thesis_reading")
+    page = page_for(api.author.user)
+    page.goto(f"/executions/{source.execution_id}/?node=task_vault_001")
+    page.get_by_role("button", name="Re-run from here").click()
+    form = page.locator("#rerun")
+    validator = form.locator("textarea[data-output='task_validator_001']")
+    submit = form.get_by_role("button", name="Re-run from task_vault_001")
+    expect(submit).to_be_enabled()  # once the agents' versions are read
+
+    validator.fill("{not json")
+    submit.click()
+    error = form.locator(".field-error[data-for='outputs.task_validator_001']")
+    expect(error).to_contain_text("The output of task_validator_001 is not JSON")
+    expect(validator).to_have_class("invalid")
+
+    validator.fill('{"wrong": 1}')  # JSON, but not what the vault's contract with the validator asks
+    submit.click()
+    expect(error).to_contain_text("outputs.task_validator_001: breaks the contract")
+    expect(validator).to_have_class("invalid")
+    expect(form.locator(".rerun-error")).to_be_hidden()
+    assert Execution.objects.count() == 1 and page.url.endswith("?node=task_vault_001")
+
+
+def test_a_viewer_sees_no_rerun_and_an_author_none_while_the_run_goes_on(page_for, api, demo, no_tasks):
+    source = finished_in_process("thesis_reading")
+    viewer = page_for(api.viewer.user)
+    viewer.goto(f"/executions/{source.execution_id}/?node=task_vault_001")
+    expect(viewer.locator("#node-panel .attempt[open]")).to_be_visible()
+    expect(viewer.get_by_role("link", name="Plan this node")).to_be_visible()
+    expect(viewer.locator("button[data-rerun]")).to_have_count(0)
+    expect(viewer.locator("#rerun")).to_have_count(0)
+
+    running = execution_start(workflow=Workflow.objects.get(workflow_id="thesis_reading"))
+    author = page_for(api.author.user)
+    author.goto(f"/executions/{running.execution_id}/?node=task_scholar_001")
+    expect(author.locator("#node-panel h2")).to_contain_text("task_scholar_001")
+    expect(author.locator("#run-status")).to_have_text("running")
+    expect(author.locator("button[data-rerun]")).to_have_count(0)
+    drain(running)
+    expect(author.locator("#run-status")).to_have_text("success")
+    expect(author.locator("button[data-rerun]")).to_have_count(1)  # once it has ended
