@@ -123,14 +123,15 @@ def _scored_soon(execution: Execution) -> bool:
 
 
 def node_plan(request, workflow_id: str, node_id: str):
-    """A node's context plan before a run (node_plan.js asks the API for it)."""
+    """A node's context plan before a run (node_plan.js asks the API for it); authors may
+    also try the node there, once, on a worker."""
     found = page_selectors.workflow_node(workflow_id, node_id)
     if found is None:
         raise Http404(f"no node '{node_id}' in workflow '{workflow_id}'")
     workflow, node = found
     return render(request, "executions/node_plan.html", {
         "workflow": workflow, "node": node,
-        "page_data": {"workflow_id": workflow.workflow_id, "node_id": node["node_id"]},
+        "page_data": {"workflow_id": workflow.workflow_id, "node_id": node["node_id"], "agent_id": node["agent__agent_id"]},
     })
 
 

@@ -1,17 +1,19 @@
 // A node's context plan: POST /api/workflows/{id}/nodes/{node}/plan, drawn with the same
 // budget bar, actions and resolution failures as a run's node panel. No model is called.
+// Authors may also try the node (POST …/try): it runs once, alone, on a worker, with the
+// same values the plan was given; the page follows the trial until it ends, then shows
+// its node run's record as a run's node panel does.
 (function () {
   "use strict";
 
-  const { api, el, jsonData, fmt, budget } = window.switchyard;
+  const { api, el, jsonData, fmt, budget, nodeRun } = window.switchyard;
   const data = jsonData("plan-data");
-  const path = `/workflows/${encodeURIComponent(data.workflow_id)}/nodes/${encodeURIComponent(data.node_id)}/plan`;
+  const nodePath = `/workflows/${encodeURIComponent(data.workflow_id)}/nodes/${encodeURIComponent(data.node_id)}`;
   const $ = (id) => document.getElementById(id);
-  const FIELDS = ["outputs", "input", "state"];
-
-  function fact(label, ...value) {
-    return el("div", {}, el("dt", {}, label), el("dd", {}, ...value));
-  }
+  const FIELDS = ["outputs", "input", "state"]; // the overrides, in "Plan with other values"
+  const TRY_FIELDS = ["execution", "agent_version"];
+  const TRY_POLL_MS = 1000;
+  const fact = nodeRun.fact;
 
   function show(plan, took) {
     const ready = plan.outcome === "ready";
@@ -40,21 +42,23 @@
   }
 
   function clearErrors() {
-    $("plan-error").hidden = true;
-    for (const name of FIELDS) {
-      const box = document.querySelector(`textarea[data-field="${name}"]`);
-      box.classList.remove("invalid");
-      const message = document.querySelector(`.field-error[data-for="${name}"]`);
-      message.hidden = true;
-    }
+    for (const id of ["plan-error", "try-error"]) if ($(id)) $(id).hidden = true;
+    document.querySelectorAll("[data-field].invalid").forEach((box) => box.classList.remove("invalid"));
+    document.querySelectorAll(".field-error[data-for]").forEach((message) => { message.hidden = true; });
   }
 
   function fieldError(name, text) {
-    document.querySelector(`textarea[data-field="${name}"]`).classList.add("invalid");
+    document.querySelector(`[data-field="${name}"]`).classList.add("invalid");
     const message = document.querySelector(`.field-error[data-for="${name}"]`);
     message.textContent = text;
     message.hidden = false;
-    $("plan-overrides").open = true;
+    if (FIELDS.includes(name)) $("plan-overrides").open = true;
+  }
+
+  // The field an API error names (`outputs.task_a` → outputs), of `names`; "" if none.
+  function fieldOf(error, names) {
+    const parts = error.where.split(/[.[\]]/);
+    return names.find((name) => parts[0] === name) || "";
   }
 
   function overrides() {
@@ -73,16 +77,6 @@
     return ok ? body : null;
   }
 
-  // Where an API error points: details.where, the first problem's, or the "where: …"
-  // that starts a document error's message.
-  function whereOf(error) {
-    const details = error.details;
-    if (details && !Array.isArray(details) && details.where) return String(details.where);
-    if (Array.isArray(details) && details[0] && details[0].where) return String(details[0].where);
-    const match = /^([\w.[\]-]+): /.exec(error.message || "");
-    return match ? match[1] : "";
-  }
-
   async function plan(withOverrides) {
     clearErrors();
     const body = withOverrides ? overrides() : {};
@@ -91,11 +85,10 @@
     document.querySelectorAll("#plan-again, #plan-with").forEach((button) => { button.disabled = true; });
     const began = performance.now();
     try {
-      show(await api.post(path, body), performance.now() - began);
+      show(await api.post(`${nodePath}/plan`, body), performance.now() - began);
     } catch (error) {
       $("plan-status").replaceChildren("");
-      const where = whereOf(error);
-      const field = FIELDS.find((name) => where.split(/[.[\]]/).includes(name));
+      const field = fieldOf(error, FIELDS);
       if (field) fieldError(field, error.message);
       $("plan-error").textContent = `Could not plan the node: ${error.message}`;
       $("plan-error").hidden = false;
@@ -104,7 +97,122 @@
     }
   }
 
+  // -- trying the node (authors) ----------------------------------------------------------
+
+  // The runs a trial may read (newest first: the first is the one the plan reads) and the
+  // agent's versions; "current" (its latest) stays the default.
+  async function loadTryChoices() {
+    const source = $("try-source");
+    try {
+      const runs = await api.get(`/executions?workflow=${encodeURIComponent(data.workflow_id)}&limit=20`);
+      source.replaceChildren(
+        ...runs.items.map((run, index) => el("option", { value: run.execution_id },
+          `${run.execution_id} · ${run.status} · ${fmt.time(run.started_at || run.created_at)}` +
+          (index === 0 ? " (the most recent, as the plan)" : ""))),
+        el("option", { value: "" }, "no run: only the values given above, under “other values”"));
+    } catch (error) {
+      source.replaceChildren(el("option", { value: "" }, `no run (the runs could not be read: ${error.message})`));
+    }
+    try {
+      const agent = await api.get(`/agents/${encodeURIComponent(data.agent_id)}`);
+      $("try-version").append(...(agent.versions || []).map((version, index) =>
+        el("option", { value: version.version }, `${version.version}${index === 0 ? " (the latest)" : ""}`)));
+    } catch (error) {
+      // Only "current" to choose from; the trial says which version ran.
+    }
+  }
+
+  function tryProgress(...content) {
+    $("try-progress").replaceChildren(...content);
+    $("try-progress").hidden = !content.length;
+  }
+
+  function trialLink(trial, text) {
+    return el("a", { href: `/executions/${encodeURIComponent(trial.execution_id)}/` }, text || trial.execution_id);
+  }
+
+  // While the trial waits for a worker or runs: its status, its node run's, and for how long.
+  function following(trial, began) {
+    const run = triedRun(trial);
+    const doing = !run || run.status === "pending" ? "waiting for a worker"
+      : `${run.status}${run.worker ? ` on ${run.worker}` : ""}`;
+    tryProgress(el("span", { class: "spinner" }), " Trial ", trialLink(trial), ` ${trial.status}: ${doing} · ${fmt.ms(Date.now() - began)}`);
+  }
+
+  // The tried node's runs (a trial's other node runs are copies of what it reads).
+  function triedRuns(trial) {
+    return (trial.node_runs || []).filter((run) => run.node_id === data.node_id && run.kind !== "reused" && run.kind !== "edited");
+  }
+
+  function triedRun(trial) {
+    const runs = triedRuns(trial);
+    return runs.length ? runs[runs.length - 1] : null;
+  }
+
+  function showTrial(trial) {
+    const run = triedRun(trial);
+    const attempts = triedRuns(trial).length;
+    tryProgress(el("span", { class: `badge ${trial.status}` }, trial.status), " Trial ", trialLink(trial),
+      trial.started_at && trial.completed_at ? ` ended after ${fmt.ms(Date.parse(trial.completed_at) - Date.parse(trial.started_at))}` : "",
+      " · ", trialLink(trial, "its page →"));
+    $("try-result").replaceChildren(...[
+      trial.ended_reason ? el("p", { class: "ended-reason" }, el("strong", {}, "Why it ended: "), trial.ended_reason) : null,
+      attempts > 1 ? el("p", { class: "muted small" }, `${attempts} attempts: the last is shown; the trial's page has each.`) : null,
+      run ? nodeRun.record(run) : el("p", { class: "muted" }, "The node did not run."),
+    ].filter(Boolean));
+  }
+
+  async function follow(trial) {
+    const began = Date.now();
+    let failures = 0;
+    while (trial.status === "pending" || trial.status === "running") {
+      following(trial, began);
+      await new Promise((resolve) => setTimeout(resolve, TRY_POLL_MS));
+      try {
+        trial = await api.get(`/executions/${encodeURIComponent(trial.execution_id)}`);
+        failures = 0;
+      } catch (error) {
+        failures += 1;
+        if (error.status === 404 || failures > 10) {
+          tryProgress("Could not follow trial ", trialLink(trial), `: ${error.message}.`);
+          return;
+        }
+      }
+    }
+    showTrial(trial);
+  }
+
+  async function tryNode() {
+    clearErrors();
+    const body = overrides();
+    if (body === null) return;
+    for (const name of TRY_FIELDS) {
+      const value = document.querySelector(`[data-field="${name}"]`).value;
+      if (value) body[name] = value;
+    }
+    const button = $("try-node");
+    button.disabled = true;
+    $("try-result").replaceChildren();
+    tryProgress(el("span", { class: "spinner" }), " Starting the trial…");
+    $("try-card").scrollIntoView({ behavior: "smooth", block: "start" });
+    try {
+      await follow(await api.post(`${nodePath}/try`, body));
+    } catch (error) {
+      tryProgress();
+      const field = fieldOf(error, [...FIELDS, ...TRY_FIELDS]);
+      if (field) fieldError(field, error.message);
+      $("try-error").textContent = `Could not try the node: ${error.message}`;
+      $("try-error").hidden = false;
+    } finally {
+      button.disabled = false;
+    }
+  }
+
   $("plan-again").addEventListener("click", () => plan(false));
   $("plan-with").addEventListener("click", () => plan(true));
+  if ($("try-node")) {
+    $("try-node").addEventListener("click", tryNode);
+    loadTryChoices();
+  }
   plan(false);
 })();

@@ -320,8 +320,11 @@ def test_it_renders_the_plan_page_of_a_node(api, demo):
     page = response.content.decode()
     assert "No model was called." in page and "Knowledge_Vault" in page
     assert json.loads(page.split('id="plan-data" type="application/json">')[1].split("</script>")[0]) == {
-        "workflow_id": "thesis_reading", "node_id": "task_vault_001"}
+        "workflow_id": "thesis_reading", "node_id": "task_vault_001", "agent_id": "Knowledge_Vault"}
     assert 'src="/static/js/budget.js"' in page and 'src="/static/js/node_plan.js"' in page
+    assert 'id="try-node"' not in page and 'id="try-card"' not in page  # trying runs a model: authors only
+    author = signed_in(api.author.user).get("/executions/plan/thesis_reading/task_vault_001/").content.decode()
+    assert 'id="try-node"' in author and 'id="try-card"' in author
 
 
 # -- two runs compared, and a run's re-runs ------------------------------------------------------
