@@ -146,3 +146,34 @@ def test_a_viewer_sees_no_rerun_and_an_author_none_while_the_run_goes_on(page_fo
     drain(running)
     expect(author.locator("#run-status")).to_have_text("success")
     expect(author.locator("button[data-rerun]")).to_have_count(1)  # once it has ended
+
+
+def test_a_state_machine_is_rerun_from_a_step_of_its_recorded_path(page_for, api, demo, no_tasks):
+    # draft → review → draft → review → publish → compliance, which escalates.
+    source = drain(execution_start(workflow=Workflow.objects.get(workflow_id="release_review"), input={"topic": "2.0"}))
+    assert source.status == "escalated"
+    page = page_for(api.author.user)
+    page.goto(f"/executions/{source.execution_id}/?node=review")
+    page.get_by_role("button", name="Re-run from here").click()
+    form = page.locator("#rerun")
+    step = form.locator("#rerun-step")
+    expect(step.locator("option")).to_have_text([
+        "step 2 of 6: draft → review", "step 4 of 6: draft → review → draft → review"])
+    expect(step).to_have_value("4")  # as the server: the node's last step
+    expect(form.locator("h3").first).to_have_text("Outputs reused (2)")
+    expect(form.locator(".rerun-output[data-node='draft']")).to_contain_text("steps 1, 3: an edit replaces the output of each")
+    expect(form.locator("select[data-version]")).to_have_count(4)  # any node may run after the step
+    typed = '{"draft": "typed before choosing the step"}'
+    form.locator("textarea[data-output='draft']").fill(typed)
+
+    step.select_option("2")
+    expect(form.locator("h3").first).to_have_text("Outputs reused (1)")
+    expect(form.locator("textarea[data-output]")).to_have_count(1)
+    expect(form.locator("textarea[data-output='draft']")).to_have_value(typed)  # kept across the change
+    form.locator("textarea[data-output='draft']").fill(json.dumps(source.node_runs.filter(node_id="draft")
+                                                                  .order_by("sequence").first().output))
+    form.get_by_role("button", name="Re-run from review").click()
+    page.wait_for_url(lambda url: "/executions/exec_" in url and source.execution_id not in url)
+    rerun = Execution.objects.get(rerun_of=source)
+    assert (rerun.rerun["step"], rerun.rerun["reused"], rerun.rerun["edited"]) == (2, ["draft"], [])
+    expect(page.locator(".tl-row[data-node='draft'] .tl-bar.kind-reused")).to_have_count(1)
