@@ -450,7 +450,8 @@
     if (!nodeId) return;
     const list = runs.get(nodeId) || [];
     const escalation = record.status === "escalated" && record.escalation && record.escalation.node_id === nodeId ? record.escalation : null;
-    const key = JSON.stringify([nodeId, page.selectedRun, list, escalation]);
+    // (Whether it may be re-run changes when the run ends, maybe after this node's last change.)
+    const key = JSON.stringify([nodeId, page.selectedRun, list, escalation, rerunnable(record)]);
     if (!force && key === page.panelKey) return;
     page.panelKey = key;
     const node = data.graph.nodes.find((item) => item.id === nodeId);
