@@ -11,7 +11,7 @@
   const { api, el, jsonData, fmt, nodeRun } = window.switchyard;
   const data = jsonData("execution-data");
   const root = document.getElementById("execution-page");
-  const rerunSection = document.getElementById("rerun"); // authors only
+  const rerunSection = document.getElementById("rerun-form"); // authors only
   const canSteer = root.dataset.canSteer === "true";
   const ACTIVE = new Set(["pending", "running", "escalated"]);
   const DONE = new Set(["success", "skipped"]);
@@ -469,7 +469,7 @@
         el("span", { class: "muted" }, node ? `agent ${node.agent}` : ""),
         el("span", { class: "spacer" }),
         node ? el("a", { class: "button small-button", href: planHref, title: "The context a run of this node would get now, without calling a model" }, "Plan this node") : null,
-        node && rerunnable(record) ? el("button", { type: "button", class: "small-button", "data-rerun": nodeId,
+        node && rerunnable(record) ? el("button", { type: "button", class: "small-button", "data-rerun-from": nodeId,
           title: "A new run that reuses this run's outputs before this node (edited if you like) and runs it and what follows",
           onclick: () => openRerun(nodeId) }, "Re-run from here") : null,
         el("button", { type: "button", class: "small-button", onclick: () => select(null) }, "Close")),

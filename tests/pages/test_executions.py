@@ -174,14 +174,14 @@ def page_data(page: str) -> dict:
 def test_it_gives_authors_the_rerun_form_and_tells_it_what_runs_again_after_each_node(api, demo):
     execution = make_execution("thesis_reading", [{"node_id": "task_scholar_001", "status": "success"}])
     author = signed_in(api.author.user).get(f"/executions/{execution.execution_id}/").content.decode()
-    assert 'id="rerun"' in author and 'src="/static/js/rerun_form.js"' in author
+    assert 'id="rerun-form"' in author and 'src="/static/js/rerun_form.js"' in author
     assert page_data(author)["downstream"] == {  # a seq: every node after it
         "task_scholar_001": ["task_validator_001", "task_vault_001"], "task_validator_001": ["task_vault_001"],
         "task_vault_001": []}
     viewer = signed_in(api.viewer.user).get(f"/executions/{execution.execution_id}/").content.decode()
-    assert 'id="rerun"' not in viewer
+    assert 'id="rerun-form"' not in viewer
     trial = make_execution("thesis_reading", [], execution_id="try_alone", trial=True)
-    assert 'id="rerun"' not in signed_in(api.author.user).get(f"/executions/{trial.execution_id}/").content.decode()
+    assert 'id="rerun-form"' not in signed_in(api.author.user).get(f"/executions/{trial.execution_id}/").content.decode()
 
     # A dag: what depends on a node, by a transition or by reading its output. A state machine
     # runs whatever its transitions choose: the form reads its path instead.

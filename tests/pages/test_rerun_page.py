@@ -49,7 +49,7 @@ def test_an_author_reruns_from_a_node_with_an_edited_output_and_a_picked_version
     open_node(page, "task_vault_001")
     page.get_by_role("button", name="Re-run from here").click()
 
-    form = page.locator("#rerun")
+    form = page.locator("#rerun-form")
     expect(form.locator("h2")).to_have_text("Re-run from task_vault_001")
     expect(form.locator("h3").first).to_have_text("Outputs reused (2)")
     assert form.locator("textarea[data-output]").evaluate_all("(boxes) => boxes.map((box) => box.dataset.output)") == [
@@ -109,7 +109,7 @@ def test_a_bad_edit_is_shown_at_its_output_and_starts_nothing(page_for, api, dem
     page = page_for(api.author.user)
     page.goto(f"/executions/{source.execution_id}/?node=task_vault_001")
     page.get_by_role("button", name="Re-run from here").click()
-    form = page.locator("#rerun")
+    form = page.locator("#rerun-form")
     validator = form.locator("textarea[data-output='task_validator_001']")
     submit = form.get_by_role("button", name="Re-run from task_vault_001")
     expect(submit).to_be_enabled()  # once the agents' versions are read
@@ -134,15 +134,15 @@ def test_a_viewer_sees_no_rerun_and_an_author_none_while_the_run_goes_on(page_fo
     viewer.goto(f"/executions/{source.execution_id}/?node=task_vault_001")
     expect(viewer.locator("#node-panel .attempt[open]")).to_be_visible()
     expect(viewer.get_by_role("link", name="Plan this node")).to_be_visible()
-    expect(viewer.locator("button[data-rerun]")).to_have_count(0)
-    expect(viewer.locator("#rerun")).to_have_count(0)
+    expect(viewer.locator("button[data-rerun-from]")).to_have_count(0)
+    expect(viewer.locator("#rerun-form")).to_have_count(0)
 
     running = execution_start(workflow=Workflow.objects.get(workflow_id="thesis_reading"))
     author = page_for(api.author.user)
     author.goto(f"/executions/{running.execution_id}/?node=task_scholar_001")
     expect(author.locator("#node-panel h2")).to_contain_text("task_scholar_001")
     expect(author.locator("#run-status")).to_have_text("running")
-    expect(author.locator("button[data-rerun]")).to_have_count(0)
+    expect(author.locator("button[data-rerun-from]")).to_have_count(0)
     # The node's own run ends first (alone: the chain is not continued inline), and the page
     # shows it while the run goes on; the button comes when the run ends, though nothing of
     # this node changes then.
@@ -152,7 +152,7 @@ def test_a_viewer_sees_no_rerun_and_an_author_none_while_the_run_goes_on(page_fo
     expect(author.locator("#run-status")).to_have_text("running")
     drain(running)
     expect(author.locator("#run-status")).to_have_text("success")
-    expect(author.locator("button[data-rerun]")).to_have_count(1)
+    expect(author.locator("button[data-rerun-from]")).to_have_count(1)
 
 
 def test_a_state_machine_is_rerun_from_a_step_of_its_recorded_path(page_for, api, demo, no_tasks):
@@ -162,7 +162,7 @@ def test_a_state_machine_is_rerun_from_a_step_of_its_recorded_path(page_for, api
     page = page_for(api.author.user)
     page.goto(f"/executions/{source.execution_id}/?node=review")
     page.get_by_role("button", name="Re-run from here").click()
-    form = page.locator("#rerun")
+    form = page.locator("#rerun-form")
     step = form.locator("#rerun-step")
     expect(step.locator("option")).to_have_text([
         "step 2 of 6: draft → review", "step 4 of 6: draft → review → draft → review"])
