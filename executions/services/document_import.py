@@ -12,6 +12,8 @@ from executions.documents import EXECUTION_SHAPE, execution_document
 from executions.models import Execution, NodeRun
 from workflows.models import Workflow
 
+RESERVED_IDS = {"compare"}  # a path under /executions/ that is a page, not a run
+
 
 @transaction.atomic
 def execution_import_document(document: dict[str, Any], *, actor: str = "") -> tuple[Execution, str]:
@@ -52,6 +54,9 @@ def execution_import_document(document: dict[str, Any], *, actor: str = "") -> t
             )
         )
 
+    if document["execution_id"] in RESERVED_IDS:
+        raise DocumentError(f"'{document['execution_id']}' names a page (/executions/{document['execution_id']}/), "
+                            "not a run: choose another id", where="execution_id")
     existing = Execution.objects.filter(execution_id=document["execution_id"]).first()
     if existing is not None:
         if _comparable(execution_document(existing)) == _comparable(document):

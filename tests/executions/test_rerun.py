@@ -221,3 +221,15 @@ def test_a_failing_trial_is_tried_once_and_fails_without_retry_fallback_or_escal
     assert trial.status == "failed" and "publish" in trial.ended_reason
     assert [(r.node_id, r.kind, r.status) for r in runs(trial)] == [("publish", "first", "failed")]
     assert named_input(runs(trial)[0], "draft") == "Release notes for 2.0"
+
+
+def test_an_imported_run_cannot_take_the_id_of_the_compare_page_nor_be_rerun():
+    from executions.services import execution_import_document
+
+    with pytest.raises(DocumentError, match="names a page") as refused:
+        execution_import_document({"execution_id": "compare", "workflow_ref": "thesis_reading", "status": "success"})
+    assert refused.value.where == "execution_id"
+    imported, _ = execution_import_document({"execution_id": "exec_elsewhere", "workflow_ref": "thesis_reading",
+                                             "status": "success"})
+    with pytest.raises(DocumentError, match="did not record the shape of the workflow it ran"):
+        execution_rerun(source=imported, from_node="task_vault_001")
