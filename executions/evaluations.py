@@ -41,7 +41,7 @@ from executions.documents import evaluation_document
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.schemas import EvaluationDocument
 from executions.runner import contract_results, skills
-from executions.services.graph import workflow_graph
+from executions.services.graph import execution_graph
 from workflows.models import Workflow
 
 logger = logging.getLogger(__name__)
@@ -59,26 +59,29 @@ def evaluation_policy() -> Policy:
 def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
     """Evaluate an ended run once; returns its evaluation (None: the run has not ended in
     success or failure)."""
-    execution = Execution.objects.select_related("workflow", "workflow__judge_agent").filter(pk=execution_pk).first()
+    execution = Execution.objects.select_related("workflow").filter(pk=execution_pk).first()
     if execution is None or execution.status not in EVALUATED:
         return None
     stored = run_evaluation(execution).first()
     if stored is not None:
         return stored
-    graph = workflow_graph(execution.workflow)
+    graph = execution_graph(execution)
     runs = list(execution.node_runs.select_related("agent").order_by("sequence", "id"))
     checks = _checks(execution, runs, graph)
-    verdict, judge_problem = _judge(execution, runs, checks)
+    # The judge the run's version names, as it is now (editing an agent bumps only the
+    # workflows it is a node of, so the graph's copy may be older).
+    judge = graph.settings.judge_agent and Agent.objects.filter(pk=graph.settings.judge_agent.pk).first()
+    verdict, judge_problem = _judge(execution, runs, checks, judge)
     policy = evaluation_policy()
     expected = _expected_nodes(graph, runs)
-    wall = execution.workflow.max_wall_seconds
+    wall = graph.settings.max_wall_seconds
     elapsed = ((execution.completed_at or timezone.now()) - (execution.started_at or execution.created_at)).total_seconds()
     scored = score_run(expected=expected, runs=[_fact(run) for run in runs], checks=checks, verdict=verdict,
                        elapsed_seconds=elapsed, wall_seconds=wall, policy=policy)
     if judge_problem:
         scored.feedback.append(judge_problem)
         scored.details["accuracy"]["judge_problem"] = judge_problem
-    gate = execution.workflow.quality_gate or None
+    gate = graph.settings.quality_gate
     failures = gate_failures(scored.scores(), gate) if gate else []
     run_failed = execution.status == Execution.Status.FAILED
     scored = _with_gate(scored, gate, failures, run_failed)
@@ -193,13 +196,13 @@ def _checks(execution: Execution, runs: list[NodeRun], graph) -> list[Check]:
     return checks
 
 
-def _judge(execution: Execution, runs: list[NodeRun], checks: list[Check]) -> tuple[Verdict | None, str]:
+def _judge(execution: Execution, runs: list[NodeRun], checks: list[Check], judge: Agent | None,
+           ) -> tuple[Verdict | None, str]:
     """Ask the workflow's judge agent, when it has one, to score the run's final outputs.
 
     The judge gets the outputs as a structured input (`inputs["outputs"]`) and rendered in
     the prompt, and must answer `{"score": 0..1, "feedback": ["…"]}`. A judge that fails or
     answers in another shape is reported, and accuracy rests on the checks alone."""
-    judge = execution.workflow.judge_agent
     if judge is None:
         return None, ""
     outputs = {run.node_id: run.output for run in runs if run.status == NodeRun.Status.SUCCESS}

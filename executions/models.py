@@ -52,6 +52,10 @@ class Execution(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    # The version of the workflow this run runs (None: imported, or run before workflows had
+    # versions; such a run reads the workflow as it is now).
+    workflow_version = models.ForeignKey("workflows.WorkflowVersion", null=True, blank=True,
+                                         on_delete=models.PROTECT, related_name="executions")
     # The workflow as this run read it: a re-run checks it has not changed shape since.
     workflow_shape = models.ForeignKey("WorkflowShape", null=True, blank=True, on_delete=models.PROTECT,
                                        related_name="+")

@@ -133,3 +133,23 @@ class Transition(models.Model):
 
     def __str__(self) -> str:
         return f"{self.from_node} → {self.to_node}"
+
+
+class WorkflowVersion(models.Model):
+    """A workflow as one save left it: its whole §4.1 document (node positions included),
+    who saved it and when. Every save that changes a workflow adds one; none is ever changed
+    or deleted, so a run can keep the version it ran and a page can draw it long after."""
+
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    document = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.CharField(max_length=150, blank=True)
+    note = models.CharField(max_length=200, blank=True, help_text="Why it was made, e.g. 'restored from version 1'.")
+
+    class Meta:
+        ordering = ["workflow", "number"]
+        constraints = [models.UniqueConstraint(fields=["workflow", "number"], name="version_number_unique_in_workflow")]
+
+    def __str__(self) -> str:
+        return f"{self.workflow.workflow_id} v{self.number}"

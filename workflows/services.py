@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import ProtectedError
+from django.db.models import Max, ProtectedError
 from django.utils import timezone
 from jsonschema.exceptions import SchemaError
 
@@ -16,7 +16,7 @@ from core.errors import DocumentError, NotFound, SwitchyardError, WorkflowInvali
 from core.jsonutil import check_shape
 from engine.json_schema import check_schema
 from workflows.documents import blueprint_document, task_chain_defaults, workflow_document
-from workflows.models import Blueprint, BlueprintAgent, Contract, Node, Transition, Workflow
+from workflows.models import Blueprint, BlueprintAgent, Contract, Node, Transition, Workflow, WorkflowVersion
 from workflows.schemas import BlueprintDocument, TaskChainDocument, WorkflowDocument
 from engine.validation import validate_workflow
 
@@ -59,8 +59,10 @@ def _graph_problems(document: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @transaction.atomic
-def workflow_import_document(document: dict[str, Any], *, actor: str = "", source_format: str = "workflow"):
-    """Create or replace the workflow a §4.1 document describes. Returns (workflow, what happened)."""
+def workflow_import_document(document: dict[str, Any], *, actor: str = "", source_format: str = "workflow",
+                             note: str = ""):
+    """Create or replace the workflow a §4.1 document describes. Returns (workflow, what happened).
+    A save that creates or changes the workflow adds its next version (by `actor`, with `note`)."""
     check_shape(document, WorkflowDocument, "workflow")
     document = _blanks_as_none(document)
     problems = _graph_problems(document)
@@ -124,12 +126,48 @@ def workflow_import_document(document: dict[str, Any], *, actor: str = "", sourc
         )
         for position, t in enumerate(document.get("transitions", []))
     )
+    after = workflow_document(workflow)
     if before is None:
+        _append_version(workflow, after, actor=actor, note=note)
         return workflow, "created"
-    if workflow_document(workflow) == before and workflow.source_format == source_format:
+    if after == before and workflow.source_format == source_format:
         return workflow, "unchanged"
     Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())
+    _append_version(workflow, after, actor=actor, note=note)
     return workflow, "updated"
+
+
+def _append_version(workflow: Workflow, document: dict[str, Any], *, actor: str, note: str) -> WorkflowVersion:
+    """The next version of a workflow whose row is locked (or new): its number follows the last."""
+    last = workflow.versions.aggregate(Max("number"))["number__max"] or 0
+    return WorkflowVersion.objects.create(workflow=workflow, number=last + 1, document=document,
+                                          created_by=actor or "", note=note)
+
+
+@transaction.atomic
+def workflow_version_restore(*, workflow: Workflow, number: int, actor: str = "") -> WorkflowVersion:
+    """Make an old version the workflow's definition again, as a new version: its document is
+    saved as any edit is, so it is validated against the agents there are now (a version naming
+    an agent since deleted is refused with the problem)."""
+    version = workflow_version_get(workflow=workflow, number=number)
+    document = {**version.document, "workflow_id": workflow.workflow_id}
+    _, happened = workflow_import_document(document, actor=actor, source_format=workflow.source_format,
+                                           note=f"restored from version {number}")
+    if happened == "unchanged":
+        raise _conflict(f"workflow '{workflow.workflow_id}' is already as version {number} was; nothing to restore",
+                        workflow_id=workflow.workflow_id, version=number)
+    return workflow.versions.order_by("-number").first()
+
+
+def workflow_version_get(*, workflow: Workflow, number: Any) -> WorkflowVersion:
+    """A version of the workflow by its number; an unknown number is refused naming the versions there are."""
+    version = workflow.versions.filter(number=number).first() if isinstance(number, int) and number > 0 else None
+    if version is None:
+        numbers = list(workflow.versions.values_list("number", flat=True))
+        there = f"1 to {numbers[-1]}" if numbers else "none"
+        raise NotFound(f"workflow '{workflow.workflow_id}' has no version {number} (its versions: {there})",
+                       details={"workflow_id": workflow.workflow_id, "version": number, "versions": numbers})
+    return version
 
 
 def task_chain_import_document(document: dict[str, Any], *, actor: str = ""):

@@ -1,6 +1,6 @@
 """Writes for executions, one module per concern (imports run down this list, never up):
 
-- graph.py: the workflow's graph as running it reads it, cached per version of the workflow
+- graph.py: the graph of the workflow version a run runs, as running it reads it, cached per process
 - inline.py: the next node of a chain, run by the worker that made it ready
 - advance.py: what runs next after a start, a stored result or a failure; the end of a run
 - node_run.py: a node run on a worker: claim, perform, store, advance; heartbeats
@@ -12,7 +12,7 @@
 Evaluations are written by executions/evaluations.py, which builds on these. The names other
 code uses are importable from here."""
 from executions.services.document_import import execution_import_document
-from executions.services.graph import Graph, workflow_graph, workflow_node, workflow_plan
+from executions.services.graph import Graph, execution_graph, workflow_graph
 from executions.services.node_run import heartbeat, node_run_execute
 from executions.services.rerun import execution_rerun, node_try
 from executions.services.start import (
@@ -21,7 +21,7 @@ from executions.services.start import (
 from executions.services.sweep import node_runs_sweep, node_runs_sweep_exclusive
 
 __all__ = [
-    "Graph", "execution_abort", "execution_cancel", "execution_import_document", "execution_resume",
+    "Graph", "execution_abort", "execution_graph", "execution_cancel", "execution_import_document", "execution_resume",
     "execution_rerun", "execution_retry", "execution_start", "execution_start_by_id", "heartbeat", "node_run_execute",
-    "node_runs_sweep", "node_runs_sweep_exclusive", "node_try", "workflow_graph", "workflow_node", "workflow_plan",
+    "node_runs_sweep", "node_runs_sweep_exclusive", "node_try", "workflow_graph",
 ]

@@ -25,7 +25,7 @@ from engine.replay import ROUND_STARTS
 from engine.scheduling import Plan
 from engine.steps import Outcome, Policy, Progress, Step, next_step, wall_time_exceeded
 from executions.models import Execution, NodeRun
-from executions.services.graph import workflow_graph, workflow_node, workflow_plan
+from executions.services.graph import Graph, execution_graph
 from executions.services.inline import _inline
 
 
@@ -34,8 +34,8 @@ def _advance(execution: Execution, *, completed: NodeRun | None, retryable: bool
     execution row is locked by the caller."""
     if execution.status != Execution.Status.RUNNING:
         return
-    workflow = execution.workflow
-    plan, policy = _plan_and_policy(execution)
+    graph = execution_graph(execution)
+    plan, policy = _plan_and_policy(execution, graph)
     step = next_step(plan, policy, _progress(execution), None if completed is None else _outcome(completed, retryable))
     if step.skipped:  # the failed node is passed over: what follows, follows its skipped run
         completed = _new_run(execution, step.skipped, agent_id=completed.agent_id, kind="manual",
@@ -50,27 +50,28 @@ def _advance(execution: Execution, *, completed: NodeRun | None, retryable: bool
     elif step.action == "escalate":
         change_status(execution, Execution.STATES, Execution.Status.ESCALATED, escalation={
             "node_id": completed.node_id, "node_run": completed.pk, "error_code": completed.error_code,
-            "error": completed.error, "escalate_to": workflow.escalate_to.agent_id, "at": timezone.now().isoformat(),
+            "error": completed.error, "escalate_to": graph.settings.escalate_to.agent_id, "at": timezone.now().isoformat(),
         })
     elif step.action == "end":
         _end(execution, step.status, step.reason)
 
 
-def _plan_and_policy(execution: Execution) -> tuple[Plan, Policy]:
-    """The workflow's plan and policy; a trial's plan is its one node, run once: no retry,
-    no fallback agent, no person to escalate to."""
-    plan = workflow_plan(execution.workflow)
+def _plan_and_policy(execution: Execution, graph: Graph) -> tuple[Plan, Policy]:
+    """The plan and policy of the run's version of the workflow; a trial's plan is its one
+    node, run once: no retry, no fallback agent, no person to escalate to."""
     if not execution.trial:
-        return plan, _policy(execution.workflow)
+        return graph.plan, _policy(graph)
     node_id = execution.rerun["from_node"]
-    return (Plan("par", [node_id], agents={node_id: plan.agents[node_id]}),
-            Policy(max_steps=1, max_wall_seconds=execution.workflow.max_wall_seconds))
+    return (Plan("par", [node_id], agents={node_id: graph.plan.agents[node_id]}),
+            Policy(max_steps=1, max_wall_seconds=graph.settings.max_wall_seconds))
 
 
-def _policy(workflow) -> Policy:
-    return Policy(retry_count=workflow.retry_count, backoff_seconds=settings.NODE_RETRY_BACKOFF_SECONDS,
-                  fallback_agent=workflow.fallback_agent_id, escalate_to=workflow.escalate_to_id,
-                  max_steps=workflow.max_steps, max_wall_seconds=workflow.max_wall_seconds)
+def _policy(graph: Graph) -> Policy:
+    chosen = graph.settings
+    return Policy(retry_count=chosen.retry_count, backoff_seconds=settings.NODE_RETRY_BACKOFF_SECONDS,
+                  fallback_agent=chosen.fallback_agent and chosen.fallback_agent.pk,
+                  escalate_to=chosen.escalate_to and chosen.escalate_to.pk,
+                  max_steps=chosen.max_steps, max_wall_seconds=chosen.max_wall_seconds)
 
 
 def _progress(execution: Execution) -> Progress:
@@ -94,7 +95,7 @@ def _start_layer(execution: Execution, plan: Plan, node_ids: list[str]) -> None:
     a worker, the first is claimed for that worker to run next (see node_run.node_run_execute)."""
     now = timezone.now()
     last = execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0
-    versions = workflow_graph(execution.workflow).versions
+    versions = execution_graph(execution).versions
     pinned = execution.agent_versions
     inline = (getattr(_inline, "open", False) and not getattr(_inline, "reserved", False)
               and time.monotonic() < getattr(_inline, "until", 0))
@@ -145,7 +146,7 @@ def _dispatch(node_run_id: int, delay: float = 0) -> None:
 
 
 def _apply_output_mapping(execution: Execution, run: NodeRun, node=None) -> None:
-    node = node or workflow_node(execution.workflow, run.node_id)
+    node = node or execution_graph(execution).nodes[run.node_id]
     if not node.output_mapping:
         return
     execution.state = mapped_state(execution.state, node, run.output)
@@ -203,4 +204,4 @@ def _elapsed(execution: Execution, now) -> float:
 
 def _wall_time_end(execution: Execution, now) -> Step | None:
     """The end of a run past its wall time (asked before a node starts work, and by the sweep)."""
-    return wall_time_exceeded(_policy(execution.workflow), _elapsed(execution, now))
+    return wall_time_exceeded(_policy(execution_graph(execution)), _elapsed(execution, now))

@@ -1,16 +1,38 @@
-"""The graph of a workflow as running it reads it: plan, nodes, agents, contracts, read once
-per version of the workflow in each process."""
+"""The graph of a workflow as running it reads it: plan, nodes, agents, contracts, error
+handling, limits and evaluation settings, read once per version of the workflow in each process.
+
+A run runs the version of the workflow it started on (`Execution.workflow_version`): its graph
+is built from that version's document, so editing the workflow while it runs, or re-running it
+long after, never changes what it does. A run with no version (imported, or started before
+workflows had versions) reads the workflow as it is now."""
 from __future__ import annotations
 
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from agents.models import Agent, AgentVersion
+from core.errors import DocumentError
 from engine.scheduling import Plan
 from engine.validation import dependency_edges, validate_workflow
-from executions.models import WorkflowShape
-from workflows.models import Contract, Workflow
+from executions.models import Execution, WorkflowShape
+from workflows.documents import workflow_document
+from workflows.models import Contract, Node, Workflow, WorkflowVersion
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The error handling, limits, evaluation settings and domain of the version a run runs."""
+
+    retry_count: int
+    fallback_agent: Agent | None
+    escalate_to: Agent | None
+    max_steps: int
+    max_wall_seconds: int
+    judge_agent: Agent | None
+    quality_gate: dict | None
+    domain: str
 
 
 @dataclass(frozen=True)
@@ -20,10 +42,11 @@ class Graph:
     changes: its nodes or transitions, a new version of one of its agents, new contracts."""
 
     plan: Plan
-    nodes: dict  # node id → Node (shared: read it, never change it)
+    nodes: dict  # node id → Node (unsaved, shared: read it, never change it)
     agents: dict  # agent pk → Agent (shared: read it, never change it)
     versions: dict  # agent pk → the pk of its latest AgentVersion
     contracts: list  # Contract rows from one of the workflow's agents
+    settings: Settings
     writes_state: bool  # some node has an output_mapping
     problems: list  # what validation refuses today, in a workflow stored under earlier rules (a run is refused)
     shape: dict  # what a run records of the workflow, for a re-run to check against (engine.replay.shape_changes)
@@ -34,37 +57,82 @@ _GRAPHS: dict[tuple, Graph] = {}
 
 
 def workflow_graph(workflow: Workflow) -> Graph:
-    key = (workflow.pk, workflow.updated_at)
+    """The graph of the workflow as it is now."""
+    key = ("workflow", workflow.pk, workflow.updated_at)
+    return _GRAPHS.get(key) or _remember(key, _graph(workflow, workflow_document(workflow)))
+
+
+def version_graph(workflow: Workflow, version: WorkflowVersion) -> Graph:
+    """The graph of one version of the workflow. Agent versions and contracts are today's: a
+    new one bumps the workflow's `updated_at`, so it is part of the key."""
+    key = ("version", version.pk, workflow.updated_at)
+    return _GRAPHS.get(key) or _remember(key, _graph(workflow, version.document))
+
+
+def execution_graph(execution: Execution) -> Graph:
+    """The graph a run runs: its version's, or (no version) the workflow's as it is now. The
+    version's document is read only when this process has not built its graph yet."""
+    if execution.workflow_version_id is None:
+        return workflow_graph(execution.workflow)
+    key = ("version", execution.workflow_version_id, execution.workflow.updated_at)
     graph = _GRAPHS.get(key)
     if graph is None:
-        nodes = list(workflow.nodes.order_by("position", "id"))
-        transitions = [
-            {"from": source, "to": target, "condition": condition, "on_success": on_success, "on_failure": on_failure}
-            for source, target, condition, on_success, on_failure in workflow.transitions.order_by("position", "id")
-            .values_list("from_node", "to_node", "condition", "on_success", "on_failure")
-        ]
-        agents = Agent.objects.in_bulk({n.agent_id for n in nodes})
-        document = {"topology": workflow.topology, "transitions": transitions,
-                    "nodes": [{"id": n.node_id, "agent_ref": agents[n.agent_id].agent_id,
-                               "input_mapping": n.input_mapping, "output_mapping": n.output_mapping} for n in nodes]}
-        plan = Plan(workflow.topology, [n.node_id for n in nodes], dependency_edges(document), transitions,
-                    agents={n.node_id: n.agent_id for n in nodes})
-        versions = {}
-        for agent_id, version_id in AgentVersion.objects.filter(agent_id__in=agents).order_by(
-                "agent_id", "-created_at", "-id").values_list("agent_id", "pk"):
-            versions.setdefault(agent_id, version_id)  # the latest of each agent
-        contracts = list(Contract.objects.filter(from_agent_id__in=agents, to_agent_id__in=agents))
-        known = {agent.agent_id for agent in agents.values()}
-        if len(_GRAPHS) > 256:
-            _GRAPHS.clear()
-        shape = {"topology": workflow.topology, "transitions": transitions,
-                 "nodes": {n.node_id: {"agent": agents[n.agent_id].agent_id, "input_mapping": n.input_mapping,
-                                       "depends_on": plan.dependencies(n.node_id)} for n in nodes}}
-        graph = _GRAPHS[key] = Graph(plan, {n.node_id: n for n in nodes}, agents, versions, contracts,
-                                     writes_state=any(n.output_mapping for n in nodes),
-                                     problems=validate_workflow(document, known), shape=shape,
-                                     shape_digest=_digest(shape))
+        document = WorkflowVersion.objects.values_list("document", flat=True).get(pk=execution.workflow_version_id)
+        graph = _remember(key, _graph(execution.workflow, document))
     return graph
+
+
+def _remember(key: tuple, graph: Graph) -> Graph:
+    if len(_GRAPHS) > 256:
+        _GRAPHS.clear()
+    _GRAPHS[key] = graph
+    return graph
+
+
+def _graph(workflow: Workflow, document: dict[str, Any]) -> Graph:
+    """A graph from a §4.1 document: its nodes become unsaved `Node`s with their agents
+    looked up (an agent since deleted is left out, and named among the problems)."""
+    handling = document.get("error_handling") or {}
+    evaluation = document.get("evaluation") or {}
+    limits = document.get("limits") or {}
+    named = {node["agent_ref"] for node in document["nodes"]}
+    named |= {ref for ref in (handling.get("fallback_agent"), handling.get("escalate_to"),
+                              evaluation.get("judge_agent")) if ref}
+    by_ref = {agent.agent_id: agent for agent in Agent.objects.filter(agent_id__in=named)}
+    nodes = [Node(workflow=workflow, node_id=node["id"], position=position, agent=by_ref.get(node["agent_ref"]),
+                  input_mapping=node.get("input_mapping", {}), output_mapping=node.get("output_mapping", {}),
+                  output_schema=node.get("output_schema", ""), compress=node.get("compress", False),
+                  compress_model=node.get("compress_model", "flash"), compress_ratio=node.get("compress_ratio", 0.3),
+                  layout=node.get("layout"))
+             for position, node in enumerate(document["nodes"])]
+    transitions = [{"from": t["from"], "to": t["to"], "condition": t.get("condition"),
+                    "on_success": t.get("on_success"), "on_failure": t.get("on_failure")}
+                   for t in document.get("transitions", [])]
+    agents = {node.agent_id: node.agent for node in nodes if node.agent_id is not None}
+    checked = {"topology": document["topology"], "transitions": transitions,
+               "nodes": [{"id": node["id"], "agent_ref": node["agent_ref"], "input_mapping": node.get("input_mapping", {}),
+                          "output_mapping": node.get("output_mapping", {})} for node in document["nodes"]]}
+    plan = Plan(document["topology"], [n.node_id for n in nodes], dependency_edges(checked), transitions,
+                agents={n.node_id: n.agent_id for n in nodes})
+    versions = {}
+    for agent_id, version_id in AgentVersion.objects.filter(agent_id__in=agents).order_by(
+            "agent_id", "-created_at", "-id").values_list("agent_id", "pk"):
+        versions.setdefault(agent_id, version_id)  # the latest of each agent
+    contracts = list(Contract.objects.filter(from_agent_id__in=agents, to_agent_id__in=agents))
+    settings = Settings(
+        retry_count=handling.get("retry_count", 0), fallback_agent=by_ref.get(handling.get("fallback_agent")),
+        escalate_to=by_ref.get(handling.get("escalate_to")),
+        max_steps=limits.get("max_steps", Workflow._meta.get_field("max_steps").default),
+        max_wall_seconds=limits.get("max_wall_seconds", Workflow._meta.get_field("max_wall_seconds").default),
+        judge_agent=by_ref.get(evaluation.get("judge_agent")), quality_gate=evaluation.get("quality_gate") or None,
+        domain=document.get("domain", ""))
+    shape = {"topology": document["topology"], "transitions": transitions,
+             "nodes": {node["id"]: {"agent": node["agent_ref"], "input_mapping": node.get("input_mapping", {}),
+                                    "depends_on": plan.dependencies(node["id"])} for node in document["nodes"]}}
+    return Graph(plan, {n.node_id: n for n in nodes}, agents, versions, contracts, settings,
+                 writes_state=any(n.output_mapping for n in nodes),
+                 problems=validate_workflow({**document, **checked}, set(by_ref)), shape=shape,
+                 shape_digest=_digest(shape))
 
 
 def _digest(shape: dict) -> str:
@@ -76,10 +144,18 @@ def workflow_shape(graph: Graph) -> WorkflowShape:
     return WorkflowShape.objects.get_or_create(digest=graph.shape_digest, defaults={"shape": graph.shape})[0]
 
 
-def workflow_plan(workflow: Workflow) -> Plan:
-    return workflow_graph(workflow).plan
-
-
-def workflow_node(workflow: Workflow, node_id: str):
-    """A node of the workflow (shared within the process: read it, never change it)."""
-    return workflow_graph(workflow).nodes[node_id]
+def run_graph(workflow: Workflow, number: int | None = None) -> tuple[WorkflowVersion | None, Graph]:
+    """The version a new run of the workflow runs, and its graph: version `number`, else the
+    latest. A workflow with no versions (stored before they existed and never saved since)
+    runs as it is now, and its runs record no version."""
+    versions = workflow.versions.order_by("-number")
+    if number is not None:
+        version = versions.filter(number=number).first() if isinstance(number, int) and number > 0 else None
+        if version is None:
+            numbers = sorted(versions.values_list("number", flat=True))
+            there = f"1 to {numbers[-1]}" if numbers else "none"
+            raise DocumentError(f"workflow '{workflow.workflow_id}' has no version {number!r} (its versions: {there})",
+                                where="workflow_version")
+    else:
+        version = versions.first()
+    return version, (version_graph(workflow, version) if version else workflow_graph(workflow))

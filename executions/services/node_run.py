@@ -26,7 +26,7 @@ from executions.models import Execution, NodeRun
 from executions.services.advance import (
     _advance, _apply_output_mapping, _dispatch, _end, _locked, _wall_time_end,
 )
-from executions.services.graph import workflow_graph
+from executions.services.graph import execution_graph
 from executions.services.inline import INLINE_SECONDS, MAX_INLINE, _inline
 
 logger = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
                        completed_at=now)
             _end(_locked(execution), ended.status, ended.reason)
         return "ended"
-    graph = workflow_graph(execution.workflow)
+    graph = execution_graph(execution)
     node = graph.nodes[run.node_id]
     # The node's agent as of the workflow's graph; a fallback agent is not in it.
     run.agent = graph.agents.get(run.agent_id) or Agent.objects.get(pk=run.agent_id)
@@ -125,7 +125,7 @@ def _locked_for_result(execution: Execution) -> Execution:
     running = Execution.objects.filter(pk=execution.pk, status=Execution.Status.RUNNING)
     if not Execution.workflow.is_cached(execution) or running.update(updated_at=timezone.now()) != 1:
         return _locked(execution)
-    if workflow_graph(execution.workflow).writes_state:
+    if execution_graph(execution).writes_state:
         execution.state = running.values_list("state", flat=True).get()
     return execution
 

@@ -25,7 +25,7 @@ from engine.replay import PastRun, RerunRefused, shape_changes, split
 from executions.models import Execution, NodeRun
 from executions.runner import contract_results
 from executions.services.advance import _advance, _locked, mapped_state
-from executions.services.graph import Graph, workflow_graph, workflow_shape
+from executions.services.graph import Graph, run_graph, workflow_shape
 from executions.services.start import new_execution_id
 from workflows.models import Workflow
 
@@ -45,7 +45,7 @@ def execution_rerun(*, source: Execution, from_node: str, step: int | None = Non
     if source.status in (Execution.Status.PENDING, Execution.Status.RUNNING):
         raise IllegalTransition(f"execution {source.execution_id} is {source.status}: a run can be re-run once "
                                 "it has ended or waits for a person", code="CONFLICT")
-    graph = workflow_graph(source.workflow)
+    version, graph = run_graph(source.workflow)  # a re-run runs the latest version
     _check_shape(source, graph)
     past = list(source.node_runs.order_by("sequence", "id"))
     try:
@@ -61,7 +61,8 @@ def execution_rerun(*, source: Execution, from_node: str, step: int | None = Non
     versions.update({node_id: version.pk for node_id, version in pinned.items()})
     with transaction.atomic():
         execution = Execution.objects.create(
-            execution_id=new_execution_id("exec"), workflow=source.workflow, status=Execution.Status.RUNNING,
+            execution_id=new_execution_id("exec"), workflow=source.workflow, workflow_version=version,
+            status=Execution.Status.RUNNING,
             input=source.input, domain=source.domain, workflow_shape=workflow_shape(graph), started_at=timezone.now(),
             created_by=_user(actor), rerun_of=source, agent_versions=versions,
             rerun={"from_node": cut.start, "step": cut.step, "reused": [run.node_id for run in reused],
@@ -78,7 +79,7 @@ def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = Non
     (if given) and `outputs` (typed by hand, or edited); `input` and `state` default to
     `source`'s. Returns the trial, an execution that ends when the node run does."""
     outputs = _object(outputs, "outputs")
-    graph = workflow_graph(workflow)
+    version, graph = run_graph(workflow)  # a node is tried as the latest version has it
     if node_id not in graph.nodes:
         raise DocumentError(f"node '{node_id}' is not in workflow '{workflow.workflow_id}' "
                             f"(its nodes: {', '.join(graph.plan.nodes)})", where="node_id")
@@ -99,10 +100,11 @@ def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = Non
                    refusal="is not the node tried")
     with transaction.atomic():
         execution = Execution.objects.create(
-            execution_id=new_execution_id("try"), workflow=workflow, status=Execution.Status.RUNNING, trial=True,
+            execution_id=new_execution_id("try"), workflow=workflow, workflow_version=version,
+            status=Execution.Status.RUNNING, trial=True,
             input=input if input is not None else (source.input if source else {}),
             state=state if state is not None else (source.state if source else {}),
-            domain=source.domain if source else workflow.domain, workflow_shape=workflow_shape(graph),
+            domain=source.domain if source else graph.settings.domain, workflow_shape=workflow_shape(graph),
             started_at=timezone.now(), created_by=_user(actor),
             agent_versions={key: version.pk for key, version in pinned.items()},
             rerun={"from_node": node_id, "source": source.execution_id if source else None,

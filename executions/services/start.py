@@ -12,17 +12,18 @@ from core.jsonutil import check_storable
 from core.states import change_status, transition_all
 from executions.models import Execution, NodeRun
 from executions.services.advance import _advance, _apply_output_mapping, _end, _locked, _new_run
-from executions.services.graph import workflow_graph, workflow_node, workflow_shape
+from executions.services.graph import execution_graph, run_graph, workflow_shape
 from workflows.models import Workflow
 
 
 def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None,
-                    execution_id: str | None = None) -> Execution:
-    """Create a run and dispatch its first nodes (after commit)."""
+                    execution_id: str | None = None, version: int | None = None) -> Execution:
+    """Create a run of the workflow's version `version` (by default its latest) and dispatch
+    its first nodes (after commit)."""
     if input is not None and not isinstance(input, dict):
         raise DocumentError("the input of a run is a JSON object", where="input")
     check_storable(input, where="input")
-    graph = workflow_graph(workflow)
+    workflow_version, graph = run_graph(workflow, version)
     problems = graph.problems
     if problems:  # run as if its transitions were not written, it would do what they say it must not
         raise WorkflowInvalid(problems, workflow_id=workflow.workflow_id)
@@ -30,8 +31,8 @@ def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None
         now = timezone.now()
         execution = Execution.objects.create(
             execution_id=execution_id or new_execution_id("exec"),
-            workflow=workflow, status=Execution.Status.RUNNING, input=input or {}, state={},
-            domain=_domain_of(input, workflow), workflow_shape=workflow_shape(graph),
+            workflow=workflow, workflow_version=workflow_version, status=Execution.Status.RUNNING, input=input or {}, state={},
+            domain=_domain_of(input, graph.settings.domain), workflow_shape=workflow_shape(graph),
             started_at=now, created_by=actor if getattr(actor, "pk", None) else None,
         )
         _advance(_locked(execution), completed=None)
@@ -42,10 +43,10 @@ def new_execution_id(prefix: str) -> str:
     return f"{prefix}_{timezone.now():%Y%m%d%H%M%S}_{uuid.uuid4().hex[:8]}"
 
 
-def _domain_of(input: dict | None, workflow: Workflow) -> str:
-    """The knowledge domain a run works in: the input's `domain`, else the workflow's."""
+def _domain_of(input: dict | None, domain: str) -> str:
+    """The knowledge domain a run works in: the input's `domain`, else its workflow version's."""
     named = (input or {}).get("domain")
-    return named.strip()[:200] if isinstance(named, str) and named.strip() else workflow.domain
+    return named.strip()[:200] if isinstance(named, str) and named.strip() else domain
 
 
 def execution_cancel(*, execution: Execution, actor=None) -> Execution:
@@ -64,7 +65,7 @@ def execution_resume(*, execution: Execution, output: Any, actor=None) -> Execut
     check_storable(output, where="output")
     with transaction.atomic():
         execution = _escalated(execution)
-        node = workflow_node(execution.workflow, execution.escalation["node_id"])
+        node = execution_graph(execution).nodes[execution.escalation["node_id"]]
         change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None)
         now = timezone.now()
         run = _new_run(execution, node.node_id, agent_id=node.agent_id, kind="manual", attempt=1,
@@ -81,7 +82,7 @@ def execution_retry(*, execution: Execution, actor=None) -> Execution:
     """Run the escalated node again from its first attempt."""
     with transaction.atomic():
         execution = _escalated(execution)
-        node = workflow_node(execution.workflow, execution.escalation["node_id"])
+        node = execution_graph(execution).nodes[execution.escalation["node_id"]]
         change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None)
         _new_run(execution, node.node_id, agent_id=node.agent_id, kind="first", attempt=1)
     return execution
@@ -103,9 +104,11 @@ def _escalated(execution: Execution) -> Execution:
     return execution
 
 
-def execution_start_by_id(*, workflow_id: str, input: Any = None, actor=None) -> Execution:
-    """Start a run of the workflow with this id: what the API's `POST /executions` does."""
+def execution_start_by_id(*, workflow_id: str, input: Any = None, actor=None, version: int | None = None,
+                          ) -> Execution:
+    """Start a run of the workflow with this id (on version `version`, else the latest): what
+    the API's `POST /executions` does."""
     workflow = Workflow.objects.filter(workflow_id=workflow_id).first()
     if workflow is None:
         raise DocumentError(f"workflow '{workflow_id}' does not exist", where="workflow_id")
-    return execution_start(workflow=workflow, input=input, actor=actor)
+    return execution_start(workflow=workflow, input=input, actor=actor, version=version)

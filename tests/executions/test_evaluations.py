@@ -11,6 +11,7 @@ from executions.services import execution_abort, execution_start
 from workflows.models import Workflow
 
 from tests.executions.conftest import drain
+from tests.workflow_edits import edit_workflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,7 +74,7 @@ def test_it_leaves_runs_that_have_not_ended_and_cancelled_ones_alone():
 
 
 def test_it_marks_a_run_that_misses_its_gate_and_names_the_score():
-    Workflow.objects.filter(workflow_id="release_review").update(quality_gate={"completeness": 1.0})
+    edit_workflow("release_review", lambda document: document["evaluation"].update(quality_gate={"completeness": 1.0}))
     execution = run("release_review", topic="v2")
     assert execution.status == "escalated"  # the compliance node needs a tool nobody has
     execution_abort(execution=execution)
@@ -197,7 +198,7 @@ def test_it_evaluates_a_run_whose_natural_id_a_person_took(api):
 def test_a_run_that_failed_never_meets_its_gate_whatever_its_scores():
     from executions.page_selectors import gate_summary
 
-    Workflow.objects.filter(workflow_id="release_review").update(quality_gate={"overall_score": 0.0})
+    edit_workflow("release_review", lambda document: document["evaluation"].update(quality_gate={"overall_score": 0.0}))
     execution = run("release_review", topic="v2")
     execution_abort(execution=execution)  # escalated, then aborted: the run failed
     evaluation = execution_evaluate(execution_pk=execution.pk)

@@ -9,7 +9,8 @@ from core.errors import DocumentError, IllegalTransition
 from executions.models import Evaluation, Execution
 from executions.services import execution_cancel, execution_rerun, execution_start, node_try
 from tests.executions.conftest import drain
-from workflows.models import Node, Workflow
+from workflows.models import Workflow
+from tests.workflow_edits import edit_workflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -170,9 +171,8 @@ def test_bad_reruns_are_refused_naming_what_is_wrong():
         execution_rerun(source=running, from_node="task_vault_001")
     execution_cancel(execution=running)
 
-    Node.objects.filter(workflow=source.workflow, node_id="task_vault_001").update(
-        input_mapping={"data_references": []})
-    Workflow.objects.filter(pk=source.workflow.pk).update(updated_at=source.workflow.updated_at.replace(year=2030))
+    edit_workflow(source.workflow.workflow_id, lambda document: next(
+        node for node in document["nodes"] if node["id"] == "task_vault_001").update(input_mapping={"data_references": []}))
     source.refresh_from_db()
     with pytest.raises(DocumentError) as changed:
         execution_rerun(source=source, from_node="task_vault_001")

@@ -7,13 +7,13 @@ import sys
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.utils import timezone
 
 from core.documents import import_documents
 from executions.models import Execution
 from executions.services import execution_abort, execution_retry, execution_start
 from tests.executions.conftest import ROOT, database_url, wait_for
 from workflows.models import Workflow
+from tests.workflow_edits import store_as_before
 
 pytestmark = pytest.mark.integration
 
@@ -99,9 +99,8 @@ def test_it_runs_a_node_on_an_openai_compatible_server(workers, settings, chat_s
 
 
 def test_it_exits_2_naming_a_transition_the_workflow_cannot_honour(demo):
-    workflow = Workflow.objects.get(workflow_id="parallel_analysis")
-    workflow.transitions.filter(from_node="task_b").update(condition="output.ok == true")  # stored before it was refused
-    Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())  # as the services do
+    store_as_before("parallel_analysis", lambda document: next(  # stored before it was refused
+        t for t in document["transitions"] if t["from"] == "task_b").update(condition="output.ok == true"))
     with pytest.raises(CommandError, match=r"transitions\[1\]\.condition: \(task_b → task_d\) a condition") as caught:
         call_command("run_workflow", "parallel_analysis")
     assert caught.value.returncode == 2

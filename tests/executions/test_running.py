@@ -2,7 +2,6 @@
 import time
 
 import pytest
-from django.utils import timezone
 
 from core.documents import import_documents
 from core.errors import WorkflowInvalid
@@ -10,6 +9,7 @@ from executions.models import Execution
 from executions.services import execution_resume, execution_start
 from tests.executions.conftest import wait_for
 from workflows.models import Workflow
+from tests.workflow_edits import edit_workflow, store_as_before
 
 pytestmark = pytest.mark.integration
 
@@ -84,13 +84,12 @@ def test_it_follows_the_state_machine_retries_falls_back_escalates_and_resumes(d
 
 
 def test_it_stops_a_looping_state_machine_at_its_bound(demo):
-    workflow = Workflow.objects.get(workflow_id="release_review")
-    workflow.max_steps = 5
-    workflow.updated_at = timezone.now()  # as the services do on every change
-    workflow.save()
-    loop = workflow.transitions.get(from_node="review", to_node="draft")
-    loop.condition = "true"
-    loop.save()
+    def loop_forever(document):
+        document["limits"]["max_steps"] = 5
+        loop = next(t for t in document["transitions"] if (t["from"], t["to"]) == ("review", "draft"))
+        loop["condition"] = "true"
+
+    edit_workflow("release_review", loop_forever)
     demo.start(1)
     execution = wait_for(start("release_review", topic="loop"), workers=demo)
     assert execution.status == "failed"
@@ -112,9 +111,7 @@ def test_it_skips_a_failed_dag_node_as_its_transition_says_and_refuses_a_conditi
         ("publish", "failed"), ("publish", "skipped"), ("after", "success")]
 
     # Stored before validation refused it: a dag would run `after` whatever the condition says.
-    workflow = Workflow.objects.get(workflow_id="guarded")
-    workflow.transitions.update(condition="output.published == true")
-    Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())  # as the services do
+    workflow = store_as_before("guarded", lambda document: document["transitions"][0].update(condition="output.published == true"))
     with pytest.raises(WorkflowInvalid) as refused:
         start("guarded", topic="t")
     assert [(p["where"], p["code"]) for p in refused.value.problems] == [

@@ -20,6 +20,7 @@ from executions.services.node_run import _claim, _execute, _locked_for_result
 from workflows.models import Workflow
 
 from tests.executions.conftest import drain
+from tests.workflow_edits import edit_workflow, store_as_before
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -141,9 +142,7 @@ def test_it_skips_or_aborts_a_failed_node_as_its_transition_says():
         ("publish", "failed"), ("publish", "skipped"), ("after", "success")]
     assert execution.status == "success"
 
-    workflow = Workflow.objects.get(workflow_id="skipper")
-    workflow.transitions.update(on_failure="abort")
-    Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())  # as the services do
+    edit_workflow("skipper", lambda document: document["transitions"][0].update(on_failure="abort"))
     execution = drain(start("skipper", topic="t"))
     assert execution.status == "failed" and "on_failure is abort" in execution.ended_reason
 
@@ -230,9 +229,8 @@ def test_it_fails_a_silent_node_run_older_than_the_hard_time_limit_instead_of_se
 
 def test_a_stored_workflow_with_a_path_that_is_not_rfc_9535_is_refused_at_start_naming_it():
     # Stored when paths were read by a looser JSONPath: a run would resolve nothing from it.
-    workflow = Workflow.objects.get(workflow_id="parallel_analysis")
-    workflow.nodes.filter(node_id="task_a").update(input_mapping={"repository": "$.input[?(@.name =~ 'a')]"})
-    Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())  # as the services do
+    workflow = store_as_before("parallel_analysis", lambda document: document["nodes"][0].update(
+        input_mapping={"repository": "$.input[?(@.name =~ 'a')]"}))
     with pytest.raises(WorkflowInvalid) as refused:
         start("parallel_analysis", repository="acme")
     assert [(p["where"], p["code"]) for p in refused.value.problems] == [

@@ -23,6 +23,7 @@ from executions.services import execution_start
 from workflows.models import Workflow
 
 from tests.executions.conftest import drain
+from tests.workflow_edits import edit_workflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -90,7 +91,7 @@ def test_it_solves_the_seed_example_and_stores_the_search():
 
 
 def test_it_fails_the_node_when_the_search_is_exhausted_and_keeps_the_tree():
-    Workflow.objects.filter(workflow_id="game24").update(retry_count=2)  # not retried: it would end the same
+    edit_workflow("game24", lambda document: document["error_handling"].update(retry_count=2))  # not retried: it would end the same
     execution = solve(numbers=[1, 1, 1, 1])
     assert execution.status == Execution.Status.FAILED
     [run] = execution.node_runs.all()
