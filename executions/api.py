@@ -34,7 +34,8 @@ def execution_id_param():
 @router.post("/executions", response=responses(201, ExecutionOut), summary="Start a run of a workflow")
 def executions_start(request, payload: ExecutionIn):
     require_role(request.user, AUTHOR, to="start runs")
-    execution = services.execution_start_by_id(workflow_id=payload.workflow_id, input=payload.input, actor=request.user)
+    execution = services.execution_start_by_id(workflow_id=payload.workflow_id, input=payload.input, actor=request.user,
+                                                version=payload.workflow_version)
     return Status(201, selectors.execution_detail(execution))
 
 

@@ -109,6 +109,7 @@ def execution_record(execution: Execution, *, node_run_ids: bool = False) -> dic
         "ended_reason": execution.ended_reason,
         "escalation": execution.escalation,
         "domain": execution.domain,
+        "workflow_version": execution.workflow_version.number if execution.workflow_version_id else None,
         "quality_gate": execution.quality_gate,
         "rerun_of": execution.rerun_of.execution_id if execution.rerun_of_id else None,
         "rerun": execution.rerun,

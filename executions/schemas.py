@@ -46,6 +46,8 @@ class ExecutionIn(Schema):
 
     workflow_id: str = Field(..., pattern=ID_PATTERN, description="the workflow to run")
     input: dict[str, Any] = Field(default_factory=dict, description="the run's input: `$.input` in the node mappings")
+    workflow_version: int | None = Field(None, ge=1, description="the number of the workflow version to run; "
+                                                                 "by default the latest")
 
 
 class ResumeIn(Schema):
@@ -199,6 +201,8 @@ class ExecutionOut(ExecutionDocument):
     ended_reason: str
     escalation: dict[str, Any] | None = Field(..., description="while escalated: the node, its error, who should act")
     domain: str = Field("", description="the knowledge domain: the input's `domain`, else the workflow's")
+    workflow_version: int | None = Field(None, description="the number of the workflow version the run runs (null: "
+                                                           "imported, or run before workflows had versions)")
     quality_gate: dict[str, Any] | None = Field(
         None, description="once evaluated, when the workflow has a gate: passed, the failed scores, the evaluation_id")
     rerun_of: str | None = Field(..., description="a re-run: the execution it was re-run from")

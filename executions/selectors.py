@@ -92,7 +92,8 @@ def _summaries(rows: list[dict]) -> list[dict[str, Any]]:
 
 
 def execution_get(execution_id: str) -> Execution:
-    execution = Execution.objects.select_related("workflow", "rerun_of").filter(execution_id=execution_id).first()
+    execution = (Execution.objects.select_related("workflow", "rerun_of", "workflow_version")
+                 .defer("workflow_version__document").filter(execution_id=execution_id).first())
     if execution is None:
         raise NotFound(f"execution '{execution_id}' does not exist", details={"where": "execution_id"})
     return execution

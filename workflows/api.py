@@ -2,7 +2,8 @@
 (a node's context plan before it runs is an operation of executions/api.py).
 
 Everyone signed in reads and validates (neither changes anything); authors create,
-replace and delete.
+replace, delete and restore a version. Every save that changes a workflow adds a version;
+no operation changes or deletes one.
 """
 
 from typing import Any
@@ -19,8 +20,11 @@ from workflows.schemas import (
     BlueprintSummaryOut,
     Topology,
     ValidationOut,
+    WorkflowDiffOut,
     WorkflowDocument,
     WorkflowSummaryOut,
+    WorkflowVersionDocumentOut,
+    WorkflowVersionOut,
 )
 
 router = Router(tags=["workflows"])
@@ -114,3 +118,40 @@ def workflows_validate(request, workflow_id: str, payload: dict[str, Any] | None
         None, description="a workflow document; none (or {}) validates the stored workflow")):
     problems = selectors.workflow_check(workflow_id=workflow_id, document=payload)
     return {"valid": not problems, "problems": problems}
+
+
+# -- versions --------------------------------------------------------------------------
+
+
+class DiffQuery(Schema):
+    a: int = Field(..., ge=1, description="the number of the version compared from")
+    b: int = Field(..., ge=1, description="the number of the version compared to")
+
+
+@router.get("/workflows/{workflow_id}/versions", response=responses(200, list[WorkflowVersionOut]),
+            summary="A workflow's versions, newest first, with who saved each, when, and how many runs ran it")
+@paginate(Page)
+def workflow_versions_list(request, workflow_id: str):
+    return selectors.workflow_versions(selectors.workflow_get(workflow_id))
+
+
+@router.get("/workflows/{workflow_id}/versions/diff", response=responses(200, WorkflowDiffOut), by_alias=True,
+            summary="What changed between two versions: nodes, transitions, settings and the JSON diff")
+def workflow_versions_diff(request, workflow_id: str, query: Query[DiffQuery]):
+    return selectors.workflow_versions_diff(selectors.workflow_get(workflow_id), query.a, query.b)
+
+
+@router.get("/workflows/{workflow_id}/versions/{number}", response=responses(200, WorkflowVersionDocumentOut),
+            summary="One version of a workflow, with its document")
+def workflow_versions_get(request, workflow_id: str, number: int):
+    return selectors.workflow_version(selectors.workflow_get(workflow_id), number)
+
+
+@router.post("/workflows/{workflow_id}/versions/{number}/restore", response=responses(201, WorkflowVersionDocumentOut),
+             summary="Make an old version the workflow's definition again, as a new version (authors)")
+def workflow_versions_restore(request, workflow_id: str, number: int):
+    require_role(request.user, AUTHOR, to="restore workflow versions")
+    restored = services.workflow_version_restore(workflow=selectors.workflow_get(workflow_id), number=number,
+                                                 actor=request.user.get_username())
+    restored.runs = 0
+    return Status(201, restored)

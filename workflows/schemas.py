@@ -153,6 +153,59 @@ class WorkflowSummaryOut(Schema):
     updated_at: datetime
 
 
+class WorkflowVersionOut(Schema):
+    number: int
+    created_at: datetime
+    created_by: str = Field(..., description="who saved it (empty for a save no one signed in made)")
+    note: str = Field(..., description="why it was made, e.g. 'restored from version 1'")
+    runs: int = Field(..., description="how many runs ran it")
+
+
+class WorkflowVersionDocumentOut(WorkflowVersionOut):
+    document: dict[str, Any] = Field(..., description="the workflow document (§4.1) as the version has it")
+
+
+class NodeChangeOut(Schema):
+    id: str
+    fields: list[str] = Field(..., description="the node's fields that differ, e.g. agent_ref, input_mapping, layout")
+
+
+class NodeChangesOut(Schema):
+    added: list[str]
+    removed: list[str]
+    changed: list[NodeChangeOut]
+
+
+class TransitionChangesOut(Schema):
+    added: list[dict[str, Any]] = Field(..., description="transitions of b only, each with its `index` among those "
+                                                         "between the same two nodes")
+    removed: list[dict[str, Any]]
+    changed: list[dict[str, Any]] = Field(..., description="{from, to, index, fields, a, b}")
+
+
+class SettingChangeOut(Schema):
+    name: str = Field(..., description="name, topology, error_handling, limits, domain or evaluation")
+    a: Any
+    b: Any
+
+
+class JsonChangeOut(Schema):
+    path: str = Field(..., description="an RFC 6901 pointer into the document")
+    op: str = Field(..., description="added, removed or changed")
+    a: Any
+    b: Any
+
+
+class WorkflowDiffOut(Schema):
+    a: int = Field(..., description="the number of the version compared from")
+    b: int = Field(..., description="the number of the version compared to")
+    same: bool
+    nodes: NodeChangesOut
+    transitions: TransitionChangesOut
+    settings: list[SettingChangeOut]
+    json_diff: list[JsonChangeOut] = Field(..., alias="json")
+
+
 class ProblemOut(_Document):
     where: str = Field(..., description="where in the document, e.g. nodes[task_b].agent_ref")
     node: str | None = Field(None, description="the node the problem concerns, if any")

@@ -8,8 +8,9 @@ from django.db.models import Count, Q, QuerySet
 
 from core.errors import NotFound
 from workflows.documents import workflow_document
-from workflows.models import Blueprint, Workflow
-from workflows.services import workflow_problems
+from workflows.models import Blueprint, Workflow, WorkflowVersion
+from workflows.services import workflow_problems, workflow_version_get
+from engine.workflow_diff import workflow_diff
 
 # The identifier validator's pattern (agents.models.identifier): an id that does not match
 # cannot be stored, so it is "not found" without asking the database (which may refuse
@@ -58,3 +59,21 @@ def workflow_check(*, workflow_id: str, document: dict[str, Any] | None) -> list
         problems.insert(0, {"where": "workflow_id", "node": None, "transition": None, "code": "ID_MISMATCH",
                             "message": f"is {document['workflow_id']!r}, but this is workflow '{workflow_id}'"})
     return problems
+
+
+def workflow_versions(workflow: Workflow) -> QuerySet[WorkflowVersion]:
+    """The workflow's versions, newest first, each with how many runs ran it (`runs`)."""
+    return workflow.versions.annotate(runs=Count("executions")).order_by("-number")
+
+
+def workflow_version(workflow: Workflow, number: int) -> WorkflowVersion:
+    """One version, with its `runs`; an unknown number is not found, naming the versions there are."""
+    version = workflow_version_get(workflow=workflow, number=number)
+    version.runs = version.executions.count()
+    return version
+
+
+def workflow_versions_diff(workflow: Workflow, a: int, b: int) -> dict[str, Any]:
+    """What changed from version `a` to version `b` (engine.workflow_diff), with their numbers."""
+    first, second = workflow_version_get(workflow=workflow, number=a), workflow_version_get(workflow=workflow, number=b)
+    return {"a": first.number, "b": second.number, **workflow_diff(first.document, second.document)}
