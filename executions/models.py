@@ -53,12 +53,10 @@ class Execution(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     # The version of the workflow this run runs (None: imported, or run before workflows had
-    # versions; such a run reads the workflow as it is now).
+    # versions; such a run reads the workflow as it is now). A re-run checks that the workflow
+    # has not changed shape since (engine.replay.shape_changes).
     workflow_version = models.ForeignKey("workflows.WorkflowVersion", null=True, blank=True,
                                          on_delete=models.PROTECT, related_name="executions")
-    # The workflow as this run read it: a re-run checks it has not changed shape since.
-    workflow_shape = models.ForeignKey("WorkflowShape", null=True, blank=True, on_delete=models.PROTECT,
-                                       related_name="+")
     # A re-run (executions/services/rerun.py): the run it started from, and what it took from
     # it: the node it ran from (and the step, in a state machine), the outputs reused, edited
     # and the agent versions pinned.
@@ -76,19 +74,6 @@ class Execution(models.Model):
 
     def __str__(self) -> str:
         return self.execution_id
-
-
-class WorkflowShape(models.Model):
-    """A workflow as its runs read it (topology, nodes with their agents, inputs and
-    dependencies, transitions; `executions.services.graph`), stored once for every run that
-    read the same: a workflow of 500 nodes would otherwise be stored again with each run, and
-    read again with each of its node runs."""
-
-    digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the shape as canonical JSON")
-    shape = models.JSONField()
-
-    def __str__(self) -> str:
-        return self.digest[:12]
 
 
 class NodeRun(models.Model):

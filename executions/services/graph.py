@@ -7,8 +7,6 @@ long after, never changes what it does. A run with no version (imported, or star
 workflows had versions) reads the workflow as it is now."""
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +14,7 @@ from agents.models import Agent, AgentVersion
 from core.errors import DocumentError
 from engine.scheduling import Plan
 from engine.validation import dependency_edges, validate_workflow
-from executions.models import Execution, WorkflowShape
+from executions.models import Execution
 from workflows.documents import workflow_document
 from workflows.models import Contract, Node, Workflow, WorkflowVersion
 
@@ -49,8 +47,7 @@ class Graph:
     settings: Settings
     writes_state: bool  # some node has an output_mapping
     problems: list  # what validation refuses today, in a workflow stored under earlier rules (a run is refused)
-    shape: dict  # what a run records of the workflow, for a re-run to check against (engine.replay.shape_changes)
-    shape_digest: str  # its SHA-256: runs that read the same shape share one WorkflowShape row
+    shape: dict  # what a re-run checks has not changed since the run it starts from (engine.replay.shape_changes)
 
 
 _GRAPHS: dict[tuple, Graph] = {}
@@ -131,17 +128,7 @@ def _graph(workflow: Workflow, document: dict[str, Any]) -> Graph:
                                     "depends_on": plan.dependencies(node["id"])} for node in document["nodes"]}}
     return Graph(plan, {n.node_id: n for n in nodes}, agents, versions, contracts, settings,
                  writes_state=any(n.output_mapping for n in nodes),
-                 problems=validate_workflow({**document, **checked}, set(by_ref)), shape=shape,
-                 shape_digest=_digest(shape))
-
-
-def _digest(shape: dict) -> str:
-    return hashlib.sha256(json.dumps(shape, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def workflow_shape(graph: Graph) -> WorkflowShape:
-    """The stored row of the graph's shape, made by the first run that reads it."""
-    return WorkflowShape.objects.get_or_create(digest=graph.shape_digest, defaults={"shape": graph.shape})[0]
+                 problems=validate_workflow({**document, **checked}, set(by_ref)), shape=shape)
 
 
 def run_graph(workflow: Workflow, number: int | None = None) -> tuple[WorkflowVersion | None, Graph]:

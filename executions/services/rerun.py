@@ -25,7 +25,7 @@ from engine.replay import PastRun, RerunRefused, shape_changes, split
 from executions.models import Execution, NodeRun
 from executions.runner import contract_results
 from executions.services.advance import _advance, _locked, mapped_state
-from executions.services.graph import Graph, run_graph, workflow_shape
+from executions.services.graph import Graph, execution_graph, run_graph
 from executions.services.start import new_execution_id
 from workflows.models import Workflow
 
@@ -38,7 +38,7 @@ def execution_rerun(*, source: Execution, from_node: str, step: int | None = Non
     `from_node` (`outputs` replaces some of them) and runs `from_node` and what follows it,
     each node with the agent version it ran in `source` unless `agent_versions` pins one."""
     outputs, agent_versions = _object(outputs, "outputs"), _object(agent_versions, "agent_versions")
-    source = Execution.objects.select_related("workflow", "workflow_shape").get(pk=source.pk)  # its status now
+    source = Execution.objects.select_related("workflow").get(pk=source.pk)  # its status now
     if source.trial:
         raise DocumentError(f"'{source.execution_id}' is a node tried alone, not a run of the workflow: "
                             "try the node again instead", where="execution")
@@ -63,7 +63,7 @@ def execution_rerun(*, source: Execution, from_node: str, step: int | None = Non
         execution = Execution.objects.create(
             execution_id=new_execution_id("exec"), workflow=source.workflow, workflow_version=version,
             status=Execution.Status.RUNNING,
-            input=source.input, domain=source.domain, workflow_shape=workflow_shape(graph), started_at=timezone.now(),
+            input=source.input, domain=source.domain, started_at=timezone.now(),
             created_by=_user(actor), rerun_of=source, agent_versions=versions,
             rerun={"from_node": cut.start, "step": cut.step, "reused": [run.node_id for run in reused],
                    "edited": sorted(edited), "pinned": {node_id: v.version for node_id, v in pinned.items()}},
@@ -104,7 +104,7 @@ def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = Non
             status=Execution.Status.RUNNING, trial=True,
             input=input if input is not None else (source.input if source else {}),
             state=state if state is not None else (source.state if source else {}),
-            domain=source.domain if source else graph.settings.domain, workflow_shape=workflow_shape(graph),
+            domain=source.domain if source else graph.settings.domain,
             started_at=timezone.now(), created_by=_user(actor),
             agent_versions={key: version.pk for key, version in pinned.items()},
             rerun={"from_node": node_id, "source": source.execution_id if source else None,
@@ -117,11 +117,11 @@ def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = Non
 
 
 def _check_shape(source: Execution, graph: Graph) -> None:
-    if source.workflow_shape is None:
-        raise DocumentError(f"execution {source.execution_id} did not record the shape of the workflow it ran "
-                            "(it was imported, or ran before runs recorded it): what it reused could not be "
+    if source.workflow_version_id is None:
+        raise DocumentError(f"execution {source.execution_id} did not record the version of the workflow it ran "
+                            "(it was imported, or ran before workflows had versions): what it reused could not be "
                             "checked against the workflow as it is now", where="execution")
-    changes = shape_changes(source.workflow_shape.shape, graph.shape)
+    changes = shape_changes(execution_graph(source).shape, graph.shape)
     if changes:
         raise DocumentError(f"workflow '{source.workflow.workflow_id}' has changed since {source.execution_id} "
                             "ran: " + "; ".join(changes), where="workflow", details={"changes": changes})

@@ -12,7 +12,7 @@ from core.jsonutil import check_storable
 from core.states import change_status, transition_all
 from executions.models import Execution, NodeRun
 from executions.services.advance import _advance, _apply_output_mapping, _end, _locked, _new_run
-from executions.services.graph import execution_graph, run_graph, workflow_shape
+from executions.services.graph import execution_graph, run_graph
 from workflows.models import Workflow
 
 
@@ -32,7 +32,7 @@ def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None
         execution = Execution.objects.create(
             execution_id=execution_id or new_execution_id("exec"),
             workflow=workflow, workflow_version=workflow_version, status=Execution.Status.RUNNING, input=input or {}, state={},
-            domain=_domain_of(input, graph.settings.domain), workflow_shape=workflow_shape(graph),
+            domain=_domain_of(input, graph.settings.domain),
             started_at=now, created_by=actor if getattr(actor, "pk", None) else None,
         )
         _advance(_locked(execution), completed=None)
