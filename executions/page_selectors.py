@@ -16,7 +16,8 @@ from django.db.models import Case, Count, OuterRef, Q, QuerySet, Subquery, Value
 
 from executions.evaluations import run_evaluation
 from executions.models import Evaluation, Execution, NodeRun
-from workflows.models import Workflow
+from agents.models import Agent
+from workflows.models import Workflow, WorkflowVersion
 from workflows.selectors import ID_PATTERN
 from engine.replay import descendants
 from engine.scheduling import Plan
@@ -49,15 +50,31 @@ def workflow_choices() -> list[tuple[str, str]]:
     return list(Workflow.objects.order_by("workflow_id").values_list("workflow_id", "name"))
 
 
-def workflow_graph(workflow: Workflow) -> dict[str, Any]:
+def workflow_graph(workflow: Workflow, version_id: int | None = None) -> dict[str, Any]:
     """The workflow as the page draws it: nodes (with their agent and saved layout) and
     edges — the order of a chain, transitions with their conditions, and the task outputs
-    a node reads (`data` edges), each pair once."""
-    nodes = list(workflow.nodes.order_by("position", "id").values("node_id", "agent__agent_id", "agent__name",
-                                                                   "layout", "compress", "input_mapping"))
-    transitions = list(workflow.transitions.order_by("position", "id").values(
-        "from_node", "to_node", "condition", "on_success", "on_failure"))
-    ids = [node["node_id"] for node in nodes]
+    a node reads (`data` edges), each pair once. With `version_id`, the graph of that version
+    (a run's page draws the version the run ran); two queries either way."""
+    number = None
+    if version_id is None:
+        topology = workflow.topology
+        nodes = [{"id": node["node_id"], "agent": node["agent__agent_id"], "agent_name": node["agent__name"],
+                  "layout": node["layout"], "compress": node["compress"], "input_mapping": node["input_mapping"] or {}}
+                 for node in workflow.nodes.order_by("position", "id").values(
+                     "node_id", "agent__agent_id", "agent__name", "layout", "compress", "input_mapping")]
+        transitions = [{"from": t["from_node"], "to": t["to_node"], "condition": t["condition"],
+                        "on_failure": t["on_failure"]}
+                       for t in workflow.transitions.order_by("position", "id").values(
+                           "from_node", "to_node", "condition", "on_failure")]
+    else:
+        number, document = WorkflowVersion.objects.values_list("number", "document").get(pk=version_id)
+        topology, transitions = document["topology"], document.get("transitions", [])
+        names = dict(Agent.objects.filter(agent_id__in={node["agent_ref"] for node in document["nodes"]})
+                     .values_list("agent_id", "name"))
+        nodes = [{"id": node["id"], "agent": node["agent_ref"], "agent_name": names.get(node["agent_ref"], ""),
+                  "layout": node.get("layout"), "compress": node.get("compress", False),
+                  "input_mapping": node.get("input_mapping") or {}} for node in document["nodes"]]
+    ids = [node["id"] for node in nodes]
     edges: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
 
@@ -66,22 +83,20 @@ def workflow_graph(workflow: Workflow) -> dict[str, Any]:
             seen.add((source, target))
             edges.append({"source": source, "target": target, "kind": kind, **extra})
 
-    if workflow.topology == Workflow.Topology.SEQ:
+    if topology == Workflow.Topology.SEQ:
         for source, target in pairwise(ids):
             add(source, target, "sequence")
     for transition in transitions:
-        add(transition["from_node"], transition["to_node"], "transition", condition=transition["condition"] or "",
-            on_failure=transition["on_failure"] or "")
-    document = {"nodes": [{"id": node["node_id"], "input_mapping": node["input_mapping"] or {}} for node in nodes],
-                "transitions": []}
-    for source, target in dependency_edges(document):
-        dependency = workflow.topology == Workflow.Topology.DAG
+        add(transition["from"], transition["to"], "transition", condition=transition.get("condition") or "",
+            on_failure=transition.get("on_failure") or "")
+    for source, target in dependency_edges({"nodes": nodes, "transitions": []}):
+        dependency = topology == Workflow.Topology.DAG
         add(source, target, "dependency" if dependency else "data")
     return {
         "workflow_id": workflow.workflow_id,
-        "topology": workflow.topology,
-        "nodes": [{"id": node["node_id"], "agent": node["agent__agent_id"], "agent_name": node["agent__name"],
-                   "layout": node["layout"], "compress": node["compress"]} for node in nodes],
+        "version": number,
+        "topology": topology,
+        "nodes": [{key: node[key] for key in ("id", "agent", "agent_name", "layout", "compress")} for node in nodes],
         "edges": edges,
     }
 

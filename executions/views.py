@@ -46,7 +46,7 @@ def execution_detail(request, execution_id: str):
     execution, reruns, more_reruns = page_selectors.execution_with_reruns(execution_id)
     if execution is None:
         raise Http404(f"no execution '{execution_id}'")
-    graph = page_selectors.workflow_graph(execution.workflow)
+    graph = page_selectors.workflow_graph(execution.workflow, execution.workflow_version_id)  # the version it ran
     states, counts = page_selectors.node_states(execution)
     context = paginate(request, page_selectors.node_runs_for_table(execution))
     for run in context["page"]:

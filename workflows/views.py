@@ -45,7 +45,7 @@ def _address(name: str, args: list[str], literal: str) -> str:
         return literal
 
 
-def _editor(request, *, document: dict, workflow: Workflow | None, recent_runs=()):
+def _editor(request, *, document: dict, workflow: Workflow | None, recent_runs=(), versions=()):
     editable = has_role(request.user, AUTHOR)
     config = {
         "editable": editable,
@@ -57,10 +57,11 @@ def _editor(request, *, document: dict, workflow: Workflow | None, recent_runs=(
                                   f"/executions/plan/{WORKFLOW_SLOT}/{NODE_SLOT}/"),
         },
         "slots": {"workflow": WORKFLOW_SLOT, "node": NODE_SLOT, "execution": EXECUTION_SLOT},
+        "versions": [version.number for version in versions],
     }
     return render(request, "workflows/workflow_editor.html", {
         "workflow": workflow, "document": document, "config": config, "editable": editable,
-        "recent_runs": recent_runs, "topologies": Workflow.Topology.choices,
+        "recent_runs": recent_runs, "topologies": Workflow.Topology.choices, "versions": versions,
     })
 
 
@@ -73,7 +74,9 @@ def workflow_detail(request, workflow_id: str):
     if workflow is None:
         raise Http404(f"no workflow '{workflow_id}'")
     recent_runs = workflow.executions.order_by("-created_at", "-id").values("execution_id", "status", "created_at")[:5]
-    return _editor(request, document=workflow_document(workflow), workflow=workflow, recent_runs=list(recent_runs))
+    versions = list(selectors.workflow_versions(workflow).defer("document"))
+    return _editor(request, document=workflow_document(workflow), workflow=workflow, recent_runs=list(recent_runs),
+                   versions=versions)
 
 
 def workflow_new(request):

@@ -1238,7 +1238,9 @@
     startButton.disabled = true;
     startButton.textContent = "Starting…";
     try {
-      const execution = await api.post("/executions", { workflow_id: state.savedId, input });
+      const chosen = $("run-version");  // none, or "" chosen: the latest version, as it is when the run starts
+      const version = chosen && chosen.value ? { workflow_version: Number(chosen.value) } : {};
+      const execution = await api.post("/executions", { workflow_id: state.savedId, input, ...version });
       window.location.assign(config.urls.execution.replace(config.slots.execution, encodeURIComponent(execution.execution_id)));
     } catch (failure) {
       error.textContent = `Not started: ${failure.message}`;
