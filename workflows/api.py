@@ -151,7 +151,6 @@ def workflow_versions_get(request, workflow_id: str, number: int):
              summary="Make an old version the workflow's definition again, as a new version (authors)")
 def workflow_versions_restore(request, workflow_id: str, number: int):
     require_role(request.user, AUTHOR, to="restore workflow versions")
-    restored = services.workflow_version_restore(workflow=selectors.workflow_get(workflow_id), number=number,
-                                                 actor=request.user.get_username())
-    restored.runs = 0
-    return Status(201, restored)
+    workflow = selectors.workflow_get(workflow_id)
+    restored = services.workflow_version_restore(workflow=workflow, number=number, actor=request.user.get_username())
+    return Status(201, selectors.workflow_version(workflow, restored.number))
