@@ -11,13 +11,13 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils.html import escape
 
-from agents.models import Agent
 from executions.evaluations import execution_evaluate
 from executions.models import Evaluation, Execution
 from executions.services import execution_start
 from tests.executions.conftest import drain
 from tests.pages.test_agents import evaluation, finished_run, signed_in
 from workflows.models import Workflow
+from tests.workflow_edits import edit_workflow
 
 pytestmark = pytest.mark.django_db
 
@@ -254,8 +254,7 @@ def finished_in_process(workflow_id: str, *, judge: str | None = None, gate: dic
     """Run a demo workflow to its end in this process (with `no_tasks`), not yet evaluated;
     `judge` and `gate` set the workflow's judge agent and quality gate first."""
     if judge or gate:
-        Workflow.objects.filter(workflow_id=workflow_id).update(
-            judge_agent=Agent.objects.get(agent_id=judge) if judge else None, quality_gate=gate)
+        edit_workflow(workflow_id, lambda document: document["evaluation"].update(judge_agent=judge, quality_gate=gate))
     execution = drain(execution_start(workflow=Workflow.objects.get(workflow_id=workflow_id), input=input))
     assert execution.status == "success"
     return execution
