@@ -50,7 +50,8 @@ def _advance(execution: Execution, *, completed: NodeRun | None, retryable: bool
     elif step.action == "escalate":
         change_status(execution, Execution.STATES, Execution.Status.ESCALATED, escalation={
             "node_id": completed.node_id, "node_run": completed.pk, "error_code": completed.error_code,
-            "error": completed.error, "escalate_to": graph.settings.escalate_to.agent_id, "at": timezone.now().isoformat(),
+            "error": completed.error, "escalate_to": graph.settings.escalate_to.agent_id,
+            "at": timezone.now().isoformat(),
         })
     elif step.action == "end":
         _end(execution, step.status, step.reason)

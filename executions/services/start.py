@@ -31,8 +31,8 @@ def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None
         now = timezone.now()
         execution = Execution.objects.create(
             execution_id=execution_id or new_execution_id("exec"),
-            workflow=workflow, workflow_version=workflow_version, status=Execution.Status.RUNNING, input=input or {}, state={},
-            domain=_domain_of(input, graph.settings.domain),
+            workflow=workflow, workflow_version=workflow_version, status=Execution.Status.RUNNING,
+            input=input or {}, state={}, domain=_domain_of(input, graph.settings.domain),
             started_at=now, created_by=actor if getattr(actor, "pk", None) else None,
         )
         _advance(_locked(execution), completed=None)
