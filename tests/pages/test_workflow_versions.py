@@ -8,8 +8,10 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
+from executions.models import Execution
 from executions.services import execution_start
 from tests.pages.conftest import screenshot
+from tests.pages.test_evaluations import no_tasks  # noqa: F401 - a fixture: nothing is sent to a worker
 from tests.workflow_edits import edit_workflow
 from workflows.models import Workflow
 
@@ -79,7 +81,7 @@ def test_a_runs_page_draws_the_version_it_ran_and_links_to_it(api, demo):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_it_compares_two_versions_on_the_graph_and_restores_the_first(api, page_for, settings, tmp_path):
+def test_it_compares_two_versions_runs_one_and_restores_the_first(api, page_for, settings, tmp_path, no_tasks):
     settings.WORKSPACE_ROOT = tmp_path
     call_command("load_demo", stdout=io.StringIO())
     at_version_4()
@@ -109,6 +111,17 @@ def test_it_compares_two_versions_on_the_graph_and_restores_the_first(api, page_
     page.locator("#version-diff").scroll_into_view_if_needed()
     screenshot(page, "workflow-versions")
 
+    page.click(".version-run[data-version='2']")  # the run dialog, with version 2 chosen
+    assert page.locator("#run-version").input_value() == "2"
+    page.fill("#run-input", '{"topic": "v2"}')
+    page.click("#run-start")
+    page.wait_for_url("**/executions/exec_*/")
+    assert page.locator("#run-version").inner_text().startswith("version 2")
+    (execution,) = Execution.objects.all()
+    assert execution.workflow_version.number == 2 and execution.input == {"topic": "v2"}
+
+    page.goto("/workflows/release_review/#versions")
+    assert page.locator("tr[data-version='2'] td").nth(4).inner_text() == "1"  # runs of version 2
     page.on("dialog", lambda dialog: dialog.accept())  # "Restore version 1?"
     page.click(".version-restore[data-version='1']")
     page.wait_for_selector("tr[data-version='5']")
