@@ -231,5 +231,5 @@ def test_an_imported_run_cannot_take_the_id_of_the_compare_page_nor_be_rerun():
     assert refused.value.where == "execution_id"
     imported, _ = execution_import_document({"execution_id": "exec_elsewhere", "workflow_ref": "thesis_reading",
                                              "status": "success"})
-    with pytest.raises(DocumentError, match="did not record the shape of the workflow it ran"):
+    with pytest.raises(DocumentError, match="did not record the version of the workflow it ran"):
         execution_rerun(source=imported, from_node="task_vault_001")
