@@ -60,7 +60,10 @@ def execution_comparison(a: Execution, b: Execution) -> dict[str, Any]:
         "a": _summary(a, runs[a.pk], scores.get(a.pk)),
         "b": _summary(b, runs[b.pk], scores.get(b.pk)),
         "workflow": {"workflow_id": a.workflow.workflow_id, "name": a.workflow.name, "topology": a.workflow.topology},
-        "graph": workflow_graph(a.workflow),
+        # Each run drawn as the version it ran (two queries; two more when their versions differ).
+        "graphs": {"a": (graph_a := workflow_graph(a.workflow, a.workflow_version_id)),
+                   "b": graph_a if b.workflow_version_id == a.workflow_version_id
+                   else workflow_graph(b.workflow, b.workflow_version_id)},
         **compare_runs(runs[a.pk], runs[b.pk]),
     }
 

@@ -337,7 +337,8 @@ class ComparisonOut(Schema):
     a: ComparedExecution
     b: ComparedExecution
     workflow: dict[str, Any] = Field(..., description="workflow_id, name, topology")
-    graph: dict[str, Any] = Field(..., description="the workflow's nodes and edges, to draw both runs on")
+    graphs: dict[str, Any] = Field(..., description="`a` and `b`: the nodes and edges of the version of the "
+                                                    "workflow each run ran, to draw it on")
     pairs: list[ComparedPair]
     nodes: list[ComparedNode]
     counts: ComparisonCounts

@@ -43,10 +43,11 @@
   // -- the graphs ---------------------------------------------------------------------------
 
   function elements(side) {
-    // A node that ran but is no longer in the workflow is drawn too, unconnected.
-    const drawn = new Set(data.graph.nodes.map((node) => node.id));
-    const nodes = [...data.graph.nodes, ...data.nodes.filter((node) => !drawn.has(node.node_id))
-      .map((node) => ({ id: node.node_id, agent: "not in the workflow now" }))];
+    // A node that ran but is not in the version this run ran is drawn too, unconnected.
+    const graph = data.graphs[side]; // the version of the workflow this run ran
+    const drawn = new Set(graph.nodes.map((node) => node.id));
+    const nodes = [...graph.nodes, ...data.nodes.filter((node) => !drawn.has(node.node_id))
+      .map((node) => ({ id: node.node_id, agent: "not in this version" }))];
     return [
       ...nodes.map((node) => ({
         group: "nodes",
@@ -54,7 +55,7 @@
           width: Math.max(90, Math.max(node.id.length, String(node.agent).length) * 7.4 + 26) },
         position: node.layout ? { x: node.layout.x, y: node.layout.y } : undefined,
       })),
-      ...data.graph.edges.map((edge, index) => ({
+      ...graph.edges.map((edge, index) => ({
         group: "edges", data: { id: `e${index}`, source: edge.source, target: edge.target, kind: edge.kind },
       })),
     ];
@@ -70,7 +71,8 @@
       window.cytoscape.use(window.cytoscapeDagre);
       window.cytoscape.__switchyardDagre = true;
     }
-    const preset = data.graph.nodes.length && data.graph.nodes.every((node) => node.layout && typeof node.layout.x === "number");
+    const { nodes } = data.graphs[side];
+    const preset = nodes.length && nodes.every((node) => node.layout && typeof node.layout.x === "number");
     const cy = window.cytoscape({
       container,
       elements: elements(side),

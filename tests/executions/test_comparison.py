@@ -109,7 +109,9 @@ def test_it_compares_two_runs_node_run_by_node_run(two_runs):
     assert publish["a"] is None and publish["b"]["agent"] == "Publisher"
     assert comparison["counts"] == {"pairs": {"same": 1, "differs": 1, "only_a": 0, "only_b": 1},
                                     "nodes": {"same": 1, "differs": 1, "only_a": 0, "only_b": 1}}
-    assert [node["id"] for node in comparison["graph"]["nodes"]] == ["draft", "review", "publish", "compliance"]
+    for side in ("a", "b"):
+        assert [node["id"] for node in comparison["graphs"][side]["nodes"]] == ["draft", "review", "publish",
+                                                                               "compliance"]
     assert comparison["workflow"]["workflow_id"] == "release_review"
 
 
@@ -264,3 +266,21 @@ def test_the_command_exits_2_naming_what_it_cannot_compare(two_runs):
     with pytest.raises(CommandError, match="only runs of one workflow") as different:
         call_command("compare_executions", "exec_source", "exec_parallel", stdout=io.StringIO())
     assert different.value.returncode == 2
+
+
+def test_each_run_is_drawn_as_the_version_of_the_workflow_it_ran():
+    from tests.workflow_edits import edit_workflow
+
+    workflow = Workflow.objects.get(workflow_id="release_review")
+    first = workflow.versions.get(number=1)
+    def without_compliance(document):
+        document["nodes"] = [node for node in document["nodes"] if node["id"] != "compliance"]
+        document["transitions"] = [t for t in document["transitions"] if t["to"] != "compliance"]
+
+    edited = edit_workflow("release_review", without_compliance)
+    second = edited.versions.get(number=2)
+    old = make_run("exec_old", [node_run("draft")], workflow_version=first)
+    new = make_run("exec_new", [node_run("draft")], workflow_version=second)
+    graphs = execution_comparison(old, new)["graphs"]
+    assert [node["id"] for node in graphs["a"]["nodes"]] == ["draft", "review", "publish", "compliance"]
+    assert [node["id"] for node in graphs["b"]["nodes"]] == ["draft", "review", "publish"]
