@@ -1175,6 +1175,7 @@
       applyProblems();
       updateDirty();
       if (!isDirty()) setStatus(`Saved at ${new Date().toLocaleTimeString()}`, "ok-text");
+      if (!wasNew) document.dispatchEvent(new CustomEvent("switchyard:workflow-saved")); // a new version, listed
       if (state.changes !== changesAtStart) scheduleValidate();
     } catch (error) {
       updateDirty();

@@ -9,7 +9,7 @@
   const $ = (id) => document.getElementById(id);
   const workflowId = jsonData("workflow-document").workflow_id;
   const base = `/workflows/${encodeURIComponent(workflowId)}/versions`;
-  const numbers = jsonData("editor-config").versions || [];
+  let numbers = jsonData("editor-config").versions || [];
 
   const COLOURS = { added: "#2c8a4b", removed: "#c23b3b", changed: "#c98a12", same: "#9aa4b2" };
   const STYLE = [
@@ -161,9 +161,34 @@
     $("run-button").click();
   }
 
+  function bindRows() {
+    for (const button of document.querySelectorAll(".version-restore")) button.addEventListener("click", restore);
+    for (const button of document.querySelectorAll(".version-run")) button.addEventListener("click", runVersion);
+  }
+
+  // A save on this page makes a new version: the list and the run dialog's versions are read
+  // again as the server draws them on a fresh load (parsed, not run: no script of it runs).
+  async function refresh() {
+    const response = await fetch(window.location.href, { credentials: "same-origin" });
+    if (!response.ok) return;
+    const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+    for (const selector of ["#versions tbody", "#run-version"]) {
+      const shown = document.querySelector(selector);
+      const read = fresh.querySelector(selector);
+      if (shown && read) shown.replaceWith(document.adoptNode(read));
+    }
+    numbers = JSON.parse(fresh.getElementById("editor-config").textContent).versions || [];
+    $("diff-button").disabled = numbers.length < 2;
+    bindRows();
+    if (numbers.length >= 2) {
+      pick("diff-a", numbers[1]);
+      pick("diff-b", numbers[0]);
+    }
+  }
+
   $("diff-button").addEventListener("click", compare);
-  for (const button of document.querySelectorAll(".version-restore")) button.addEventListener("click", restore);
-  for (const button of document.querySelectorAll(".version-run")) button.addEventListener("click", runVersion);
+  document.addEventListener("switchyard:workflow-saved", refresh);
+  bindRows();
 
   // Preselect: the version the address names (a run's page links to its version) against the
   // latest, or the latest two.

@@ -130,4 +130,14 @@ def test_it_compares_two_versions_runs_one_and_restores_the_first(api, page_for,
     workflow = Workflow.objects.get(workflow_id="release_review")
     assert workflow.max_steps == 12 and workflow.nodes.count() == 4
     assert workflow.versions.get(number=5).document == workflow.versions.get(number=1).document
+
+    # A save on the page lists its version at once, ready to compare and run.
+    page.wait_for_selector("#problems-summary:has-text('No problems')")
+    page.get_by_label("Name", exact=True).fill("Release review, renamed")
+    page.click("#save-button")
+    page.wait_for_selector("tr[data-version='6']")
+    assert page.locator("input[name=diff-b]:checked").input_value() == "6"
+    assert page.locator("#run-version option[value='6']").count() == 1
+    page.click(".version-run[data-version='6']")
+    assert page.locator("#run-version").input_value() == "6"
     assert errors == []
