@@ -57,3 +57,23 @@ def screenshot(page, name: str) -> None:
     """Save the page as docs/screenshots/<name>.png (the README shows them)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+@pytest.fixture
+def demo(tmp_path, settings):
+    """The demo's agents, workflows, knowledge rows and workspace files."""
+    import io
+
+    from django.core.management import call_command
+
+    settings.WORKSPACE_ROOT = tmp_path
+    call_command("load_demo", stdout=io.StringIO())
+
+
+def signed_in(user):
+    """A Django test client signed in as `user`."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client

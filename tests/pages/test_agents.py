@@ -1,11 +1,9 @@
 """The agent pages (detail with lineage, versions and their diff, runs and evaluations; the
 edit form) and the blueprint pages, through Django's test client; the browser tests at
 the end drive them in chromium."""
-import io
 import re
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -15,20 +13,9 @@ from agents.models import Agent, AgentVersion, DeriveRequest
 from core.errors import DocumentError
 from executions.models import Evaluation, Execution, NodeRun
 from workflows.models import Workflow
+from tests.pages.conftest import signed_in
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def demo(tmp_path, settings):
-    settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
-
-
-def signed_in(user) -> Client:
-    browser = Client()
-    browser.force_login(user)
-    return browser
 
 
 def derive(parent: str, agent_id: str, name: str) -> Agent:

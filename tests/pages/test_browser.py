@@ -1,18 +1,10 @@
 """The pages in a real browser."""
-import io
 
 import pytest
-from django.core.management import call_command
 
 from tests.pages.conftest import screenshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def demo(tmp_path, settings):
-    settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
 
 
 def test_it_lets_a_person_sign_in_through_the_form_and_find_their_way(browser, live_server, api, demo):

@@ -1,10 +1,8 @@
 """Two runs compared, in a real browser: picked on the list, the two graphs coloured by
 difference with their legend, a differing node's panel with both budget bars, the context
 decisions side by side and the output's differences, model HTML shown as text."""
-import io
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import expect
 
 from tests.pages.conftest import screenshot
@@ -14,12 +12,6 @@ from tests.pages.test_executions import CONTEXT, make_execution
 pytestmark = pytest.mark.django_db(transaction=True)
 
 XSS = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
-
-
-@pytest.fixture
-def demo(tmp_path, settings):
-    settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
 
 
 def context(mode: str, passed: int, actions: list[dict]) -> dict:

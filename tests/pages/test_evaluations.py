@@ -2,12 +2,10 @@
 targets and to each evaluation, the scores as bars, the per-target report
 (`?target_type=agent&target_id=X`); and one evaluation's page: each score's formula and
 the figures it used, an aggregate's evaluations, the quality gate."""
-import io
 import re
 from unittest import mock
 
 import pytest
-from django.core.management import call_command
 from django.test import Client
 from django.utils.html import escape
 
@@ -20,12 +18,6 @@ from workflows.models import Workflow
 from tests.workflow_edits import edit_workflow
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def demo(tmp_path, settings):
-    settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
 
 
 @pytest.fixture

@@ -23,12 +23,6 @@ XSS = '<script>window.pwned=1</script><b>bold</b><img src=x onerror="window.pwne
 
 
 @pytest.fixture
-def demo(tmp_path, settings):
-    settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
-
-
-@pytest.fixture
 def demo_with_workers(workers, settings, tmp_path):
     settings.WORKSPACE_ROOT = tmp_path
     workers.env["WORKSPACE_ROOT"] = str(tmp_path)

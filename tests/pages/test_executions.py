@@ -1,11 +1,9 @@
 """The execution pages, server side: the list, a run's inspection page, a node's plan page."""
-import io
 import json
 import re
 from datetime import timedelta
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -14,24 +12,13 @@ from django.utils import timezone
 from core.documents import import_documents
 from executions.models import Evaluation, Execution, NodeRun
 from workflows.models import Workflow
+from tests.pages.conftest import signed_in
 
 pytestmark = pytest.mark.django_db
 
 XSS = "<script>window.pwned=1</script><b>bold</b>"
 PAGE_QUERIES = 11  # session, user, roles, the run, its graph, node states, one page of node runs, its evaluation…
 API_QUERIES = 5  # session, user, the run, its node runs (with their agents), its re-runs
-
-
-@pytest.fixture
-def demo(tmp_path, settings):
-    settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
-
-
-def signed_in(user) -> Client:
-    browser = Client()
-    browser.force_login(user)
-    return browser
 
 
 def make_execution(workflow_id: str, runs: list[dict], **fields) -> Execution:

@@ -1,19 +1,11 @@
 """Every page needs a signed-in user, and each list page renders what is stored."""
-import io
 
 import pytest
-from django.core.management import call_command
 from django.test import Client
 
 pytestmark = pytest.mark.django_db
 
 PAGES = ["/", "/agents/", "/blueprints/", "/workflows/", "/executions/", "/derive-requests/", "/evaluations/"]
-
-
-@pytest.fixture
-def demo(tmp_path, settings):
-    settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
 
 
 @pytest.mark.parametrize("path", PAGES)

@@ -4,13 +4,11 @@ real browser at the end of the file."""
 from __future__ import annotations
 
 import hashlib
-import io
 import re
 from fractions import Fraction
 from itertools import permutations
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -18,22 +16,11 @@ from django.test.utils import CaptureQueriesContext
 from executions.models import ThoughtSearch
 from tests.pages.conftest import screenshot
 from tests.pages.test_executions import make_execution
+from tests.pages.conftest import signed_in
 
 pytestmark = pytest.mark.django_db
 
 XSS = '<script>window.pwned=1</script><b>bold</b><img src=x onerror="window.pwned=2">'
-
-
-@pytest.fixture
-def demo(tmp_path, settings):
-    settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
-
-
-def signed_in(user) -> Client:
-    browser = Client()
-    browser.force_login(user)
-    return browser
 
 
 # -- a Game-of-24 search built by hand, in the seed's shapes -----------------------------------

@@ -12,7 +12,6 @@ import re
 import pytest
 from django.core.management import call_command
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from executions.models import Execution
@@ -20,21 +19,10 @@ from tests.pages.conftest import screenshot
 from workflows.models import Workflow
 from workflows.documents import workflow_document
 from workflows.services import workflow_import_document
+from tests.pages.conftest import signed_in
 
 EDITING_CONTROLS = ["add-node-button", "agent-search", "connect-button", "delete-button", "save-button", "run-button",
                     "run-dialog"]
-
-
-@pytest.fixture
-def demo(tmp_path, settings):
-    settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
-
-
-def signed_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def script_json(html: str, element_id: str):

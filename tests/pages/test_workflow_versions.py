@@ -14,20 +14,9 @@ from tests.pages.conftest import screenshot
 from tests.pages.test_evaluations import no_tasks  # noqa: F401 - a fixture: nothing is sent to a worker
 from tests.workflow_edits import edit_workflow
 from workflows.models import Workflow
+from tests.pages.conftest import signed_in
 
 XSS = "<script>window.pwned=1</script><b>bold</b>"
-
-
-@pytest.fixture
-def demo(tmp_path, settings):
-    settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
-
-
-def signed_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def at_version_4():
