@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.models import Agent, AgentVersion
-from core.errors import DocumentError
+from core.errors import DocumentError, NotFound
 from engine.scheduling import Plan
 from engine.validation import dependency_edges, validate_workflow
 from executions.models import Execution
 from workflows.documents import workflow_document
 from workflows.models import Contract, Node, Workflow, WorkflowVersion
+from workflows.services import workflow_version_get
 
 
 @dataclass(frozen=True)
@@ -135,14 +136,11 @@ def run_graph(workflow: Workflow, number: int | None = None) -> tuple[WorkflowVe
     """The version a new run of the workflow runs, and its graph: version `number`, else the
     latest. A workflow with no versions (stored before they existed and never saved since)
     runs as it is now, and its runs record no version."""
-    versions = workflow.versions.order_by("-number")
-    if number is not None:
-        version = versions.filter(number=number).first() if isinstance(number, int) and number > 0 else None
-        if version is None:
-            numbers = sorted(versions.values_list("number", flat=True))
-            there = f"1 to {numbers[-1]}" if numbers else "none"
-            raise DocumentError(f"workflow '{workflow.workflow_id}' has no version {number!r} (its versions: {there})",
-                                where="workflow_version")
+    if number is None:
+        version = workflow.versions.order_by("-number").first()
     else:
-        version = versions.first()
+        try:
+            version = workflow_version_get(workflow=workflow, number=number)
+        except NotFound as missing:  # a field of the run asked for, not a path: the request is wrong
+            raise DocumentError(missing.message, where="workflow_version") from None
     return version, (version_graph(workflow, version) if version else workflow_graph(workflow))
