@@ -6,9 +6,9 @@
   supplementary file that does not exist, so that reference fails and falls back.
 - parallel_analysis — parallel-agent-compression: three analyzers in parallel feed a
   synthesizer with `compress: true`; a second run hits the compression cache.
-- release_review — a state machine: draft ⇄ review loops on a condition, publishing
-  fails, is retried and falls back to another agent, and the compliance check escalates
-  to a person.
+- release_review — a state machine: draft ⇄ review loops on a condition, an approver's
+  gate approves (or edits) the draft or rejects it back to the drafter, publishing fails,
+  is retried and falls back to another agent, and the compliance check escalates to a person.
 - game24 — a Tree-of-Thoughts search for the Game of 24 (tot-protocol) in one node, its
   roles played by the ToT agents.
 - the knowledge base the db_query input reads: the sample paper, some seventy knowledge atoms
@@ -157,6 +157,9 @@ AGENTS = [
     _agent("Backup_Publisher", "Backup Publisher", skills=["publish", "compliance_check"], parent="Publisher",
            prompt="You publish release notes when the main publisher cannot.",
            constraints=["publish only reviewed drafts"]),
+    # Stands for the people who approve a release at release_review's gate: never called.
+    _agent("Release_Manager", "Release Manager", skills=[],
+           prompt="You stand for the people who approve release notes before they are published."),
     # Needs a skill nobody in the workflow has, so it escalates to a person.
     _agent("Compliance_Checker", "Compliance Checker", skills=["legal_review"],
            prompt="You check release notes for legal problems."),
@@ -284,6 +287,13 @@ RELEASE_REVIEW = {
          "output_mapping": {"draft": "$.text"}},
         {"id": "review", "agent_ref": "Reviewer", "input_mapping": {"draft": "$.state.draft"},
          "output_mapping": {"feedback": "$.comments", "verdict": "$.verdict", "rounds": "$.round"}},
+        # A gate: approvers approve the draft (or edit it) before it is published, or reject
+        # it back to the drafter; left a day undecided, the run goes to a person.
+        {"id": "approve", "agent_ref": "Release_Manager",
+         "input_mapping": {"draft": "$.state.draft", "review": "$.state.feedback"},
+         "output_mapping": {"draft": "$.draft"},
+         "gate": {"prompt": "Publish these release notes?", "deciders": {"roles": ["approver"]},
+                  "timeout_seconds": 86400, "on_timeout": "escalate"}},
         {"id": "publish", "agent_ref": "Publisher", "input_mapping": {"draft": "$.state.draft"},
          "output_mapping": {"published_at": "$.published_at"}},
         {"id": "compliance", "agent_ref": "Compliance_Checker", "input_mapping": {"draft": "$.state.draft"}},
@@ -291,7 +301,8 @@ RELEASE_REVIEW = {
     "transitions": [
         {"from": "draft", "to": "review"},
         {"from": "review", "to": "draft", "condition": "output.verdict == 'revise' and state.rounds < 3"},
-        {"from": "review", "to": "publish", "condition": "output.verdict == 'accept' or state.rounds >= 3"},
+        {"from": "review", "to": "approve", "condition": "output.verdict == 'accept' or state.rounds >= 3"},
+        {"from": "approve", "to": "publish", "on_failure": "draft"},
         {"from": "publish", "to": "compliance", "on_failure": "escalate"},
     ],
     "error_handling": {"retry_count": 2, "fallback_agent": "Backup_Publisher", "escalate_to": "Orchestrator"},

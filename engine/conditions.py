@@ -22,6 +22,9 @@ Data
     ``state.a.b``      ... into the workflow state,
     ``input.a.b``      ... into the node input. Integer segments index lists
                        (``output.items.0``). A missing key yields null.
+    ``gate.decision``  a gate's decision (``approve``, ``edit``), ``gate.comment``,
+                       ``gate.decided_by``, ``gate.timed_out`` (engine/gates.py);
+                       null after any other node.
 Operators (loosest binding first)
     ``or``; ``and``; ``not``; comparisons ``== != < <= > >= in``, ``not in``,
     ``contains``; unary ``-``. Parentheses group. Comparisons do not chain
@@ -71,7 +74,7 @@ __all__ = [
 MAX_LENGTH = 2000
 MAX_DEPTH = 50
 
-ROOTS = frozenset({"output", "state", "input"})
+ROOTS = frozenset({"output", "state", "input", "gate"})
 # Keywords are lowercase only so that Python-isms such as ``True``/``None`` are
 # reported as unknown names instead of silently meaning something.
 KEYWORDS = frozenset({"and", "or", "not", "in", "contains", "true", "false", "null"})
@@ -196,7 +199,7 @@ FUNCTIONS: dict[str, Callable[[Any], Any]] = {
 # ---------------------------------------------------------------------------- nodes
 
 
-# Evaluation scope: root name ("output", "state", "input") -> caller data.
+# Evaluation scope: root name ("output", "state", "input", "gate") -> caller data.
 _Scope = Mapping[str, Any]
 
 
@@ -621,7 +624,7 @@ class _Parser:
             return self.call(token)
         if root not in ROOTS:
             raise self.error(
-                f"unknown name '{root}' (read data with output.…, state.…, input.… or a $ JSONPath)", token
+                f"unknown name '{root}' (read data with output.…, state.…, input.…, gate.… or a $ JSONPath)", token
             )
         self.paths.append(token.text)
         return _DottedPath(token.text, root, segments)
@@ -655,8 +658,8 @@ class Condition:
         self._root = root
         self._paths = tuple(dict.fromkeys(paths))  # de-duplicated, in order of appearance
 
-    def evaluate(self, *, output: Any = None, state: Any = None, input: Any = None) -> bool:
-        return bool(self._root.evaluate({"output": output, "state": state, "input": input}))
+    def evaluate(self, *, output: Any = None, state: Any = None, input: Any = None, gate: Any = None) -> bool:
+        return bool(self._root.evaluate({"output": output, "state": state, "input": input, "gate": gate}))
 
     def paths(self) -> list[str]:
         """The JSONPath and dotted paths this condition reads, for display."""
@@ -682,5 +685,6 @@ def _parse_cached(text: str) -> Condition:
     return Condition(text, root, parser.paths)
 
 
-def evaluate_condition(text: str, *, output: Any = None, state: Any = None, input: Any = None) -> bool:
-    return parse_condition(text).evaluate(output=output, state=state, input=input)
+def evaluate_condition(text: str, *, output: Any = None, state: Any = None, input: Any = None,
+                       gate: Any = None) -> bool:
+    return parse_condition(text).evaluate(output=output, state=state, input=input, gate=gate)

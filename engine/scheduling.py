@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 DONE = {"success", "skipped"}
-ACTIVE = {"pending", "running"}
+ACTIVE = {"pending", "running", "waiting"}  # waiting: a gate open for a person
 
 # What a transition's fields mean, the same in every topology:
 # - `to` runs after `from` succeeded (seq, dag: a dependency; state_machine: the next node);
@@ -126,7 +126,7 @@ class Plan:
         return "escalate"
 
     def next_state(self, node_id: str, *, evaluate: Callable[..., bool], output: Any, state: Any,
-                   input: Any) -> Decision:
+                   input: Any, gate: Any = None) -> Decision:
         """state_machine: the first outgoing transition of `node_id` whose condition holds
         (no condition always holds); its `on_success` says continue to `to` (the default),
         `end`, or go to another node. No transition that holds ends the run."""
@@ -135,7 +135,8 @@ class Plan:
             if transition["from"] != node_id:
                 continue
             condition = transition.get("condition")
-            value = True if not condition else bool(evaluate(condition, output=output, state=state, input=input))
+            value = True if not condition else bool(evaluate(condition, output=output, state=state, input=input,
+                                                             gate=gate))
             looked.append((index, condition, value))
             if not value:
                 continue

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Collection
 
 from engine.conditions import evaluate_condition
+from engine.gates import TIMED_OUT
 from engine.scheduling import DONE, Decision, Plan
 
 
@@ -45,6 +46,7 @@ class Outcome:
     retryable: bool = True
     error_code: str = ""
     output: Any = None
+    gate: dict | None = None  # a gate's decision (engine/gates.py): never retried, never the fallback agent's
 
 
 @dataclass(frozen=True)
@@ -109,8 +111,11 @@ def _after_failure(plan: Plan, policy: Policy, progress: Progress, outcome: Outc
     """The node's `on_failure`: escalate (the default) means retries with a doubling delay up
     to `retry_count`, then one attempt by the fallback agent, then a person (the run fails
     when there is no `escalate_to`); abort fails the run; skip passes over the node and goes
-    on as if it were done; a node id goes there (state machines)."""
+    on as if it were done; a node id goes there (state machines). A gate's rejection goes
+    straight to the person; its time-out with on_timeout escalate, whatever on_failure says."""
     node_id, action = outcome.node_id, plan.failure_action(outcome.node_id)
+    if outcome.error_code == TIMED_OUT:  # a gate nobody decided, on_timeout escalate: to a person, always
+        action = "escalate"
     if action == "abort":
         return _failed(f"node '{node_id}' failed ({outcome.error_code}); on_failure is abort")
     if action == "skip":
@@ -119,10 +124,13 @@ def _after_failure(plan: Plan, policy: Policy, progress: Progress, outcome: Outc
                        skipped=node_id)
     if action != "escalate":
         return _start_state(plan, policy, progress, action)
-    if outcome.retryable and outcome.kind in ("first", "retry") and outcome.attempt <= policy.retry_count:
+    decided = outcome.gate is not None  # asking again, or asking an agent, would not change a person's decision
+    if (not decided and outcome.retryable and outcome.kind in ("first", "retry")
+            and outcome.attempt <= policy.retry_count):
         return Step("retry", (node_id,), agent=outcome.agent, attempt=outcome.attempt + 1,
                     delay=policy.backoff_seconds * 2 ** (outcome.attempt - 1))
-    if outcome.kind != "fallback" and policy.fallback_agent is not None and policy.fallback_agent != outcome.agent:
+    if (not decided and outcome.kind != "fallback" and policy.fallback_agent is not None
+            and policy.fallback_agent != outcome.agent):
         return Step("fallback", (node_id,), agent=policy.fallback_agent, attempt=outcome.attempt + 1)
     if policy.escalate_to is not None:
         return Step("escalate", (node_id,), agent=policy.escalate_to, reason=f"node '{node_id}' failed: "
@@ -135,7 +143,7 @@ def _after_success(plan: Plan, policy: Policy, progress: Progress, outcome: Outc
         if outcome is None:
             return _start_state(plan, policy, progress, progress.start or plan.start)
         decision = plan.next_state(outcome.node_id, evaluate=progress.evaluate, output=outcome.output,
-                                   state=progress.state, input=progress.input)
+                                   state=progress.state, input=progress.input, gate=outcome.gate)
         step = (Step("end", status="success") if decision.action == "end"
                 else _start_state(plan, policy, progress, decision.node_id))
         return replace(step, decision=decision)

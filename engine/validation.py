@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from engine.conditions import ConditionError, parse_condition
+from engine.gates import gate_problems
 from engine.jsonpath import PathError, compile_path
 from engine.scheduling import unhonoured
-from engine.conditions import ConditionError, parse_condition
 
 SUCCESS_ACTIONS = {"continue", "end"}
 FAILURE_ACTIONS = {"escalate", "abort", "skip"}
@@ -48,6 +49,8 @@ def validate_workflow(document: dict[str, Any], known_agents: Iterable[str]) -> 
         if node["agent_ref"] not in agents:
             problems.add(f"{where}.agent_ref", "UNKNOWN_AGENT", f"agent '{node['agent_ref']}' does not exist", node=node["id"])
         _check_mappings(node, known_nodes, problems)
+        for at, code, message in gate_problems(node, escalate_to=document.get("error_handling", {}).get("escalate_to")):
+            problems.add(at, code, message, node=node["id"])
 
     for index, transition in enumerate(document.get("transitions", [])):
         _check_transition(index, transition, known_nodes, problems)

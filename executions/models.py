@@ -21,6 +21,7 @@ class Execution(models.Model):
         PENDING = "pending"
         RUNNING = "running"
         ESCALATED = "escalated"
+        WAITING = "waiting"  # nothing left to run but gates waiting for people (executions/services/gates.py)
         SUCCESS = "success"
         FAILED = "failed"
         CANCELLED = "cancelled"
@@ -29,9 +30,11 @@ class Execution(models.Model):
         "execution",
         {
             "pending": {"running", "cancelled", "failed"},
-            "running": {"success", "failed", "escalated", "cancelled"},
+            "running": {"success", "failed", "escalated", "cancelled", "waiting"},
             # A person resumes or retries an escalated run, or aborts it.
             "escalated": {"running", "failed", "cancelled"},
+            # A person decides a gate (or its time-out does), or cancels the run.
+            "waiting": {"running", "cancelled"},
             "success": set(),
             "failed": set(),
             "cancelled": set(),
@@ -67,6 +70,10 @@ class Execution(models.Model):
     # A node tried alone (`node_try`): one node run, no evaluation, no derive rules, not listed
     # among the workflow's runs.
     trial = models.BooleanField(default=False)
+    # Time spent waiting for people (escalated, or nothing but gates open) is not the run's
+    # own: it does not count against `max_wall_seconds`. `paused_at`: since when, while paused.
+    paused_seconds = models.FloatField(default=0)
+    paused_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -82,14 +89,15 @@ class NodeRun(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending"
         RUNNING = "running"
+        WAITING = "waiting"  # a gate open for a person's decision
         SUCCESS = "success"
         FAILED = "failed"
         SKIPPED = "skipped"
         CANCELLED = "cancelled"
 
     # A run is created pending, running (claimed for the worker that made it ready),
-    # success (an output a person gave) or skipped (on_failure: skip); a skipped run is
-    # never a pending one that moved, so pending → skipped is not a move.
+    # waiting (a gate), success (an output a person gave) or skipped (on_failure: skip); a
+    # skipped run is never a pending one that moved, so pending → skipped is not a move.
     STATES = StateMachine(
         "node run",
         {
@@ -99,6 +107,8 @@ class NodeRun(models.Model):
             # worker gives back a claimed run it will not get to. running → cancelled: the run
             # was cancelled, or had ended or passed its wall time when the worker took it.
             "running": {"success", "failed", "cancelled", "pending"},
+            # A gate: approved or edited (success), rejected or timed out (failed), or the run ended.
+            "waiting": {"success", "failed", "cancelled"},
             "success": set(),
             "failed": set(),
             "skipped": set(),
@@ -148,6 +158,9 @@ class NodeRun(models.Model):
     decision = models.JSONField(null=True, blank=True, help_text="The transition taken after this run, with the condition values")
     reused_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
                                     help_text="A reused or edited run: the node run of the source execution it copies.")
+    gate = models.JSONField(null=True, blank=True, help_text="A gate's run: what was asked, of whom, the data shown, "
+                                                             "and the decision, who made it, when, the comment")
+    decide_by = models.DateTimeField(null=True, blank=True, help_text="A waiting gate's time-out")
 
     class Meta:
         ordering = ["execution", "sequence", "id"]
@@ -157,6 +170,7 @@ class NodeRun(models.Model):
             models.Index(fields=["execution", "sequence"]),
             models.Index(fields=["execution", "status"]),
             models.Index(fields=["status", "heartbeat_at"]),  # the sweep
+            models.Index(fields=["status", "decide_by"]),  # gates that time out
         ]
 
     def __str__(self) -> str:

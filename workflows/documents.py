@@ -33,6 +33,8 @@ def node_document(node) -> dict[str, Any]:
         document["output_schema"] = node.output_schema
     if node.layout is not None:
         document["layout"] = node.layout
+    if node.gate is not None:
+        document["gate"] = node.gate
     return document
 
 

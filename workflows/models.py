@@ -108,6 +108,8 @@ class Node(models.Model):
     compress_ratio = models.FloatField(default=0.3)
     # Where the graph editor drew the node; None means "lay it out automatically".
     layout = models.JSONField(null=True, blank=True)
+    # A gate (engine/gates.py): the run stops here for a person to approve, reject or edit.
+    gate = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["workflow", "position"]

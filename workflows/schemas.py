@@ -71,6 +71,23 @@ class Layout(Shape):
     y: Omittable[float] = None
 
 
+class GateDeciders(Shape):
+    roles: Omittable[list[Literal["viewer", "author", "approver", "admin"]]] = Field(
+        None, description="a user holding one of these roles may decide")
+    users: Omittable[list[Identifier]] = Field(None, description="these users may decide, whatever their roles")
+
+
+class GateDocument(Shape):
+    prompt: Omittable[Annotated[str, Field(max_length=2000)]] = Field(None, description="what the person decides")
+    decisions: Omittable[Annotated[list[Literal["approve", "reject", "edit"]], Field(min_length=1)]] = Field(
+        None, description="the choices offered (default: approve, reject, edit)")
+    deciders: Omittable[GateDeciders] = Field(None, description="who may decide (default: authors)")
+    timeout_seconds: Omittable[Annotated[int, between(1, 90 * 24 * 3600)]] = Field(
+        None, description="decided by on_timeout after this long")
+    on_timeout: Omittable[Literal["approve", "reject", "escalate"]] = Field(
+        None, description="the decision a time-out makes (default reject); escalate sends the run to escalate_to")
+
+
 class NodeDocument(Shape):
     id: Identifier
     agent_ref: Identifier
@@ -82,6 +99,8 @@ class NodeDocument(Shape):
     compress_model: Omittable[Text] = None
     compress_ratio: Omittable[Annotated[float, between(0.05, 1.0)]] = None
     layout: Layout | None = Field(None, description="the node's position in the graph editor")
+    gate: Omittable[GateDocument] = Field(
+        None, description="the run stops here for a person to approve, reject or edit its named inputs")
 
 
 class TransitionDocument(Shape):

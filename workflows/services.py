@@ -111,6 +111,7 @@ def workflow_import_document(document: dict[str, Any], *, actor: str = "", sourc
             compress_model=node.get("compress_model", "flash"),
             compress_ratio=node.get("compress_ratio", 0.3),
             layout=node.get("layout"),
+            gate=node.get("gate"),
         )
         for position, node in enumerate(document["nodes"])
     )

@@ -4,7 +4,8 @@
 - inline.py: the next node of a chain, run by the worker that made it ready
 - advance.py: what runs next after a start, a stored result or a failure; the end of a run
 - node_run.py: a node run on a worker: claim, perform, store, advance; heartbeats
-- sweep.py: crash safety: silent workers, lost messages and evaluations, wall time
+- gates.py: a person's decision on a gate, the gates waiting for a user, gates that time out
+- sweep.py: crash safety: silent workers, lost messages and evaluations, wall time; gate time-outs
 - start.py: start and steer a run: start, cancel, resume, retry, abort
 - rerun.py: re-run a past run from one of its nodes; try one node alone
 - document_import.py: an execution recorded elsewhere, imported
@@ -12,6 +13,7 @@
 Evaluations are written by executions/evaluations.py, which builds on these. The names other
 code uses are importable from here."""
 from executions.services.document_import import execution_import_document
+from executions.services.gates import gate_decide, gates_pending, gates_time_out
 from executions.services.graph import Graph, execution_graph, workflow_graph
 from executions.services.node_run import heartbeat, node_run_execute
 from executions.services.rerun import execution_rerun, node_try
@@ -22,6 +24,7 @@ from executions.services.sweep import node_runs_sweep, node_runs_sweep_exclusive
 
 __all__ = [
     "Graph", "execution_abort", "execution_graph", "execution_cancel", "execution_import_document", "execution_resume",
-    "execution_rerun", "execution_retry", "execution_start", "execution_start_by_id", "heartbeat", "node_run_execute",
+    "execution_rerun", "execution_retry", "execution_start", "execution_start_by_id", "gate_decide", "gates_pending",
+    "gates_time_out", "heartbeat", "node_run_execute",
     "node_runs_sweep", "node_runs_sweep_exclusive", "node_try", "workflow_graph",
 ]

@@ -19,12 +19,14 @@ from django.utils import timezone
 from agents.models import AgentVersion
 from core.states import change_status, transition_all
 from core.tasks import send_after_commit
+from engine import gates
 from engine.context.errors import RefError
 from engine.context.resolution import select_path
 from engine.replay import ROUND_STARTS
 from engine.scheduling import Plan
 from engine.steps import Outcome, Policy, Progress, Step, next_step, wall_time_exceeded
 from executions.models import Execution, NodeRun
+from executions.runner import latest_outputs, needed_outputs
 from executions.services.graph import Graph, execution_graph
 from executions.services.inline import _inline
 
@@ -43,7 +45,7 @@ def _advance(execution: Execution, *, completed: NodeRun | None, retryable: bool
     if step.decision:
         NodeRun.objects.filter(pk=completed.pk).update(decision=step.decision.as_dict())
     if step.action == "start":
-        _start_layer(execution, plan, list(step.nodes))
+        _start_layer(execution, plan, list(step.nodes), graph)
     elif step.action in ("retry", "fallback"):
         _new_run(execution, step.nodes[0], agent_id=step.agent, kind=step.action, attempt=step.attempt,
                  delay=step.delay)
@@ -52,9 +54,11 @@ def _advance(execution: Execution, *, completed: NodeRun | None, retryable: bool
             "node_id": completed.node_id, "node_run": completed.pk, "error_code": completed.error_code,
             "error": completed.error, "escalate_to": graph.settings.escalate_to.agent_id,
             "at": timezone.now().isoformat(),
-        })
+        }, paused_at=timezone.now())
     elif step.action == "end":
         _end(execution, step.status, step.reason)
+    if graph.has_gates and step.action in ("start", "wait"):
+        _pause_at_gates(execution)
 
 
 def _plan_and_policy(execution: Execution, graph: Graph) -> tuple[Plan, Policy]:
@@ -87,38 +91,77 @@ def _progress(execution: Execution) -> Progress:
 
 
 def _outcome(run: NodeRun, retryable: bool) -> Outcome:
+    decided = run.gate and run.gate.get("decision") and {key: run.gate.get(key) for key in GATE_DECISION}
     return Outcome(run.node_id, run.status, kind=run.kind, attempt=run.attempt, agent=run.agent_id,
-                   retryable=retryable, error_code=run.error_code, output=run.output)
+                   retryable=retryable, error_code=run.error_code, output=run.output, gate=decided or None)
 
 
-def _start_layer(execution: Execution, plan: Plan, node_ids: list[str]) -> None:
+def _start_layer(execution: Execution, plan: Plan, node_ids: list[str], graph: Graph) -> None:
     """Start the first attempts of nodes that became ready together, in one INSERT; inside
-    a worker, the first is claimed for that worker to run next (see node_run.node_run_execute)."""
+    a worker, the first that is not a gate is claimed for that worker to run next (see
+    node_run.node_run_execute). A gate opens, waiting for a person, and goes to no worker."""
     now = timezone.now()
     last = execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0
-    versions = execution_graph(execution).versions
     pinned = execution.agent_versions
+    gates = {node_id: _gate_opened(execution, graph, node_id, now) for node_id in node_ids
+             if graph.nodes[node_id].gate is not None}
     inline = (getattr(_inline, "open", False) and not getattr(_inline, "reserved", False)
               and time.monotonic() < getattr(_inline, "until", 0))
+    claimed = next((node_id for node_id in node_ids if node_id not in gates), None) if inline else None
     claim = f"{getattr(_inline, 'worker', '')}/{uuid.uuid4().hex[:8]}"
     runs = NodeRun.objects.bulk_create([
         NodeRun(execution=execution, node_id=node_id, agent_id=plan.agents[node_id],
-                agent_version_id=pinned.get(node_id) or versions.get(plan.agents[node_id]), kind="first", attempt=1, sequence=last + offset,
-                available_at=now, heartbeat_at=now, dispatches=1,
-                **({"status": NodeRun.Status.RUNNING, "worker": claim, "started_at": now} if inline and offset == 1
-                   else {"status": NodeRun.Status.PENDING}))
+                agent_version_id=pinned.get(node_id) or graph.versions.get(plan.agents[node_id]), kind="first",
+                attempt=1, sequence=last + offset, available_at=now, heartbeat_at=now, dispatches=int(node_id not in gates),
+                **(gates.get(node_id) or ({"status": NodeRun.Status.RUNNING, "worker": claim, "started_at": now}
+                                          if node_id == claimed else {"status": NodeRun.Status.PENDING})))
         for offset, node_id in enumerate(node_ids, start=1)
     ])
-    if inline:
+    if claimed is not None:
         _inline.reserved = True
-        first = runs.pop(0)
+        first = next(run for run in runs if run.node_id == claimed)
 
         def keep():
             _inline.next = (first, claim)
 
         transaction.on_commit(keep)
     for run in runs:
-        _dispatch(run.pk)
+        if run.node_id != claimed and run.node_id not in gates:
+            _dispatch(run.pk)
+
+
+GATE_DECISION = ("decision", "comment", "decided_by", "timed_out")  # what a transition's condition reads as `gate`
+
+
+def _gate_opened(execution: Execution, graph: Graph, node_id: str, now) -> dict:
+    """The fields of a gate's node run as it opens: waiting, with the data it shows read now
+    from the run, and its time-out (engine/gates.py)."""
+    node = graph.nodes[node_id]
+    scope = {"input": execution.input, "state": execution.state,
+             "nodes": latest_outputs(execution, needed_outputs(node, graph.plan))}
+    shown, missing = gates.shown_data(node.input_mapping, scope)
+    asked = gates.settings_of(node.gate)
+    timeout = asked["timeout_seconds"]
+    return {"status": NodeRun.Status.WAITING, "started_at": now,
+            "decide_by": now + timedelta(seconds=timeout) if timeout else None,
+            "gate": {**asked, "shown": shown, "missing": missing, "decision": None}}
+
+
+def _pause_at_gates(execution: Execution) -> None:
+    """A running run whose only unfinished node runs are gates waits for people: that time
+    is not its own."""
+    open_ = set(execution.node_runs.filter(status__in=(NodeRun.Status.PENDING, NodeRun.Status.RUNNING,
+                                                       NodeRun.Status.WAITING)).values_list("status", flat=True))
+    if execution.status == Execution.Status.RUNNING and open_ == {NodeRun.Status.WAITING}:
+        change_status(execution, Execution.STATES, Execution.Status.WAITING, paused_at=timezone.now())
+
+
+def _unpaused(execution: Execution, now) -> dict:
+    """The fields that end a pause (escalated, or waiting at gates): its time is added to the
+    run's `paused_seconds`, which its wall time leaves out."""
+    paused = (now - execution.paused_at).total_seconds() if execution.paused_at else 0.0
+    execution.paused_seconds += paused
+    return {"paused_seconds": execution.paused_seconds, "paused_at": None}
 
 
 def _new_run(execution: Execution, node_id: str, *, agent_id: int, kind: str, attempt: int, delay: float = 0,
@@ -127,14 +170,21 @@ def _new_run(execution: Execution, node_id: str, *, agent_id: int, kind: str, at
     sequence = (execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0) + 1
     version = (kind != "fallback" and execution.agent_versions.get(node_id)  # pinned by a re-run
                or AgentVersion.objects.filter(agent_id=agent_id).values_list("pk", flat=True).first())  # the latest
+    graph = execution_graph(execution)
+    opened = {}
+    if status == NodeRun.Status.PENDING and graph.nodes[node_id].gate is not None:  # a gate asked again
+        opened = _gate_opened(execution, graph, node_id, now)
+        status = opened.pop("status")
     run = NodeRun.objects.create(
         execution=execution, node_id=node_id, agent_id=agent_id, agent_version_id=version,
         kind=kind, attempt=attempt, sequence=sequence, status=status,
         available_at=now + timedelta(seconds=delay), heartbeat_at=now, dispatches=int(status == NodeRun.Status.PENDING),
-        completed_at=now if status == NodeRun.Status.SKIPPED else None,
+        completed_at=now if status == NodeRun.Status.SKIPPED else None, **opened,
     )
     if status == NodeRun.Status.PENDING:
         _dispatch(run.pk, delay)
+    elif opened:
+        _pause_at_gates(execution)
     return run
 
 
@@ -167,9 +217,11 @@ def mapped_state(state: dict, node, output) -> dict:
 
 def _end(execution: Execution, status: str, reason: str) -> None:
     now = timezone.now()
-    change_status(execution, Execution.STATES, status, completed_at=now, ended_reason=reason, escalation=None)
+    change_status(execution, Execution.STATES, status, completed_at=now, ended_reason=reason, escalation=None,
+                  **_unpaused(execution, now))
     if status != Execution.Status.SUCCESS:
-        transition_all(execution.node_runs, NodeRun.Status.PENDING, NodeRun.Status.CANCELLED, completed_at=now)
+        transition_all(execution.node_runs, (NodeRun.Status.PENDING, NodeRun.Status.WAITING), NodeRun.Status.CANCELLED,
+                       completed_at=now)
     # A cancelled run is not judged, nor is a node tried alone.
     if status in (Execution.Status.SUCCESS, Execution.Status.FAILED) and not execution.trial:
         _evaluate_after_commit(execution.pk)
@@ -180,13 +232,13 @@ def _evaluate_after_commit(execution_pk: int) -> None:
 
 
 def _any_active(execution: Execution) -> bool:
-    """Whether any node run of the execution is pending or running. Asked after every
+    """Whether any node run of the execution is pending, running or a gate waiting. Asked after every
     node run that makes nothing ready, so it is plain SQL: the ORM took longer to build
     this query than the database took to answer it."""
     table = connection.ops.quote_name(NodeRun._meta.db_table)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT 1 FROM {table} WHERE execution_id = %s AND status IN (%s, %s) LIMIT 1",
-                       [execution.pk, NodeRun.Status.PENDING, NodeRun.Status.RUNNING])
+        cursor.execute(f"SELECT 1 FROM {table} WHERE execution_id = %s AND status IN (%s, %s, %s) LIMIT 1",
+                       [execution.pk, NodeRun.Status.PENDING, NodeRun.Status.RUNNING, NodeRun.Status.WAITING])
         return cursor.fetchone() is not None
 
 
@@ -200,7 +252,8 @@ def _locked(execution: Execution) -> Execution:
 
 
 def _elapsed(execution: Execution, now) -> float:
-    return (now - execution.started_at).total_seconds() if execution.started_at else 0.0
+    """The run's own time: since it started, less the time it waited for people."""
+    return (now - execution.started_at).total_seconds() - execution.paused_seconds if execution.started_at else 0.0
 
 
 def _wall_time_end(execution: Execution, now) -> Step | None:

@@ -47,6 +47,7 @@ class Graph:
     contracts: list  # Contract rows from one of the workflow's agents
     settings: Settings
     writes_state: bool  # some node has an output_mapping
+    has_gates: bool  # some node is a gate (engine/gates.py): the run may wait for people
     problems: list  # what validation refuses today, in a workflow stored under earlier rules (a run is refused)
     shape: dict  # what a re-run checks has not changed since the run it starts from (engine.replay.shape_changes)
 
@@ -101,7 +102,7 @@ def _graph(workflow: Workflow, document: dict[str, Any]) -> Graph:
                   input_mapping=node.get("input_mapping", {}), output_mapping=node.get("output_mapping", {}),
                   output_schema=node.get("output_schema", ""), compress=node.get("compress", False),
                   compress_model=node.get("compress_model", "flash"), compress_ratio=node.get("compress_ratio", 0.3),
-                  layout=node.get("layout"))
+                  layout=node.get("layout"), gate=node.get("gate"))
              for position, node in enumerate(document["nodes"])]
     transitions = [{"from": t["from"], "to": t["to"], "condition": t.get("condition"),
                     "on_success": t.get("on_success"), "on_failure": t.get("on_failure")}
@@ -128,7 +129,7 @@ def _graph(workflow: Workflow, document: dict[str, Any]) -> Graph:
              "nodes": {node["id"]: {"agent": node["agent_ref"], "input_mapping": node.get("input_mapping", {}),
                                     "depends_on": plan.dependencies(node["id"])} for node in document["nodes"]}}
     return Graph(plan, {n.node_id: n for n in nodes}, agents, versions, contracts, settings,
-                 writes_state=any(n.output_mapping for n in nodes),
+                 writes_state=any(n.output_mapping for n in nodes), has_gates=any(n.gate is not None for n in nodes),
                  problems=validate_workflow({**document, **checked}, set(by_ref)), shape=shape)
 
 

@@ -83,6 +83,9 @@ def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = Non
     if node_id not in graph.nodes:
         raise DocumentError(f"node '{node_id}' is not in workflow '{workflow.workflow_id}' "
                             f"(its nodes: {', '.join(graph.plan.nodes)})", where="node_id")
+    if graph.nodes[node_id].gate is not None:
+        raise DocumentError(f"node '{node_id}' is a gate: a person decides it in a run; try the nodes around it",
+                            where="node_id")
     if source is not None and source.workflow_id != workflow.pk:
         raise DocumentError(f"execution '{source.execution_id}' is a run of another workflow, not of "
                             f"'{workflow.workflow_id}'", where="execution")
@@ -184,6 +187,7 @@ def _copy(execution: Execution, runs: list[NodeRun], edited: dict[str, Any], gra
             output=output, backend=run.backend, model=run.model, prompt=run.prompt,
             resolved_inputs=run.resolved_inputs, context_record=run.context_record,
             resolution_failures=run.resolution_failures, compression=run.compression, decision=run.decision,
+            gate=run.gate,
             tokens_in=0, tokens_out=0, duration_ms=0, started_at=now, completed_at=now,
         ))
     copied = {run.node_id for run in runs}

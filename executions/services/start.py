@@ -11,7 +11,7 @@ from core.errors import DocumentError, IllegalTransition, WorkflowInvalid
 from core.jsonutil import check_storable
 from core.states import change_status, transition_all
 from executions.models import Execution, NodeRun
-from executions.services.advance import _advance, _apply_output_mapping, _end, _locked, _new_run
+from executions.services.advance import _advance, _apply_output_mapping, _end, _locked, _new_run, _unpaused
 from executions.services.graph import execution_graph, run_graph
 from workflows.models import Workflow
 
@@ -50,7 +50,7 @@ def _domain_of(input: dict | None, domain: str) -> str:
 
 
 def execution_cancel(*, execution: Execution, actor=None) -> Execution:
-    """Stop a run: its pending node runs are cancelled; a running one's result is dropped."""
+    """Stop a run: its pending node runs and open gates are cancelled; a running one's result is dropped."""
     with transaction.atomic():
         execution = _locked(execution)
         who = getattr(actor, "username", "") or "someone"
@@ -66,8 +66,8 @@ def execution_resume(*, execution: Execution, output: Any, actor=None) -> Execut
     with transaction.atomic():
         execution = _escalated(execution)
         node = execution_graph(execution).nodes[execution.escalation["node_id"]]
-        change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None)
         now = timezone.now()
+        change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None, **_unpaused(execution, now))
         run = _new_run(execution, node.node_id, agent_id=node.agent_id, kind="manual", attempt=1,
                        status=NodeRun.Status.SUCCESS)
         NodeRun.objects.filter(pk=run.pk).update(output=output, backend="manual", completed_at=now, started_at=now,
@@ -83,7 +83,8 @@ def execution_retry(*, execution: Execution, actor=None) -> Execution:
     with transaction.atomic():
         execution = _escalated(execution)
         node = execution_graph(execution).nodes[execution.escalation["node_id"]]
-        change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None)
+        change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None,
+                      **_unpaused(execution, timezone.now()))
         _new_run(execution, node.node_id, agent_id=node.agent_id, kind="first", attempt=1)
     return execution
 

@@ -1,5 +1,5 @@
 """Crash safety: node runs whose worker went silent or whose message was lost are sent again,
-lost evaluations sent again, runs past their wall time ended."""
+lost evaluations sent again, runs past their wall time ended; and gates past their time-out decided."""
 from __future__ import annotations
 
 import logging
@@ -17,6 +17,7 @@ from executions.models import Evaluation, Execution, NodeRun
 from executions.services.advance import (
     _dispatch, _end, _evaluate_after_commit, _locked, _wall_time_end,
 )
+from executions.services.gates import gates_time_out
 from executions.services.node_run import _node_failed, _time_limit_failure
 
 logger = logging.getLogger(__name__)
@@ -41,10 +42,12 @@ EVALUATION_RESEND_WINDOW = timedelta(hours=1)
 def node_runs_sweep(*, now=None) -> dict:
     """Re-dispatch node runs whose worker went silent (no heartbeat for NODE_STALE_SECONDS)
     and pending runs whose message may have been lost; send again the evaluation of a run
-    that ended that long ago without one; end runs past their wall time."""
+    that ended that long ago without one; end runs past their wall time; decide the gates
+    past their time-out as their `on_timeout` says."""
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.NODE_STALE_SECONDS)
-    report = {"requeued": [], "redispatched": [], "failed": [], "ended": [], "evaluations": []}
+    report = {"requeued": [], "redispatched": [], "failed": [], "ended": [], "evaluations": [],
+              "gates_timed_out": gates_time_out(now=now)}
     for run in NodeRun.objects.filter(status=NodeRun.Status.RUNNING, heartbeat_at__lt=stale,
                                       execution__status=Execution.Status.RUNNING).select_related("execution"):
         hard = settings.NODE_HARD_TIME_LIMIT_SECONDS

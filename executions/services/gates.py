@@ -1,0 +1,145 @@
+"""Gates (engine/gates.py): a person's decision on a gate's node run, the gates waiting for a
+user, and gates that time out.
+
+A gate opens as a node run `waiting` (`advance._gate_opened`), sent to no worker. A decision
+moves it to success (approve, edit) or failed (reject) under the execution's lock, records
+what was decided, by whom, when and why on the node run's `gate`, and advances the run as
+any stored node run does. A gate decided once is never decided again: the second decision
+is refused naming who made the first.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from core.errors import DocumentError, IllegalTransition, NotFound
+from core.jsonutil import check_storable
+from core.roles import Forbidden, roles_of
+from core.states import change_status, transition
+from engine import gates
+from executions.models import Execution, NodeRun
+from executions.runner import contract_results
+from executions.services.advance import _advance, _apply_output_mapping, _locked, _unpaused
+from executions.services.graph import execution_graph
+
+ENDED = (Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED)
+
+
+def gate_decide(*, execution: Execution, node_run_id: int, decision: str, comment: str = "", output: Any = None,
+                actor=None) -> NodeRun:
+    """Decide the waiting gate `node_run_id` of `execution` for `actor`: approve (its data
+    goes on as shown), edit (`output` goes on instead, if it holds to the node's contracts)
+    or reject. Returns the decided node run."""
+    if not isinstance(comment, str):
+        raise DocumentError("is a string", where="comment")
+    with transaction.atomic():
+        execution = _locked(execution)
+        run = _gate_run(execution, node_run_id)
+        if execution.status in ENDED:
+            raise IllegalTransition(f"execution {execution.execution_id} is {execution.status}: its gates can no "
+                                    "longer be decided", code="CONFLICT")
+        if run.status != NodeRun.Status.WAITING:
+            raise IllegalTransition(_already(run), code="CONFLICT", details={"gate": run.gate})
+        username = getattr(actor, "username", "")
+        if not gates.may_decide(run.gate, username, roles_of(actor)):
+            raise Forbidden(f"gate '{run.node_id}' is decided by {gates.deciders_text(run.gate)}; "
+                            f"{username or 'you'} may not decide it", details={"deciders": run.gate["deciders"]})
+        if decision not in run.gate["decisions"]:
+            raise DocumentError(f"'{decision}' is not a decision this gate offers (it offers "
+                                f"{', '.join(run.gate['decisions'])})", where="decision")
+        if decision == gates.EDIT:
+            output = _checked_edit(execution, run, output)
+        elif output is not None:
+            raise DocumentError(f"an output is given only with the decision edit, not {decision}", where="output")
+        _decide(execution, run, decision, output=output, comment=comment, by=username)
+    return run
+
+
+def gates_time_out(*, now: datetime | None = None) -> list[int]:
+    """Decide every waiting gate past its time-out as its `on_timeout` says (the sweep calls
+    this). Returns the node runs decided."""
+    now = now or timezone.now()
+    decided = []
+    due = NodeRun.objects.filter(status=NodeRun.Status.WAITING, decide_by__lte=now).select_related(
+        "execution__workflow")
+    for run in due:
+        with transaction.atomic():
+            execution = _locked(run.execution)
+            run = NodeRun.objects.select_for_update().get(pk=run.pk)
+            if run.status != NodeRun.Status.WAITING or execution.status in ENDED:
+                continue  # decided meanwhile, or the run ended (its gates are cancelled with it)
+            _decide(execution, run, run.gate["on_timeout"], output=None, by="", timed_out=True, now=now)
+            decided.append(run.pk)
+    return decided
+
+
+def gates_pending(*, user) -> list[NodeRun]:
+    """The gates waiting for a decision that `user` may make, oldest first, with their runs."""
+    roles, username = roles_of(user), getattr(user, "username", "")
+    waiting = (NodeRun.objects.filter(status=NodeRun.Status.WAITING, execution__trial=False)
+               .select_related("execution__workflow").order_by("started_at", "id"))
+    return [run for run in waiting if gates.may_decide(run.gate, username, roles)]
+
+
+def _gate_run(execution: Execution, node_run_id: int) -> NodeRun:
+    run = execution.node_runs.select_for_update().filter(pk=node_run_id).first()
+    if run is None:
+        raise NotFound(f"execution {execution.execution_id} has no node run {node_run_id}")
+    if run.gate is None:
+        raise DocumentError(f"node run {node_run_id} ('{run.node_id}') is not a gate: only gates are decided",
+                            where="node_run")
+    return run
+
+
+def _already(run: NodeRun) -> str:
+    gate = run.gate
+    if gate.get("decision"):
+        who = "its time-out" if gate.get("timed_out") else gate.get("decided_by") or "someone"
+        return (f"gate '{run.node_id}' was already decided: {gate['decision']} by {who} at {gate['decided_at']}")
+    return f"gate '{run.node_id}' is {run.status}: it can no longer be decided"
+
+
+def _checked_edit(execution: Execution, run: NodeRun, output: Any) -> Any:
+    """A person's version of the gate's data: storable, and holding to every contract of the
+    node towards the nodes after it (the same check as an agent's output)."""
+    if output is None:
+        raise DocumentError("the decision edit passes on the output given here: give one", where="output")
+    check_storable(output, where="output")
+    graph = execution_graph(execution)
+    for contract, error in contract_results(graph.nodes[run.node_id], graph.plan, output, graph.contracts):
+        if error:
+            raise DocumentError(f"breaks the contract '{contract.key}' {error}", where="output")
+    return output
+
+
+def _decide(execution: Execution, run: NodeRun, decision: str, *, output: Any, by: str, comment: str = "",
+            timed_out: bool = False, now: datetime | None = None) -> None:
+    """Store `decision` on the waiting gate `run` and advance the run. The execution's row is
+    locked; a run waiting for nothing but gates runs again first."""
+    now = now or timezone.now()
+    gate = {**run.gate, "decision": decision, "decided_by": by, "decided_at": now.isoformat(), "comment": comment,
+            "timed_out": timed_out}
+    fields = {"gate": gate, "completed_at": now, "duration_ms": int((now - run.started_at).total_seconds() * 1000)}
+    if decision in (gates.APPROVE, gates.EDIT):
+        output = run.gate["shown"] if decision == gates.APPROVE else output
+        status, fields = NodeRun.Status.SUCCESS, {**fields, "output": output}
+    else:
+        status = NodeRun.Status.FAILED
+        code = gates.TIMED_OUT if decision == gates.ESCALATE else gates.REJECTED
+        reason = comment or "no comment"
+        fields.update(error_code=code, error=(
+            f"no decision within {run.gate['timeout_seconds']} s: " + ("sent to a person (on_timeout escalate)"
+                                                                      if code == gates.TIMED_OUT else "rejected")
+            if timed_out else f"rejected by {by}: {reason}"))
+    transition(NodeRun, run.pk, NodeRun.Status.WAITING, status, **fields)
+    for name, value in fields.items():
+        setattr(run, name, value)
+    run.status = status
+    if execution.status == Execution.Status.WAITING:
+        change_status(execution, Execution.STATES, Execution.Status.RUNNING, **_unpaused(execution, now))
+    if status == NodeRun.Status.SUCCESS:
+        _apply_output_mapping(execution, run)
+    _advance(execution, completed=run, retryable=False)

@@ -1,0 +1,291 @@
+"""Gates: a run stops at a gate for a person's decision, with the node runs run in this
+process (the real-worker proofs are in test_gates_worker.py)."""
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.utils import timezone
+
+from core.errors import DocumentError, IllegalTransition, WorkflowInvalid
+from core.roles import Forbidden
+from executions.models import Execution, NodeRun
+from executions.services import (
+    execution_cancel, execution_rerun, execution_retry, execution_start, gate_decide, gates_pending, node_runs_sweep,
+    node_try,
+)
+from tests.executions.conftest import drain
+from workflows.models import Blueprint, Contract, Workflow
+from workflows.services import workflow_import_document
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def demo(in_process):
+    return in_process
+
+
+def user(name, *roles):
+    person = User.objects.create_user(username=name, password="a long password")
+    for role in roles:
+        person.groups.add(Group.objects.get_or_create(name=role)[0])
+    return person
+
+
+@pytest.fixture
+def ana():
+    return user("ana", "approver")
+
+
+def release(**input):
+    return drain(execution_start(workflow=Workflow.objects.get(workflow_id="release_review"),
+                                 input={"topic": "Switchyard 2.1", **input}))
+
+
+def path(execution):
+    return [(r.node_id, r.status) for r in execution.node_runs.order_by("sequence", "id")]
+
+
+def gate_of(execution, node_id="approve"):
+    return execution.node_runs.filter(node_id=node_id).order_by("-sequence").first()
+
+
+def decide(execution, decision, by, node_id="approve", **fields):
+    gate_decide(execution=execution, node_run_id=gate_of(execution, node_id).pk, decision=decision, actor=by, **fields)
+    return drain(execution)
+
+
+def test_the_release_review_waits_at_its_gate_with_the_draft_and_the_review_shown():
+    execution = release()
+
+    assert execution.status == "waiting"  # nothing left to run but the gate
+    assert path(execution)[-1] == ("approve", "waiting")
+    gate = gate_of(execution)
+    state = execution.state
+    assert gate.gate["shown"] == {"draft": state["draft"], "review": state["feedback"]}
+    assert gate.gate["prompt"] == "Publish these release notes?"
+    assert gate.gate["decisions"] == ["approve", "reject", "edit"]
+    assert gate.gate["deciders"] == {"roles": ["approver"], "users": []}
+    assert gate.gate["decision"] is None and gate.dispatches == 0
+    assert abs((gate.decide_by - gate.started_at).total_seconds() - 86400) < 1
+    assert execution.paused_at is not None
+
+
+def test_approving_publishes_the_draft_as_shown_and_records_who_when_and_why(ana):
+    execution = release()
+    shown = gate_of(execution).gate["shown"]
+
+    execution = decide(execution, "approve", ana, comment="good to go")
+
+    gate = gate_of(execution)
+    assert gate.status == "success" and gate.output == shown
+    assert gate.gate["decision"] == "approve" and gate.gate["decided_by"] == "ana"
+    assert gate.gate["comment"] == "good to go" and gate.gate["timed_out"] is False
+    assert gate.gate["decided_at"] and gate.completed_at
+    nodes = [node for node, _ in path(execution)]
+    assert nodes[nodes.index("approve") + 1] == "publish"  # on approve, on to publishing
+    assert execution.status == "escalated" and execution.escalation["node_id"] == "compliance"
+    assert execution.paused_seconds > 0  # the time it waited at the gate is not the run's own
+
+
+def test_an_edit_is_what_goes_on_and_rejecting_loops_back_to_the_drafter(ana):
+    execution = release()
+    execution = decide(execution, "reject", ana, comment="name the breaking change")
+
+    rejected = execution.node_runs.filter(node_id="approve").order_by("sequence").first()
+    assert rejected.status == "failed" and rejected.error_code == "GATE_REJECTED"
+    assert rejected.error == "rejected by ana: name the breaking change"
+    nodes = [node for node, _ in path(execution)]
+    after = nodes[nodes.index("approve") + 1:]
+    assert after == ["draft", "review", "approve"]  # the loop asks again, in a new round
+    assert execution.status == "waiting" and execution.node_runs.filter(node_id="approve").count() == 2
+
+    edited = {"draft": "Release notes, as the approver wrote them."}
+    execution = decide(execution, "edit", ana, output=edited)
+    assert gate_of(execution).output == edited and gate_of(execution).gate["decision"] == "edit"
+    publish = execution.node_runs.filter(node_id="publish").order_by("sequence").last()
+    assert publish.status == "success" and "as the approver wrote them" in str(publish.resolved_inputs)
+    assert execution.state["draft"] == edited["draft"]
+
+
+def test_a_transition_can_read_the_decision(ana):
+    workflow = Workflow.objects.get(workflow_id="release_review")
+    from workflows.documents import workflow_document
+
+    document = workflow_document(workflow)
+    document["transitions"] = [t for t in document["transitions"] if t["from"] != "approve"] + [
+        {"from": "approve", "to": "review", "condition": "gate.decision == 'edit'"},
+        {"from": "approve", "to": "publish", "condition": "gate.decision == 'approve'"},
+    ]
+    workflow_import_document(document, actor="test")
+    execution = release()
+
+    execution = decide(execution, "edit", ana, output={"draft": "An edited draft."})
+
+    edited = execution.node_runs.filter(node_id="approve").order_by("sequence").first()
+    assert edited.decision["condition"] == "gate.decision == 'edit'" and edited.decision["node_id"] == "review"
+    nodes = [node for node, _ in path(execution)]
+    assert nodes[nodes.index("approve"):] == ["approve", "review", "approve"]  # reviewed again, then asked again
+
+
+def test_who_may_decide_and_what_is_refused(ana):
+    execution = release()
+    gate = gate_of(execution)
+    author = user("otto", "author")
+
+    with pytest.raises(Forbidden, match="decided by a user with the approver role; otto may not decide it"):
+        gate_decide(execution=execution, node_run_id=gate.pk, decision="approve", actor=author)
+    with pytest.raises(DocumentError, match="not a decision this gate offers"):
+        gate_decide(execution=execution, node_run_id=gate.pk, decision="maybe", actor=ana)
+    with pytest.raises(DocumentError, match="output: the decision edit passes on the output given here"):
+        gate_decide(execution=execution, node_run_id=gate.pk, decision="edit", actor=ana)
+    with pytest.raises(DocumentError, match="only with the decision edit"):
+        gate_decide(execution=execution, node_run_id=gate.pk, decision="approve", output={"x": 1}, actor=ana)
+    gate.refresh_from_db()
+    assert gate.status == "waiting"  # nothing refused changed anything
+
+    gate_decide(execution=execution, node_run_id=gate.pk, decision="approve", actor=ana)
+    with pytest.raises(IllegalTransition, match="already decided: approve by ana at "):
+        gate_decide(execution=execution, node_run_id=gate.pk, decision="reject", actor=user("bo", "admin"))
+    gate.refresh_from_db()
+    assert gate.gate["decision"] == "approve"
+
+
+def test_an_edit_that_breaks_the_nodes_contract_is_refused_with_the_schema_error(ana):
+    workflow = Workflow.objects.get(workflow_id="release_review")
+    Contract.objects.create(blueprint=Blueprint.objects.create(blueprint_id="release", name="Release"), from_agent=workflow.nodes.get(node_id="approve").agent,
+                            to_agent=workflow.nodes.get(node_id="publish").agent, key="approved_draft",
+                            schema={"type": "object", "required": ["draft"],
+                                    "properties": {"draft": {"type": "string", "minLength": 10}}})
+    Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())
+    execution = release()
+
+    with pytest.raises(DocumentError, match="output: breaks the contract 'approved_draft' at draft: .* too short"):
+        gate_decide(execution=execution, node_run_id=gate_of(execution).pk, decision="edit",
+                    output={"draft": "short"}, actor=ana)
+    assert gate_of(execution).status == "waiting"
+
+
+def test_a_cancelled_run_cancels_its_gate_and_refuses_a_decision(ana):
+    execution = release()
+    execution_cancel(execution=execution)
+
+    assert gate_of(execution).status == "cancelled"
+    with pytest.raises(IllegalTransition, match="is cancelled: its gates can no longer be decided"):
+        gate_decide(execution=execution, node_run_id=gate_of(execution).pk, decision="approve", actor=ana)
+
+
+def test_a_time_out_escalates_and_a_retry_asks_again(ana):
+    execution = release()
+    gate = gate_of(execution)
+
+    report = node_runs_sweep(now=gate.decide_by + timedelta(seconds=1))
+
+    assert report["gates_timed_out"] == [gate.pk]
+    gate.refresh_from_db()
+    execution.refresh_from_db()
+    assert gate.status == "failed" and gate.error_code == "GATE_TIMEOUT"
+    assert gate.gate["timed_out"] is True and gate.gate["decision"] == "escalate" and gate.gate["decided_by"] == ""
+    assert execution.status == "escalated" and execution.escalation["node_id"] == "approve"
+    assert execution.escalation["error_code"] == "GATE_TIMEOUT"
+
+    execution_retry(execution=execution)
+    execution.refresh_from_db()
+    assert execution.status == "waiting" and gate_of(execution).status == "waiting"
+    assert gate_of(execution).pk != gate.pk
+
+
+def test_a_waiting_run_is_not_ended_by_its_wall_time():
+    execution = release()
+    later = timezone.now() + timedelta(hours=2)  # past the demo's 600 s
+
+    node_runs_sweep(now=later)
+
+    execution.refresh_from_db()
+    assert execution.status == "waiting"
+
+
+def test_the_pending_gates_of_a_user(ana):
+    first, second = release(), release()
+    author, admin = user("otto", "author"), user("bo", "admin")
+
+    assert [run.execution for run in gates_pending(user=ana)] == [first, second]
+    assert gates_pending(user=admin) and gates_pending(user=author) == []
+    decide(first, "approve", ana)
+    assert [run.execution for run in gates_pending(user=ana)] == [second]
+
+
+PARALLEL = {
+    "workflow_id": "launch_signoff", "name": "Launch sign-off", "topology": "dag",
+    "nodes": [
+        {"id": "draft", "agent_ref": "Drafter", "input_mapping": {"topic": "$.input.topic"}},
+        {"id": "legal", "agent_ref": "Release_Manager", "input_mapping": {"text": "$.nodes.draft.text"},
+         "gate": {"prompt": "Legal sign-off", "deciders": {"users": ["lea"]}}},
+        {"id": "marketing", "agent_ref": "Release_Manager", "input_mapping": {"text": "$.nodes.draft.text"},
+         "gate": {"prompt": "Marketing sign-off", "deciders": {"users": ["max"]}, "decisions": ["approve", "reject"]}},
+        {"id": "publish", "agent_ref": "Backup_Publisher",
+         "input_mapping": {"draft": "$.nodes.legal.text", "also": "$.nodes.marketing.text"}},
+    ],
+    "transitions": [{"from": "draft", "to": "legal"}, {"from": "draft", "to": "marketing"},
+                    {"from": "legal", "to": "publish"}, {"from": "marketing", "to": "publish"}],
+}
+
+
+def test_two_gates_in_parallel_branches_are_decided_independently():
+    workflow_import_document(PARALLEL, actor="test")
+    lea, max_ = user("lea"), user("max")
+    execution = drain(execution_start(workflow=Workflow.objects.get(workflow_id="launch_signoff"),
+                                      input={"topic": "launch"}))
+    assert execution.status == "waiting"
+    assert {r.node_id for r in execution.node_runs.filter(status="waiting")} == {"legal", "marketing"}
+    assert [r.node_id for r in gates_pending(user=lea)] == ["legal"]
+    with pytest.raises(Forbidden):
+        gate_decide(execution=execution, node_run_id=gate_of(execution, "marketing").pk, decision="approve", actor=lea)
+
+    execution = decide(execution, "approve", lea, node_id="legal")
+    assert execution.status == "waiting" and not execution.node_runs.filter(node_id="publish").exists()
+    execution = decide(execution, "approve", max_, node_id="marketing")
+
+    assert execution.status == "success"
+    assert execution.node_runs.get(node_id="publish").status == "success"
+
+
+def test_a_rejection_with_nowhere_to_go_fails_the_run_naming_who_and_why():
+    workflow_import_document({**PARALLEL, "error_handling": {"retry_count": 2, "fallback_agent": "Backup_Publisher"}},
+                             actor="test")
+    max_ = user("max")
+    execution = drain(execution_start(workflow=Workflow.objects.get(workflow_id="launch_signoff"),
+                                      input={"topic": "launch"}))
+
+    execution = decide(execution, "reject", max_, node_id="marketing", comment="not this week")
+
+    assert execution.status == "failed"
+    assert execution.ended_reason == "node 'marketing' failed: GATE_REJECTED"
+    assert execution.node_runs.filter(node_id="marketing").count() == 1  # never retried, never the fallback's
+    assert gate_of(execution, "legal").status == "cancelled"
+
+
+def test_a_gate_refuses_what_a_run_could_not_do():
+    broken = {**PARALLEL, "nodes": [*PARALLEL["nodes"][:3], {
+        **PARALLEL["nodes"][3], "gate": {"timeout_seconds": 60, "on_timeout": "escalate"},
+        "input_mapping": {"data_references": [{"ref_type": "file", "path": "a.txt"}]}}]}
+    with pytest.raises(WorkflowInvalid) as refused:
+        workflow_import_document(broken, actor="test")
+    codes = {problem["code"] for problem in refused.value.problems}
+    assert codes == {"GATE_INPUT", "GATE_ESCALATES_TO_NOBODY"}
+
+
+def test_a_rerun_from_the_gate_asks_again_and_one_from_publish_reuses_the_decision(ana):
+    source = decide(release(), "approve", ana)
+
+    again = drain(execution_rerun(source=source, from_node="approve"))
+    assert again.status == "waiting" and gate_of(again).kind == "first" and gate_of(again).gate["decision"] is None
+
+    later = drain(execution_rerun(source=source, from_node="publish"))
+    copy = gate_of(later)
+    assert copy.kind == "reused" and copy.gate["decided_by"] == "ana" and copy.gate["decision"] == "approve"
+
+
+def test_a_gate_cannot_be_tried_alone():
+    with pytest.raises(DocumentError, match="is a gate: a person decides it"):
+        node_try(workflow=Workflow.objects.get(workflow_id="release_review"), node_id="approve")
