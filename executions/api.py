@@ -2,21 +2,21 @@
 and a workflow node's context plan before it runs.
 
 Viewers read; authors start runs, steer them (cancel; resume, retry or abort an escalated
-run) and record evaluations. Starting or steering a run sends its node runs to the
-workers once the transaction commits.
+run) and record evaluations; a gate's deciders (a role, or named users) decide it. Starting
+or steering a run sends its node runs to the workers once the transaction commits.
 """
 
 from ninja import Body, Path, Query, Router, Status
 from ninja.pagination import paginate
 
 from core.api_support import Page, responses
-from core.roles import AUTHOR, require_role
+from core.roles import ADMIN, AUTHOR, require_role
 from executions import evaluations, selectors, services
 from executions.comparison import execution_comparison, executions_for_comparison
 from executions.schemas import (
     ID_PATTERN, MAX_ROW_ID, ComparisonOut, ComparisonQuery, EvaluationFilters, EvaluationIn, EvaluationOut,
-    ExecutionFilters, ExecutionIn, ExecutionOut, ExecutionSummaryOut, NodeRunOut, RerunIn, ResumeIn, ThoughtTreeOut,
-    TryIn,
+    ExecutionFilters, ExecutionIn, ExecutionOut, ExecutionSummaryOut, GateDecisionIn, GateOut, GatesQuery, NodeRunOut,
+    RerunIn, ResumeIn, ThoughtTreeOut, TryIn,
 )
 from executions.preview import node_context_plan
 from workflows.schemas import PlanIn, PlanOut
@@ -122,6 +122,26 @@ def executions_abort(request, execution_id: str = execution_id_param()):
     require_role(request.user, AUTHOR, to="abort runs")
     execution = services.execution_abort(execution=selectors.execution_get(execution_id), actor=request.user)
     return selectors.execution_detail(execution)
+
+
+@router.post("/executions/{execution_id}/node-runs/{node_run_id}/decision", response=responses(200, NodeRunOut),
+             summary="Decide a gate: approve, reject, or edit its data (its deciders)")
+def executions_gate_decide(request, payload: GateDecisionIn, execution_id: str = execution_id_param(),
+                           node_run_id: int = Path(..., ge=1, le=MAX_ROW_ID)):
+    execution = selectors.execution_get(execution_id)
+    services.gate_decide(execution=execution, node_run_id=node_run_id, decision=payload.decision,
+                         comment=payload.comment, output=payload.output, actor=request.user)
+    return selectors.node_run_get(execution, node_run_id)
+
+
+@router.get("/gates", response=responses(200, list[GateOut]), tags=["gates"],
+            summary="The gates waiting for a decision the signed-in user (or, for admins, `user`) may make")
+def gates_list(request, filters: Query[GatesQuery]):
+    user = request.user
+    if filters.user and filters.user != user.get_username():
+        require_role(user, ADMIN, to="list the gates waiting for another user")
+        user = selectors.user_get(filters.user)
+    return [selectors.gate_summary(run) for run in services.gates_pending(user=user)]
 
 
 # -- evaluations --------------------------------------------------------------------------

@@ -90,6 +90,8 @@ def node_run_record(run: NodeRun, *, with_id: bool = False) -> dict[str, Any]:
         "compression": run.compression,
         "decision": run.decision,
         "reused_from": run.reused_from_id,
+        "gate": run.gate,
+        "decide_by": iso(run.decide_by),
         "prompt": run.prompt,
         "output": run.output,
     }

@@ -19,8 +19,8 @@ from engine.shapes import ID_PATTERN, MAX_COLUMN_INT, Identifier, Omittable, Sha
 
 MAX_ROW_ID = 2**63 - 1  # the largest primary key either database holds
 
-ExecutionStatus = Literal["pending", "running", "escalated", "success", "failed", "cancelled"]
-NodeRunStatus = Literal["pending", "running", "success", "failed", "skipped", "cancelled"]
+ExecutionStatus = Literal["pending", "running", "escalated", "waiting", "success", "failed", "cancelled"]
+NodeRunStatus = Literal["pending", "running", "waiting", "success", "failed", "skipped", "cancelled"]
 NodeRunKind = Literal["first", "retry", "fallback", "manual", "reused", "edited"]
 TargetType = Literal["execution", "agent", "workflow"]
 Action = Literal["approve", "reject", "revise"]
@@ -54,6 +54,37 @@ class ResumeIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
     output: Any = Field(..., description="any JSON: stands for the output of the escalated node")
+
+
+class GateDecisionIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["approve", "reject", "edit"] = Field(..., description="one of the decisions the gate offers")
+    comment: str = Field("", max_length=5000, description="why: kept on the node run with the decision")
+    output: Any = Field(None, description="with edit only: the data to pass on instead of the data shown")
+
+
+class GatesQuery(Schema):
+    user: str | None = Field(None, max_length=150, pattern=r"^[\w.@+-]+$",
+                             description="whose gates (admins only, for another user); default: the signed-in user")
+
+
+class GateOut(Schema):
+    """A gate waiting for a decision (engine/gates.py)."""
+
+    execution_id: str
+    workflow_ref: str
+    node_id: str
+    node_run_id: int
+    prompt: str
+    decisions: list[str]
+    deciders: dict[str, list[str]] = Field(..., description="roles and users who may decide")
+    shown: dict[str, Any] = Field(..., description="the data to decide on: the gate's named inputs, read as it opened")
+    missing: list[dict[str, str]] = Field(..., description="named inputs the run did not have: name, path, error")
+    opened_at: str
+    decide_by: str | None = Field(..., description="when the time-out decides on_timeout; null: no time-out")
+    on_timeout: str
+    url: str = Field(..., description="the run's page, where the gate's panel has the form")
 
 
 class RerunIn(Schema):
@@ -93,6 +124,7 @@ class ExecutionFilters(Schema):
 class NodeRunCounts(Schema):
     pending: int = 0
     running: int = 0
+    waiting: int = 0
     success: int = 0
     failed: int = 0
     skipped: int = 0
@@ -162,6 +194,10 @@ class NodeRunOut(Record):
     decision: dict[str, Any] | None
     reused_from: int | None = Field(..., description="a reused or edited run (a re-run's copy): the node run it "
                                                      "copies, in the run this one was re-run from")
+    gate: dict[str, Any] | None = Field(..., description="a gate's run: prompt, decisions, deciders, the data shown "
+                                                         "and missing, time-out; decision, decided_by, decided_at, "
+                                                         "comment, timed_out once decided")
+    decide_by: str | None = Field(..., description="a waiting gate's time-out")
     prompt: str
     output: Any = None
 

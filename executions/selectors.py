@@ -11,7 +11,9 @@ from collections.abc import Callable
 from datetime import datetime, timezone as dt_timezone
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db.models import Count, QuerySet
+from django.urls import reverse
 
 from core.errors import DocumentError, NotFound
 from core.jsonutil import iso
@@ -156,3 +158,20 @@ def evaluation_get(evaluation_id: str) -> dict[str, Any]:
     if evaluation is None:
         raise NotFound(f"evaluation '{evaluation_id}' does not exist", details={"where": "evaluation_id"})
     return evaluation_out(evaluation)
+
+
+def gate_summary(run: NodeRun) -> dict[str, Any]:
+    """A waiting gate as the API lists it (`run` comes with its execution and workflow)."""
+    gate = run.gate
+    return {"execution_id": run.execution.execution_id, "workflow_ref": run.execution.workflow.workflow_id,
+            "node_id": run.node_id, "node_run_id": run.pk, "prompt": gate["prompt"], "decisions": gate["decisions"],
+            "deciders": gate["deciders"], "shown": gate["shown"], "missing": gate["missing"],
+            "opened_at": iso(run.started_at), "decide_by": iso(run.decide_by), "on_timeout": gate["on_timeout"],
+            "url": reverse("executions:detail", args=[run.execution.execution_id]) + f"?node={run.node_id}&run={run.pk}#node-panel"}
+
+
+def user_get(username: str):
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise NotFound(f"user '{username}' does not exist", details={"where": "user"})
+    return user

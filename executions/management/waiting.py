@@ -10,7 +10,9 @@ from django.core.management.base import BaseCommand, CommandError
 from executions.documents import execution_record
 from executions.models import Execution
 
-FINAL = {Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED, Execution.Status.ESCALATED}
+# Ended, or waiting for people (escalated, or at gates only): waiting longer would not end it.
+FINAL = {Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED, Execution.Status.ESCALATED,
+         Execution.Status.WAITING}
 
 
 def wait_and_print(command: BaseCommand, execution: Execution, timeout: float) -> None:
@@ -23,6 +25,9 @@ def wait_and_print(command: BaseCommand, execution: Execution, timeout: float) -
         raise CommandError(f"run {execution.execution_id} is still {execution.status} after {timeout:g} s",
                            returncode=1)
     if execution.status != Execution.Status.SUCCESS:
-        raise CommandError(f"run {execution.execution_id} ended {execution.status}: "
-                           f"{execution.ended_reason or (execution.escalation or {}).get('error', '')}",
+        waiting = ", ".join(execution.node_runs.filter(status="waiting").values_list("node_id", flat=True))
+        why = execution.ended_reason or (execution.escalation or {}).get("error", "") or f"at the gates {waiting}"
+        raise CommandError(f"run {execution.execution_id} ended {execution.status}: {why}"
+                           if execution.status != Execution.Status.WAITING
+                           else f"run {execution.execution_id} is waiting for a decision {why} (manage.py gates)",
                            returncode=1)

@@ -77,10 +77,13 @@ def gates_time_out(*, now: datetime | None = None) -> list[int]:
 
 
 def gates_pending(*, user) -> list[NodeRun]:
-    """The gates waiting for a decision that `user` may make, oldest first, with their runs."""
-    roles, username = roles_of(user), getattr(user, "username", "")
+    """The gates waiting for a decision that `user` may make (None: every one), oldest first,
+    with their runs."""
     waiting = (NodeRun.objects.filter(status=NodeRun.Status.WAITING, execution__trial=False)
                .select_related("execution__workflow").order_by("started_at", "id"))
+    if user is None:
+        return list(waiting)
+    roles, username = roles_of(user), getattr(user, "username", "")
     return [run for run in waiting if gates.may_decide(run.gate, username, roles)]
 
 

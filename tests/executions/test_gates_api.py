@@ -1,0 +1,125 @@
+"""Gates through the API and the commands: the pending gates of a user, a decision, and
+every refusal with its status (node runs run in this process)."""
+import json
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import CommandError, call_command
+
+from executions.models import Execution
+from executions.services import execution_cancel, execution_start
+from tests.executions.conftest import drain
+from workflows.models import Workflow
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def demo(in_process):
+    return in_process
+
+
+def waiting_release():
+    execution = drain(execution_start(workflow=Workflow.objects.get(workflow_id="release_review"),
+                                      input={"topic": "Switchyard 2.1"}))
+    assert execution.status == "waiting"
+    return execution, execution.node_runs.get(node_id="approve")
+
+
+def decision_url(execution, gate):
+    return f"/api/executions/{execution.execution_id}/node-runs/{gate.pk}/decision"
+
+
+def test_an_approver_lists_the_gate_waiting_for_them_and_approves_it(api):
+    execution, gate = waiting_release()
+
+    listed = api.approver.get("/api/gates")
+    assert listed.status_code == 200, listed.json()
+    (pending,) = listed.json()
+    assert pending["execution_id"] == execution.execution_id and pending["node_id"] == "approve"
+    assert pending["node_run_id"] == gate.pk and pending["prompt"] == "Publish these release notes?"
+    assert pending["shown"]["draft"] == execution.state["draft"] and pending["on_timeout"] == "escalate"
+    assert pending["url"] == f"/executions/{execution.execution_id}/?node=approve&run={gate.pk}#node-panel"
+    assert api.author.get("/api/gates").json() == []  # authors are not this gate's deciders
+
+    answer = api.approver.post(decision_url(execution, gate), {"decision": "approve", "comment": "ship it"})
+
+    assert answer.status_code == 200, answer.json()
+    record = answer.json()
+    assert record["status"] == "success" and record["output"] == pending["shown"]
+    assert record["gate"]["decision"] == "approve" and record["gate"]["decided_by"] == "approver-user"
+    assert record["gate"]["comment"] == "ship it"
+    assert api.approver.get("/api/gates").json() == []
+    detail = api.viewer.get(f"/api/executions/{execution.execution_id}").json()
+    assert detail["status"] == "running"  # publishing was sent to a worker
+    assert [r["node_id"] for r in detail["node_runs"]][-1] == "publish"
+
+
+def test_refusals_answer_with_their_status_and_change_nothing(api):
+    execution, gate = waiting_release()
+    url = decision_url(execution, gate)
+
+    assert api.anonymous.post(url, {"decision": "approve"}).status_code == 401
+    forbidden = api.author.post(url, {"decision": "approve"})
+    assert forbidden.status_code == 403
+    assert "decided by a user with the approver role; author-user may not decide it" in forbidden.json()["message"]
+    unknown = api.approver.post(url, {"decision": "maybe"})
+    assert unknown.status_code == 422 and unknown.json()["details"][0]["where"].endswith("decision")
+    broken = api.approver.post(url, {"decision": "edit", "output": "\u0000"})
+    assert broken.status_code == 422
+    not_a_gate = execution.node_runs.filter(node_id="draft").first()
+    assert api.approver.post(decision_url(execution, not_a_gate), {"decision": "approve"}).status_code == 422
+    assert api.approver.post(f"/api/executions/{execution.execution_id}/node-runs/999999/decision",
+                             {"decision": "approve"}).status_code == 404
+    gate.refresh_from_db()
+    assert gate.status == "waiting" and gate.gate["decision"] is None
+
+    assert api.admin.post(url, {"decision": "reject", "comment": "not yet"}).status_code == 200
+    second = api.approver.post(url, {"decision": "approve"})
+    assert second.status_code == 409
+    assert "already decided: reject by admin-user at" in second.json()["message"]
+
+
+def test_a_decision_on_a_cancelled_run_is_a_conflict(api):
+    execution, gate = waiting_release()
+    execution_cancel(execution=execution)
+
+    answer = api.approver.post(decision_url(execution, gate), {"decision": "approve"})
+
+    assert answer.status_code == 409 and "is cancelled" in answer.json()["message"]
+
+
+def test_only_admins_list_another_users_gates(api):
+    waiting_release()
+
+    assert api.viewer.get("/api/gates", user="approver-user").status_code == 403
+    listed = api.admin.get("/api/gates", user="approver-user")
+    assert listed.status_code == 200 and len(listed.json()) == 1
+    assert api.admin.get("/api/gates", user="nobody").status_code == 404
+    assert api.admin.get("/api/gates", user="author-user").json() == []
+
+
+def test_the_commands_list_and_decide_a_gate(api, tmp_path, capsys):
+    execution, gate = waiting_release()
+
+    call_command("gates", "--user", "approver-user")
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert listed["node_run_id"] == gate.pk
+
+    with pytest.raises(CommandError, match="may not decide it") as refused:
+        call_command("decide_gate", execution.execution_id, "approve", "approve", "--as", "author-user")
+    assert refused.value.returncode == 3
+    with pytest.raises(CommandError, match="has no gate 'publish'") as wrong:
+        call_command("decide_gate", execution.execution_id, "publish", "approve", "--as", "approver-user")
+    assert wrong.value.returncode == 2
+
+    edited = tmp_path / "draft.json"
+    edited.write_text(json.dumps({"draft": "Release notes, edited at the command line."}))
+    call_command("decide_gate", execution.execution_id, "approve", "edit", "--as", "approver-user",
+                 "--output", str(edited), "--comment", "tightened")
+    assert capsys.readouterr().out.strip() == f"approve: edit by approver-user; run {execution.execution_id} is running"
+    gate.refresh_from_db()
+    assert gate.output == {"draft": "Release notes, edited at the command line."}
+    assert gate.gate["comment"] == "tightened"
+    assert Execution.objects.get(pk=execution.pk).state["draft"] == "Release notes, edited at the command line."
+    assert User.objects.filter(username="approver-user").exists()
