@@ -151,7 +151,7 @@ def demo(workers, settings, tmp_path):
     return workers
 
 
-def wait_for(execution, statuses=("success", "failed", "cancelled", "escalated"), timeout=60, workers=None):
+def wait_for(execution, statuses=("success", "failed", "cancelled", "escalated", "waiting"), timeout=60, workers=None):
     deadline = time.monotonic() + timeout
     while True:
         execution.refresh_from_db()
@@ -161,6 +161,22 @@ def wait_for(execution, statuses=("success", "failed", "cancelled", "escalated")
             logs = workers.logs() if workers else ""
             raise AssertionError(f"{execution.execution_id} still {execution.status} after {timeout}s\n{logs}")
         time.sleep(0.1)
+
+
+def approve_gate(execution, node_id="approve", decision="approve", **fields):
+    """Decide the gate `node_id` waiting in `execution` (release_review's gate before publishing)
+    as an approver, as a person would, and return the execution."""
+    from django.contrib.auth.models import Group, User
+
+    from executions.services import gate_decide
+
+    approver, created = User.objects.get_or_create(username="gate-approver")
+    if created:
+        approver.groups.add(Group.objects.get_or_create(name="approver")[0])
+    gate = execution.node_runs.get(node_id=node_id, status="waiting")
+    gate_decide(execution=execution, node_run_id=gate.pk, decision=decision, actor=approver, **fields)
+    execution.refresh_from_db()
+    return execution
 
 
 def drain(execution, limit=100):
