@@ -187,6 +187,7 @@ def derive_requests_raise(*, agent: Agent) -> list[DeriveRequest]:
 
 
 def derive_requests_raise_for_execution(*, execution_pk: int) -> list[DeriveRequest]:
-    """The rules for every agent that ran a node of the run."""
-    agents = Agent.objects.filter(node_runs__execution_id=execution_pk).distinct()
+    """The rules for every agent that ran a node of the run (a gate's stand-in agent did not:
+    a person decided)."""
+    agents = Agent.objects.filter(node_runs__execution_id=execution_pk, node_runs__gate__isnull=True).distinct()
     return [request for agent in agents for request in derive_requests_raise(agent=agent)]

@@ -94,9 +94,11 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
                 return stored
             evaluation = _store(scored, "execution", execution.execution_id, execution=locked,
                                 evaluation_id=_evaluation_id(f"eval_{execution.execution_id}"))
-            agents = {}  # the agents that ran a node here; a re-run's copies are the past run's work
+            # The agents that ran a node here: a re-run's copies are the past run's work, and a
+            # gate's decision is a person's, not its stand-in agent's.
+            agents = {}
             for run in runs:
-                if run.kind not in NodeRun.COPIES:
+                if run.kind not in NodeRun.COPIES and run.gate is None:
                     agents.setdefault(run.agent_id, run.agent)
             for agent in agents.values():
                 mine = [run for run in runs if run.agent_id == agent.pk]

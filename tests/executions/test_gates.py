@@ -289,3 +289,20 @@ def test_a_rerun_from_the_gate_asks_again_and_one_from_publish_reuses_the_decisi
 def test_a_gate_cannot_be_tried_alone():
     with pytest.raises(DocumentError, match="is a gate: a person decides it"):
         node_try(workflow=Workflow.objects.get(workflow_id="release_review"), node_id="approve")
+
+
+def test_a_gate_is_a_persons_step_not_its_stand_in_agents_work(ana):
+    from executions.evaluations import execution_evaluate
+    from executions.models import Evaluation
+    from executions.services import execution_resume
+
+    execution = decide(release(), "approve", ana)
+    execution_resume(execution=execution, output={"compliant": True})
+    execution = drain(execution)
+    assert execution.status == "success"
+
+    execution_evaluate(execution_pk=execution.pk)
+
+    evaluated = set(Evaluation.objects.filter(execution=execution, target_type="agent").values_list("target_id",
+                                                                                                     flat=True))
+    assert "Drafter" in evaluated and "Release_Manager" not in evaluated
