@@ -79,7 +79,7 @@ def gates_time_out(*, now: datetime | None = None) -> list[int]:
 def gates_pending(*, user) -> list[NodeRun]:
     """The gates waiting for a decision that `user` may make (None: every one), oldest first,
     with their runs."""
-    waiting = (NodeRun.objects.filter(status=NodeRun.Status.WAITING, execution__trial=False)
+    waiting = (NodeRun.objects.filter(status=NodeRun.Status.WAITING, gate__isnull=False, execution__trial=False)
                .select_related("execution__workflow").order_by("started_at", "id"))
     if user is None:
         return list(waiting)
