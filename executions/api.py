@@ -141,7 +141,7 @@ def gates_list(request, filters: Query[GatesQuery]):
     if filters.user and filters.user != user.get_username():
         require_role(user, ADMIN, to="list the gates waiting for another user")
         user = selectors.user_get(filters.user)
-    return [selectors.gate_summary(run) for run in services.gates_pending(user=user)]
+    return [selectors.pending_gate(run) for run in services.gates_pending(user=user)]
 
 
 # -- evaluations --------------------------------------------------------------------------

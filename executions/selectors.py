@@ -160,7 +160,7 @@ def evaluation_get(evaluation_id: str) -> dict[str, Any]:
     return evaluation_out(evaluation)
 
 
-def gate_summary(run: NodeRun) -> dict[str, Any]:
+def pending_gate(run: NodeRun) -> dict[str, Any]:
     """A waiting gate as the API lists it (`run` comes with its execution and workflow)."""
     gate = run.gate
     return {"execution_id": run.execution.execution_id, "workflow_ref": run.execution.workflow.workflow_id,

@@ -119,7 +119,7 @@ def test_it_lists_runs_newest_first_with_their_node_runs_counted_by_status(api):
         "execution_id": second.execution_id, "workflow_ref": "parallel_analysis", "status": "failed",
         "started_at": summary["started_at"], "completed_at": None, "ended_reason": "node 'task_b' failed: X",
         "created_at": summary["created_at"], "created_by": None,
-        "node_runs": {"pending": 1, "running": 0, "success": 1, "failed": 1, "skipped": 0, "cancelled": 0},
+        "node_runs": {"pending": 1, "running": 0, "waiting": 0, "success": 1, "failed": 1, "skipped": 0, "cancelled": 0},
     }
     assert summary["started_at"].endswith("Z") and "results" not in summary
     assert page["items"][0]["node_runs"]["pending"] == 1 and page["items"][2]["node_runs"]["pending"] == 3

@@ -72,6 +72,13 @@ def test_it_resumes_an_escalated_run_through_the_api_until_it_ends(demo, api):
     started = api.author.post("/api/executions", {"workflow_id": "release_review", "input": {"topic": "v2.0"}})
     assert started.status_code == 201, started.json()
     execution_id = started.json()["execution_id"]
+    # An approver approves the draft at the gate, through the API too.
+    record = poll(api.viewer, execution_id, ("waiting", "escalated", *ENDED), demo)
+    assert record["status"] == "waiting", (record["ended_reason"], demo.logs())
+    gate = next(run for run in record["node_runs"] if run["status"] == "waiting")
+    decided = api.approver.post(f"/api/executions/{execution_id}/node-runs/{gate['node_run_id']}/decision",
+                                {"decision": "approve"})
+    assert decided.status_code == 200, decided.json()
     # Publishing fails, is retried, falls back; the compliance check then fails and escalates.
     record = poll(api.viewer, execution_id, ("escalated", *ENDED), demo)
     assert record["status"] == "escalated", (record["ended_reason"], demo.logs())

@@ -110,8 +110,8 @@ def test_it_compares_two_runs_node_run_by_node_run(two_runs):
     assert comparison["counts"] == {"pairs": {"same": 1, "differs": 1, "only_a": 0, "only_b": 1},
                                     "nodes": {"same": 1, "differs": 1, "only_a": 0, "only_b": 1}}
     for side in ("a", "b"):
-        assert [node["id"] for node in comparison["graphs"][side]["nodes"]] == ["draft", "review", "publish",
-                                                                               "compliance"]
+        assert [node["id"] for node in comparison["graphs"][side]["nodes"]] == ["draft", "review", "approve",
+                                                                               "publish", "compliance"]
     assert comparison["workflow"]["workflow_id"] == "release_review"
 
 
@@ -282,5 +282,5 @@ def test_each_run_is_drawn_as_the_version_of_the_workflow_it_ran():
     old = make_run("exec_old", [node_run("draft")], workflow_version=first)
     new = make_run("exec_new", [node_run("draft")], workflow_version=second)
     graphs = execution_comparison(old, new)["graphs"]
-    assert [node["id"] for node in graphs["a"]["nodes"]] == ["draft", "review", "publish", "compliance"]
-    assert [node["id"] for node in graphs["b"]["nodes"]] == ["draft", "review", "publish"]
+    assert [node["id"] for node in graphs["a"]["nodes"]] == ["draft", "review", "approve", "publish", "compliance"]
+    assert [node["id"] for node in graphs["b"]["nodes"]] == ["draft", "review", "approve", "publish"]

@@ -8,7 +8,7 @@ import pytest
 from agents.models import Agent, DeriveRequest
 from executions.models import Evaluation
 from executions.services import execution_resume, execution_start
-from tests.executions.conftest import wait_for
+from tests.executions.conftest import approve_gate, wait_for
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.integration
@@ -41,6 +41,7 @@ def test_it_evaluates_runs_raises_requests_and_derives_the_approved_child_on_a_w
 
     review = wait_for(execution_start(workflow=Workflow.objects.get(workflow_id="release_review"),
                                       input={"topic": "v2.0"}), workers=demo)
+    review = wait_for(approve_gate(review), statuses=("escalated", "failed", "success"), workers=demo)
     assert review.status == "escalated"  # the compliance node needs the legal_database tool
     execution_resume(execution=review, output={"compliant": True, "by": "a person"})
     assert wait_for(review, statuses=("success", "failed"), workers=demo).status == "success"

@@ -10,7 +10,7 @@ from executions.models import Evaluation, Execution, ThoughtSearch
 from executions.services import execution_abort, execution_start
 from workflows.models import Workflow
 
-from tests.executions.conftest import drain
+from tests.executions.conftest import approve_gate, drain
 from tests.workflow_edits import edit_workflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -75,7 +75,7 @@ def test_it_leaves_runs_that_have_not_ended_and_cancelled_ones_alone():
 
 def test_it_marks_a_run_that_misses_its_gate_and_names_the_score():
     edit_workflow("release_review", lambda document: document["evaluation"].update(quality_gate={"completeness": 1.0}))
-    execution = run("release_review", topic="v2")
+    execution = drain(approve_gate(run("release_review", topic="v2")))
     assert execution.status == "escalated"  # the compliance node needs a tool nobody has
     execution_abort(execution=execution)
     evaluation = execution_evaluate(execution_pk=execution.pk)
@@ -199,7 +199,7 @@ def test_a_run_that_failed_never_meets_its_gate_whatever_its_scores():
     from executions.page_selectors import gate_summary
 
     edit_workflow("release_review", lambda document: document["evaluation"].update(quality_gate={"overall_score": 0.0}))
-    execution = run("release_review", topic="v2")
+    execution = drain(approve_gate(run("release_review", topic="v2")))
     execution_abort(execution=execution)  # escalated, then aborted: the run failed
     evaluation = execution_evaluate(execution_pk=execution.pk)
     execution.refresh_from_db()

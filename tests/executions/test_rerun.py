@@ -138,7 +138,7 @@ def test_a_par_rerun_runs_only_the_chosen_node():
 
 def test_a_state_machine_rerun_starts_at_a_step_of_the_recorded_path_with_the_state_of_that_step():
     source = run("release_review", topic="the 2.0 release")
-    assert source.status in ("success", "escalated"), source.ended_reason
+    assert source.status == "waiting", source.ended_reason  # at the gate before publishing: a re-run may start
     path = [r.node_id for r in runs(source) if r.kind == "first"]
     assert path[:3] == ["draft", "review", "draft"]
 

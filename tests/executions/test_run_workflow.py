@@ -11,7 +11,7 @@ from django.core.management.base import CommandError
 from core.documents import import_documents
 from executions.models import Execution
 from executions.services import execution_abort, execution_retry, execution_start
-from tests.executions.conftest import ROOT, database_url, wait_for
+from tests.executions.conftest import ROOT, approve_gate, database_url, wait_for
 from workflows.models import Workflow
 from tests.workflow_edits import store_as_before
 
@@ -53,7 +53,7 @@ def test_it_exits_2_on_bad_input(demo, arguments, message):
 
 def test_it_exits_1_when_the_run_does_not_succeed(demo):
     demo.start(1)
-    with pytest.raises(CommandError, match="ended escalated") as caught:
+    with pytest.raises(CommandError, match="is waiting for a decision at the gates approve") as caught:
         call_command("run_workflow", "release_review", "--input", '{"topic": "x"}', "--wait", "--timeout", "120",
                      stdout=open("/dev/null", "w"))
     assert caught.value.returncode == 1
@@ -63,6 +63,7 @@ def test_it_retries_or_aborts_an_escalated_run(demo):
     demo.start(1)
     workflow = Workflow.objects.get(workflow_id="release_review")
     execution = wait_for(execution_start(workflow=workflow, input={"topic": "a"}), workers=demo)
+    execution = wait_for(approve_gate(execution), statuses=("escalated", "failed", "success"), workers=demo)
     assert execution.status == "escalated"
     execution_retry(execution=execution)
     execution = wait_for(execution, statuses=("escalated", "failed", "success"), workers=demo, timeout=60)

@@ -7,7 +7,7 @@ from core.documents import import_documents
 from core.errors import WorkflowInvalid
 from executions.models import Execution
 from executions.services import execution_resume, execution_start
-from tests.executions.conftest import wait_for
+from tests.executions.conftest import approve_gate, wait_for
 from workflows.models import Workflow
 from tests.workflow_edits import edit_workflow, store_as_before
 
@@ -63,14 +63,17 @@ def test_it_runs_independent_dag_nodes_in_parallel_and_compresses_with_a_shared_
 def test_it_follows_the_state_machine_retries_falls_back_escalates_and_resumes(demo):
     demo.start(1)
     execution = wait_for(start("release_review", topic="v2.0"), workers=demo)
+    assert execution.status == "waiting", execution.ended_reason  # at the gate before publishing
+    execution = wait_for(approve_gate(execution), statuses=("escalated", "failed", "success"), workers=demo)
     assert execution.status == "escalated", execution.ended_reason
     trail = [(r.node_id, r.kind, r.agent.agent_id, r.status) for r in runs(execution)]
-    assert trail[:4] == [("draft", "first", "Drafter", "success"), ("review", "first", "Reviewer", "success"),
-                         ("draft", "first", "Drafter", "success"), ("review", "first", "Reviewer", "success")]
-    assert trail[4:8] == [("publish", "first", "Publisher", "failed"), ("publish", "retry", "Publisher", "failed"),
+    assert trail[:5] == [("draft", "first", "Drafter", "success"), ("review", "first", "Reviewer", "success"),
+                         ("draft", "first", "Drafter", "success"), ("review", "first", "Reviewer", "success"),
+                         ("approve", "first", "Release_Manager", "success")]
+    assert trail[5:9] == [("publish", "first", "Publisher", "failed"), ("publish", "retry", "Publisher", "failed"),
                           ("publish", "retry", "Publisher", "failed"),
                           ("publish", "fallback", "Backup_Publisher", "success")]
-    assert trail[8:] == [("compliance", "first", "Compliance_Checker", "failed"),
+    assert trail[9:] == [("compliance", "first", "Compliance_Checker", "failed"),
                          ("compliance", "fallback", "Backup_Publisher", "failed")]
     review = runs(execution, node_id="review")[0]
     assert review.decision["node_id"] == "draft" and review.decision["condition_value"] is True

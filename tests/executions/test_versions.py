@@ -9,7 +9,7 @@ from django.core.management.base import CommandError
 from core.errors import DocumentError
 from executions.models import Execution
 from executions.services import execution_start
-from tests.executions.conftest import wait_for
+from tests.executions.conftest import approve_gate, wait_for
 from tests.workflow_edits import edit_workflow
 from workflows.models import Workflow
 
@@ -50,6 +50,7 @@ def test_a_run_pinned_to_version_2_runs_version_2_while_the_workflow_is_at_versi
         "version 2's draft reads the review's feedback"
 
     latest = wait_for(execution_start(workflow=workflow, input={"topic": "v4"}), workers=demo)
+    latest = wait_for(approve_gate(latest), statuses=("escalated", "failed", "success"), workers=demo)
     assert latest.workflow_version.number == 4
     assert latest.ended_reason != pinned.ended_reason and latest.node_runs.filter(node_id="publish").exists()
     for draft in latest.node_runs.filter(node_id="draft"):

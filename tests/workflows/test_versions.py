@@ -39,15 +39,19 @@ def edit_three_times():
         document["limits"] = {"max_steps": 5, "max_wall_seconds": 60}
         document["evaluation"] = {"judge_agent": None, "quality_gate": {"completeness": 0.5}}
 
+    def node(document, node_id):
+        return next(node for node in document["nodes"] if node["id"] == node_id)
+
     def nodes(document):
         document["nodes"][0]["layout"] = {"x": 300, "y": 40}
         document["nodes"][1]["input_mapping"] = {"draft": "$.state.draft", "topic": "$.input.topic"}
+        node(document, "approve")["gate"] = {"prompt": "Publish?", "deciders": {"users": ["ada"]}}
         document["nodes"] = [node for node in document["nodes"] if node["id"] != "compliance"]
         document["transitions"] = [t for t in document["transitions"] if t["to"] != "compliance"]
 
     def transitions(document):
         document["transitions"][1]["condition"] = "output.verdict == 'revise'"
-        document["nodes"][2]["compress"] = True
+        node(document, "publish")["compress"] = True
 
     assert [save("release_review", change) for change in (settings, nodes, transitions)] == ["updated"] * 3
 
@@ -63,7 +67,7 @@ def test_a_workflow_edited_three_times_has_four_versions_with_who_and_when(demo)
     assert [v.created_by for v in versions] == ["demo", "ada", "ada", "ada"]
     assert versions[-1].document == workflow_document(Workflow.objects.get(pk=workflow.pk))
     assert versions[1].document["limits"] == {"max_steps": 5, "max_wall_seconds": 60}
-    assert [n["id"] for n in versions[2].document["nodes"]] == ["draft", "review", "publish"]
+    assert [n["id"] for n in versions[2].document["nodes"]] == ["draft", "review", "approve", "publish"]
     assert save("release_review", lambda document: None) == "unchanged"
     assert workflow.versions.count() == 4, "a save that changes nothing adds no version"
 
@@ -114,6 +118,7 @@ def test_everyone_signed_in_lists_reads_and_compares_versions(api, demo):
     assert diff["nodes"]["removed"] == ["compliance"]
     assert diff["nodes"]["changed"] == [{"id": "draft", "fields": ["layout"]},
                                         {"id": "review", "fields": ["input_mapping"]},
+                                        {"id": "approve", "fields": ["gate"]},
                                         {"id": "publish", "fields": ["compress"]}]
     assert [(t["from"], t["to"]) for t in diff["transitions"]["removed"]] == [("publish", "compliance")]
     assert [(t["from"], t["to"], t["fields"]) for t in diff["transitions"]["changed"]] == [

@@ -3,7 +3,7 @@ import json
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from executions.selectors import gate_summary
+from executions.selectors import pending_gate
 from executions.services import gates_pending
 
 BAD_INPUT = 2
@@ -24,4 +24,4 @@ class Command(BaseCommand):
             if person is None:
                 raise CommandError(f"no user is named {user!r}", returncode=BAD_INPUT)
         runs = gates_pending(user=person)
-        self.stdout.write(json.dumps([gate_summary(run) for run in runs], ensure_ascii=False, indent=2))
+        self.stdout.write(json.dumps([pending_gate(run) for run in runs], ensure_ascii=False, indent=2))
