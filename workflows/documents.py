@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.errors import DocumentError
 from workflows.models import Blueprint, Workflow
 
 
@@ -70,6 +71,13 @@ def workflow_document(workflow: Workflow) -> dict[str, Any]:
 
 
 def task_chain_document(workflow: Workflow) -> dict[str, Any]:
+    """The §7.1 task chain of a workflow that one can hold: a `seq` of tasks, each an agent and
+    its input. A workflow with more (transitions, gates, error handling …) is refused, naming
+    what the chain would drop, rather than exported as a chain that runs differently."""
+    dropped = _not_in_a_task_chain(workflow_document(workflow))
+    if dropped:
+        raise DocumentError(f"workflow '{workflow.workflow_id}' cannot be written as a task chain, which would drop "
+                            f"{'; '.join(dropped)}: export it as a workflow", where="task_chain")
     chain = []
     for node in workflow.nodes.select_related("agent").all():
         task: dict[str, Any] = {"task_id": node.node_id, "agent": node.agent.agent_id}
@@ -86,6 +94,22 @@ def task_chain_document(workflow: Workflow) -> dict[str, Any]:
         document["name"] = workflow.name
     document["task_chain"] = chain
     return document
+
+
+def _not_in_a_task_chain(document: dict[str, Any]) -> list[str]:
+    """What of a workflow document a task chain cannot hold (a node's layout is only where it is drawn)."""
+    defaults = {"error_handling": {"retry_count": 0, "fallback_agent": None, "escalate_to": None},
+                "limits": {"max_steps": Workflow._meta.get_field("max_steps").default,
+                           "max_wall_seconds": Workflow._meta.get_field("max_wall_seconds").default},
+                "domain": "", "evaluation": {"judge_agent": None, "quality_gate": None}}
+    dropped = [f"its topology '{document['topology']}'"] if document["topology"] != "seq" else []
+    dropped += ["its transitions"] if document["transitions"] else []
+    dropped += [f"its {key}" for key, value in defaults.items() if document[key] != value]
+    for node in document["nodes"]:
+        kept = {"id", "agent_ref", "input_mapping", "output_schema", "layout", "compress_model", "compress_ratio"}
+        extra = [key for key, value in node.items() if key not in kept and value not in (None, {}, False)]
+        dropped += [f"node '{node['id']}' {key}" for key in extra]
+    return dropped
 
 
 def blueprint_document(blueprint: Blueprint) -> dict[str, Any]:

@@ -306,3 +306,13 @@ def test_a_gate_is_a_persons_step_not_its_stand_in_agents_work(ana):
     evaluated = set(Evaluation.objects.filter(execution=execution, target_type="agent").values_list("target_id",
                                                                                                      flat=True))
     assert "Drafter" in evaluated and "Release_Manager" not in evaluated
+
+
+def test_a_gated_workflow_is_never_exported_as_a_task_chain_that_would_drop_its_gate():
+    from core.documents import export_document
+
+    with pytest.raises(DocumentError) as refused:
+        export_document("task_chain", "release_review")
+    message = str(refused.value)
+    assert "cannot be written as a task chain, which would drop its topology 'state_machine'; its transitions" in message
+    assert "node 'approve' gate" in message and refused.value.where == "task_chain"
