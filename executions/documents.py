@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.backends.metering import usd
 from core.jsonutil import iso
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.schemas import ExecutionDocument, ExecutionResult
@@ -92,6 +93,9 @@ def node_run_record(run: NodeRun, *, with_id: bool = False) -> dict[str, Any]:
         "reused_from": run.reused_from_id,
         "gate": run.gate,
         "decide_by": iso(run.decide_by),
+        "calls": run.calls,
+        "cost": usd(run.cost),
+        "cost_complete": run.cost_complete,
         "prompt": run.prompt,
         "output": run.output,
     }
@@ -117,5 +121,8 @@ def execution_record(execution: Execution, *, node_run_ids: bool = False) -> dic
         "rerun": execution.rerun,
         "trial": execution.trial,
         "reruns": list(execution.reruns.order_by("created_at", "id").values_list("execution_id", flat=True)),
+        "cost": usd(execution.cost),
+        "cost_complete": execution.cost_complete,
+        "calls": execution.calls,
         "node_runs": runs,
     }

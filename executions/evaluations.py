@@ -25,10 +25,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from agents.backends import BackendError, BackendRequest, get_backend
+from agents.backends.metering import calling, metered
 from agents.models import Agent
 from engine.evaluation import (
     SCORES, Check, Policy, RunFact, Scored, Verdict, aggregate, gate_failures, score_run, verdict_of,
@@ -71,7 +72,8 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
     # The judge the run's version names, as it is now (editing an agent bumps only the
     # workflows it is a node of, so the graph's copy may be older).
     judge = graph.settings.judge_agent and Agent.objects.filter(pk=graph.settings.judge_agent.pk).first()
-    verdict, judge_problem = _judge(execution, runs, checks, judge)
+    with metered() as meter, calling("judge"):
+        verdict, judge_problem = _judge(execution, runs, checks, judge)
     policy = evaluation_policy()
     expected = _expected_nodes(graph, runs)
     wall = graph.settings.max_wall_seconds
@@ -94,6 +96,10 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
                 return stored
             evaluation = _store(scored, "execution", execution.execution_id, execution=locked,
                                 evaluation_id=_evaluation_id(f"eval_{execution.execution_id}"))
+            if meter.calls:  # the judge's calls are part of what the run cost
+                Execution.objects.filter(pk=locked.pk).update(
+                    calls=locked.calls + [call.as_dict() for call in meter.calls], cost=F("cost") + meter.cost,
+                    cost_complete=locked.cost_complete and meter.complete)
             # The agents that ran a node here: a re-run's copies are the past run's work, and a
             # gate's decision is a person's, not its stand-in agent's.
             agents = {}

@@ -74,6 +74,12 @@ class Execution(models.Model):
     # own: it does not count against `max_wall_seconds`. `paused_at`: since when, while paused.
     paused_seconds = models.FloatField(default=0)
     paused_at = models.DateTimeField(null=True, blank=True)
+    # What its model calls cost (agents/backends/metering.py), in units of 10⁻¹² USD: its node
+    # runs' and the judge's; `cost_complete` is False once a call's model had no prices.
+    cost = models.BigIntegerField(default=0)
+    cost_complete = models.BooleanField(default=True)
+    calls = models.JSONField(default=list, blank=True, help_text="The model calls made for the run outside its "
+                                                                 "node runs: the judge's")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -161,6 +167,10 @@ class NodeRun(models.Model):
     gate = models.JSONField(null=True, blank=True, help_text="A gate's run: what was asked, of whom, the data shown, "
                                                              "and the decision, who made it, when, the comment")
     decide_by = models.DateTimeField(null=True, blank=True, help_text="A waiting gate's time-out")
+    calls = models.JSONField(default=list, blank=True, help_text="Every model call: purpose, backend, model, "
+                                                                 "tokens (reported or counted), cost")
+    cost = models.BigIntegerField(default=0, help_text="Its priced calls' cost, in units of 10⁻¹² USD")
+    cost_complete = models.BooleanField(default=True, help_text="False once a call's model had no prices")
 
     class Meta:
         ordering = ["execution", "sequence", "id"]

@@ -16,6 +16,7 @@ from typing import Any
 from django.conf import settings
 
 from agents.backends import BackendError, BackendRequest, get_backend
+from agents.backends.metering import calling
 from agents.models import Agent
 from executions.compression_cache import RedisCompressionCache
 from executions.context import assemble_node_context
@@ -116,7 +117,8 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
             attempt=run.attempt, model=agent.model, max_output_tokens=agent.max_output_tokens,
         )
         try:
-            response = backend.complete(request)
+            with calling(f"batch {call + 1}/{assembly.batch_count}" if assembly.batch_count > 1 else "node"):
+                response = backend.complete(request)
         except BackendError as error:
             raise NodeFailure(str(error), code=error.code, retryable=error.retryable, record=record,
                               details=error.details) from None
@@ -136,7 +138,11 @@ def abstractive_summarizer(backend, model: str):
     of its own (the builtin): the summary is then extractive and recorded as such."""
     if not backend.abstractive:
         return None
-    return lambda text, target: backend.summarize(text, target, model=model)
+    def summarize(text: str, target: int) -> str:
+        with calling("summary"):
+            return backend.summarize(text, target, model=model)
+
+    return summarize
 
 
 def worker_name(run: NodeRun) -> str:
@@ -213,7 +219,7 @@ def compress_dependencies(node, plan, outputs, references, items, agent):
     counter = TokenCounter(agent.encoding)
     result = compression.compress_dependencies(
         texts, ratio=node.compress_ratio, model=node.compress_model, cache=COMPRESSION_CACHE,
-        compressor=compressor_for(agent, counter), counter=counter,
+        compressor=compressor_for(agent, counter, node.compress_model), counter=counter,
         model_called=compress_model_called(agent, node.compress_model),
     )
     remaining = [ref for ref in references if not (ref["ref_type"] == "task_output" and ref["task_id"] in texts)]
@@ -239,27 +245,36 @@ def as_text(output: Any) -> str:
     return json.dumps(output, ensure_ascii=False)
 
 
-def compress_model_called(agent, name: str) -> str | None:
-    """The model a compression with compress_model `name` (flash, pro) calls on the agent's
-    backend: the operator's COMPRESS_MODELS entry for that backend, else the agent's own
-    model, else the backend's default. None for the builtin, which calls no model."""
-    backend = get_backend(agent.backend)
+def compression_backend(agent, name: str):
+    """The backend and model a compression with compress_model `name` (flash, pro) calls: the
+    operators' alias of that name (a backend and a model, in SWITCHYARD_BACKENDS_FILE), else
+    on the agent's backend its COMPRESS_MODELS entry, the agent's own model or the backend's
+    default. The model is None for the builtin, which calls none."""
+    alias = settings.MODEL_ALIASES.get(name)
+    backend = get_backend(alias["backend"] if alias else agent.backend)
     if not backend.abstractive:
-        return None
+        return backend, None
+    if alias:
+        return backend, alias["model"]
     named = (settings.COMPRESS_MODELS.get(agent.backend) or {}).get(name)
-    return named or agent.model or getattr(backend, "model", "") or None
+    return backend, named or agent.model or getattr(backend, "model", "") or None
 
 
-def compressor_for(agent, counter: TokenCounter):
+def compress_model_called(agent, name: str) -> str | None:
+    return compression_backend(agent, name)[1]
+
+
+def compressor_for(agent, counter: TokenCounter, name: str):
     """The builtin compresses extractively; a model backend is asked for a summary of
-    `ratio` of the text's tokens with the model compress_model_called names."""
-    backend = get_backend(agent.backend)
+    `ratio` of the text's tokens (compression_backend says which backend and model)."""
+    backend, _ = compression_backend(agent, name)
     if not backend.abstractive:
         return compression.extractive_compressor(counter)
 
     def compress(text: str, ratio: float, model: str) -> str:
-        return backend.summarize(compression.compression_prompt(text, ratio),
-                                 max(1, int(counter.count(text) * ratio)), model=model)
+        with calling("compression"):
+            return backend.summarize(compression.compression_prompt(text, ratio),
+                                     max(1, int(counter.count(text) * ratio)), model=model)
 
     return compress
 

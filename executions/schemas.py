@@ -140,6 +140,8 @@ class ExecutionSummaryOut(Schema):
     ended_reason: str = Field(..., description="which limit or error ended the run; empty while it runs or on success")
     created_at: str
     created_by: str | None
+    cost: str = Field(..., description="USD, exact")
+    cost_complete: bool = Field(..., description="false when a call's model had no prices")
     node_runs: NodeRunCounts = Field(..., description="the run's node runs (every attempt) by status")
 
 
@@ -198,6 +200,11 @@ class NodeRunOut(Record):
                                                          "and missing, time-out; decision, decided_by, decided_at, "
                                                          "comment, timed_out once decided")
     decide_by: str | None = Field(..., description="a waiting gate's time-out")
+    calls: list[dict[str, Any]] = Field(..., description="every model call: purpose, backend, model, tokens_in, "
+                                                         "tokens_out, cached_in, usage (reported by the server, "
+                                                         "counted here, or builtin), cost (USD, null: not priced)")
+    cost: str = Field(..., description="USD, exact: the sum of its priced calls")
+    cost_complete: bool = Field(..., description="false when a call's model had no prices")
     prompt: str
     output: Any = None
 
@@ -247,6 +254,10 @@ class ExecutionOut(ExecutionDocument):
                          "the agent versions pinned (node id → version)")
     trial: bool = Field(..., description="a node tried alone: not a run of the workflow, never evaluated")
     reruns: list[str] = Field(..., description="the executions re-run from this one, oldest first")
+    cost: str = Field(..., description="USD, exact: its node runs' cost and the judge's")
+    cost_complete: bool = Field(..., description="false when a call's model had no prices")
+    calls: list[dict[str, Any]] = Field(..., description="model calls made for the run outside its node runs: the "
+                                                         "judge's")
     node_runs: list[NodeRunOut]
 
 

@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, QuerySet
 from django.urls import reverse
 
+from agents.backends.metering import usd
 from core.errors import DocumentError, NotFound
 from core.jsonutil import iso
 from executions.documents import evaluation_document, execution_record, node_run_record, thought_tree_document
@@ -66,7 +67,7 @@ def executions_list(*, workflow: str | None = None, status: str | None = None,
     if before:
         executions = executions.filter(started_at__lt=before)
     rows = executions.values("pk", "execution_id", "workflow__workflow_id", "status", "started_at", "completed_at",
-                             "ended_reason", "created_at", "created_by__username")
+                             "ended_reason", "created_at", "created_by__username", "cost", "cost_complete")
     return Rendered(rows, _summaries)
 
 
@@ -87,6 +88,8 @@ def _summaries(rows: list[dict]) -> list[dict[str, Any]]:
             "ended_reason": row["ended_reason"],
             "created_at": iso(row["created_at"]),
             "created_by": row["created_by__username"],
+            "cost": usd(row["cost"]),
+            "cost_complete": row["cost_complete"],
             "node_runs": counts[row["pk"]],
         }
         for row in rows

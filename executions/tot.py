@@ -33,6 +33,7 @@ import json
 from typing import Any, Callable
 
 from agents.backends import BackendError, BackendRequest, get_backend
+from agents.backends.metering import calling
 from agents.models import Agent
 from core.errors import DocumentError
 from engine.context.errors import RefError
@@ -210,7 +211,8 @@ class RoleCalls:
                 model=agent.model, max_output_tokens=agent.max_output_tokens,
             )
             try:
-                response = get_backend(agent.backend).complete(request)
+                with calling(f"tot {role}"):
+                    response = get_backend(agent.backend).complete(request)
             except BackendError as error:
                 if role == "evaluator" and error.code == "TIMEOUT":
                     raise TimeoutError(str(error)) from None  # the search's EVALUATION_TIMEOUT

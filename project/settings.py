@@ -369,8 +369,26 @@ LOGGING = {
 
 # LLM backends are defined by operators here, never by workflow authors: an agent names
 # one of these. `builtin` is the deterministic, offline engine shipped with Switchyard.
+# SWITCHYARD_BACKENDS_FILE names a TOML file of any number of named backends, compress_model
+# aliases and model catalogue overrides (agents/backends/config.py); the variables below
+# add an `openai` and a `command` backend without a file.
 LLM_BACKENDS: dict[str, dict] = {"builtin": {"kind": "builtin"}}
+MODEL_ALIASES: dict[str, dict] = {}  # compress_model name → {"backend", "model"}
+MODEL_OVERRIDES: dict[str, dict] = {}  # model id → context_window, max_output, encoding, prices
+if os.environ.get("SWITCHYARD_BACKENDS_FILE"):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from agents.backends.config import BackendsFileError, read_backends_file
+
+    try:
+        _backends_file = read_backends_file(os.environ["SWITCHYARD_BACKENDS_FILE"])
+    except BackendsFileError as _error:
+        raise ImproperlyConfigured(f"SWITCHYARD_BACKENDS_FILE {_error}") from None
+    LLM_BACKENDS.update(_backends_file["backends"])
+    MODEL_ALIASES, MODEL_OVERRIDES = _backends_file["aliases"], _backends_file["models"]
 if os.environ.get("OPENAI_BASE_URL"):
+    if "openai" in LLM_BACKENDS:
+        raise ValueError("OPENAI_BASE_URL defines the backend 'openai', which SWITCHYARD_BACKENDS_FILE defines too")
     LLM_BACKENDS["openai"] = {
         "kind": "openai_compatible",
         "base_url": os.environ["OPENAI_BASE_URL"],
@@ -389,6 +407,8 @@ if os.environ.get("COMMAND_BACKEND_ARGV"):
         _command_argv = None
     if not (isinstance(_command_argv, list) and _command_argv and all(isinstance(a, str) and a for a in _command_argv)):
         raise ValueError("COMMAND_BACKEND_ARGV must be a JSON list of non-empty strings, e.g. [\"llm\", \"-m\", \"gpt-4o\"]")
+    if "command" in LLM_BACKENDS:
+        raise ValueError("COMMAND_BACKEND_ARGV defines the backend 'command', which SWITCHYARD_BACKENDS_FILE defines too")
     LLM_BACKENDS["command"] = {
         "kind": "command",
         "argv": _command_argv,

@@ -27,6 +27,7 @@ from engine.tot.messages import check_message, make_message
 from engine.tokens import TokenCounter, get_encoding
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
+from .metering import record_call
 
 ENCODING = "cl100k_base"
 
@@ -581,14 +582,10 @@ class BuiltinBackend(Backend):
             )
         output = perform(request)
         text = output_text(output)
-        return BackendResponse(
-            output=output,
-            tokens_in=count_tokens(request.system_prompt) + count_tokens(request.prompt),
-            tokens_out=count_tokens(text),
-            backend=self.name,
-            model="builtin",
-            text=text,
-        )
+        tokens_in, tokens_out = count_tokens(request.system_prompt) + count_tokens(request.prompt), count_tokens(text)
+        record_call(backend=self.name, model="builtin", tokens_in=tokens_in, tokens_out=tokens_out, usage="builtin")
+        return BackendResponse(output=output, tokens_in=tokens_in, tokens_out=tokens_out, backend=self.name,
+                               model="builtin", text=text)
 
     def summarize(self, text: str, target_tokens: int, *, model: str = "") -> str:
         """An extractive summary (the builtin writes nothing of its own)."""

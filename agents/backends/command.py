@@ -22,6 +22,7 @@ import subprocess
 from typing import Any
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
+from .metering import record_call
 from .builtin import count_tokens
 from .openai import parse_reply, summary_instruction, summary_text
 
@@ -61,18 +62,16 @@ class CommandBackend(Backend):
             "SWITCHYARD_MODEL": model,
             "SWITCHYARD_MAX_OUTPUT_TOKENS": str(request.max_output_tokens),
         })
-        return BackendResponse(
-            output=parse_reply(stdout),
-            tokens_in=count_tokens(stdin),
-            tokens_out=count_tokens(stdout),
-            backend=self.name,
-            model=model or self.name,
-            text=stdout,
-        )
+        tokens_in, tokens_out = count_tokens(stdin), count_tokens(stdout)
+        record_call(backend=self.name, model=model, tokens_in=tokens_in, tokens_out=tokens_out, usage="counted")
+        return BackendResponse(output=parse_reply(stdout), tokens_in=tokens_in, tokens_out=tokens_out,
+                               backend=self.name, model=model or self.name, text=stdout)
 
     def summarize(self, text: str, target_tokens: int, *, model: str = "") -> str:
-        stdout = self.run(f"{summary_instruction(target_tokens)}\n\n{text}",
-                          {"SWITCHYARD_MODEL": model or self.model, "SWITCHYARD_TASK": "summarize"})
+        stdin = f"{summary_instruction(target_tokens)}\n\n{text}"
+        stdout = self.run(stdin, {"SWITCHYARD_MODEL": model or self.model, "SWITCHYARD_TASK": "summarize"})
+        record_call(backend=self.name, model=model or self.model, tokens_in=count_tokens(stdin),
+                    tokens_out=count_tokens(stdout), usage="counted")
         return summary_text(stdout)
 
     def environment(self, extra: dict[str, str]) -> dict[str, str]:

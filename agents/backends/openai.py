@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
 from .builtin import count_tokens
+from .metering import Call, record_call
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)\n?```", re.S)
 
@@ -122,6 +123,11 @@ def _server_message(body: bytes) -> str:
     return text[:500]
 
 
+def _count(value: Any) -> int | None:
+    """A token count as the server wrote it, or None when it is not one."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def _is_timeout(error: BaseException) -> bool:
     if isinstance(error, (TimeoutError, socket.timeout)):
         return True
@@ -152,35 +158,24 @@ class OpenAICompatibleBackend(Backend):
         if request.system_prompt:
             messages.append({"role": "system", "content": request.system_prompt})
         messages.append({"role": "user", "content": request.prompt})
-        data, content = self.chat(messages, model=request.model, max_tokens=request.max_output_tokens)
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        tokens_in = usage.get("prompt_tokens")
-        tokens_out = usage.get("completion_tokens")
-        if not isinstance(tokens_in, int) or isinstance(tokens_in, bool):
-            tokens_in = count_tokens(request.system_prompt) + count_tokens(request.prompt)
-        if not isinstance(tokens_out, int) or isinstance(tokens_out, bool):
-            tokens_out = count_tokens(content)
-        return BackendResponse(
-            output=parse_reply(content),
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            backend=self.name,
-            model=str(data.get("model") or request.model or self.model),
-            text=content,
-        )
+        data, content, call = self.chat(messages, model=request.model, max_tokens=request.max_output_tokens)
+        return BackendResponse(output=parse_reply(content), tokens_in=call.tokens_in, tokens_out=call.tokens_out,
+                               backend=self.name, model=call.model, text=content)
 
     def summarize(self, text: str, target_tokens: int, *, model: str = "") -> str:
         messages = [
             {"role": "system", "content": "You summarise texts faithfully and concisely."},
             {"role": "user", "content": f"{summary_instruction(target_tokens)}\n\n{text}"},
         ]
-        _, content = self.chat(messages, model=model, max_tokens=max(32, int(target_tokens * 1.5)))
+        _, content, _ = self.chat(messages, model=model, max_tokens=max(32, int(target_tokens * 1.5)))
         return summary_text(content)
 
     # ------------------------------------------------------------------ HTTP
 
-    def chat(self, messages: list[dict], *, model: str = "", max_tokens: int | None = None) -> tuple[dict, str]:
-        """(the response body, the first choice's content) of one chat completion."""
+    def chat(self, messages: list[dict], *, model: str = "", max_tokens: int | None = None) -> tuple[dict, str, Call]:
+        """(the response body, the first choice's content, the call as metered) of one chat
+        completion. Its tokens are the server's `usage`; where it reports none, they are
+        counted here and the call says so."""
         chosen = model or self.model
         if not chosen:
             raise BackendError(f"backend {self.name!r} has no default model and the agent names none",
@@ -199,7 +194,17 @@ class OpenAICompatibleBackend(Backend):
             content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
         if not isinstance(content, str):
             raise BackendError(f"{self.name}: the reply has no text content", code="BAD_RESPONSE", retryable=True)
-        return data, content
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        tokens_in, tokens_out = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+        details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
+        reported = tokens_in is not None and tokens_out is not None
+        if not reported:
+            tokens_in = sum(count_tokens(str(message.get("content", ""))) for message in messages)
+            tokens_out = count_tokens(content)
+        call = record_call(backend=self.name, model=str(data.get("model") or chosen), tokens_in=tokens_in,
+                           tokens_out=tokens_out, cached_in=(reported and _count(details.get("cached_tokens"))) or 0,
+                           usage="reported" if reported else "counted")
+        return data, content, call
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "switchyard"}

@@ -15,9 +15,10 @@ from contextlib import contextmanager
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
+from agents.backends.metering import Meter, metered
 from agents.documents import agent_as_of
 from agents.models import Agent
 from core.states import claim_row, transition
@@ -89,23 +90,23 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
         # Pinned by a re-run or a trial (or the agent has changed since the run was made):
         # the run does what its recorded version says.
         run.agent = agent_as_of(run.agent, run.agent_version)
-    with heartbeat(run.pk, claim):
+    with heartbeat(run.pk, claim), metered() as meter:  # every model call the node makes, with its cost
         try:
             performed = nodes.perform(run, graph, node)
         except SoftTimeLimitExceeded:  # raised by Celery wherever the node was; the worker goes on
             limit = settings.NODE_SOFT_TIME_LIMIT_SECONDS
             _node_failed(run, claim, _time_limit_failure(
-                f"the node did not finish within the node time limit of {limit:g} s and was stopped"))
+                f"the node did not finish within the node time limit of {limit:g} s and was stopped"), meter)
             return "failed"
         except runner.NodeFailure as failure:
-            _node_failed(run, claim, failure)
+            _node_failed(run, claim, failure, meter)
             return "failed"
         except Exception as error:  # a defect must fail the node visibly, not leave it running
             logger.exception("node run %s failed unexpectedly", run.pk)
             _node_failed(run, claim, runner.NodeFailure(f"{type(error).__name__}: {error}", code="INTERNAL_ERROR",
-                                                        retryable=False))
+                                                        retryable=False), meter)
             return "failed"
-    _node_succeeded(run, claim, performed, node)
+    _node_succeeded(run, claim, performed, node, meter)
     return "success"
 
 
@@ -117,27 +118,44 @@ def _claim(node_run_id: int, claim: str, now) -> NodeRun | None:
                      started_at=now, heartbeat_at=now)
 
 
-def _locked_for_result(execution: Execution) -> Execution:
+def _locked_for_result(execution: Execution, charge: dict | None = None) -> Execution:
     """Lock a running execution's row before storing a node's result, by touching it: one
-    UPDATE that also says it is still running, instead of reading the row again. Its
-    state is read again only in workflows whose nodes write it (output_mapping): in the
-    others it stays `{}`. An execution no longer running is read again whole."""
+    UPDATE that also says it is still running and adds the node's cost (`charge`), instead
+    of reading the row again. Its state is read again only in workflows whose nodes write
+    it (output_mapping): in the others it stays `{}`. An execution no longer running is read
+    again whole."""
+    charge = charge or {}
     running = Execution.objects.filter(pk=execution.pk, status=Execution.Status.RUNNING)
-    if not Execution.workflow.is_cached(execution) or running.update(updated_at=timezone.now()) != 1:
-        return _locked(execution)
+    if not Execution.workflow.is_cached(execution) or running.update(updated_at=timezone.now(), **charge) != 1:
+        execution = _locked(execution)
+        if charge:
+            Execution.objects.filter(pk=execution.pk).update(**charge)
+        return execution
     if execution_graph(execution).writes_state:
         execution.state = running.values_list("state", flat=True).get()
     return execution
 
 
-def _node_succeeded(run: NodeRun, claim: str, performed, node) -> None:
+def _metered(meter: Meter | None) -> tuple[dict, dict]:
+    """The node run's fields for the calls `meter` recorded, and what they add to its execution."""
+    if meter is None or not meter.calls:
+        return {}, {}
+    charge = {"cost": models.F("cost") + meter.cost} if meter.cost else {}
+    if not meter.complete:
+        charge["cost_complete"] = False
+    return ({"calls": [call.as_dict() for call in meter.calls], "cost": meter.cost, "cost_complete": meter.complete},
+            charge)
+
+
+def _node_succeeded(run: NodeRun, claim: str, performed, node, meter: Meter | None = None) -> None:
     ended = timezone.now()
+    calls, charge = _metered(meter)
     with transaction.atomic():
-        execution = _locked_for_result(run.execution)
+        execution = _locked_for_result(run.execution, charge)
         stored = transition(
             NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.SUCCESS,
             output=performed.output, completed_at=ended,
-            duration_ms=_ms(run.started_at, ended), **_fields(performed.record))
+            duration_ms=_ms(run.started_at, ended), **_fields(performed.record), **calls)
         if stored != 1:
             return  # cancelled, or swept and given to another worker: that one's result counts
         run.status, run.output = NodeRun.Status.SUCCESS, performed.output
@@ -145,15 +163,18 @@ def _node_succeeded(run: NodeRun, claim: str, performed, node) -> None:
         _advance(execution, completed=run)
 
 
-def _node_failed(run: NodeRun, claim: str, failure) -> None:
+def _node_failed(run: NodeRun, claim: str, failure, meter: Meter | None = None) -> None:
     ended = timezone.now()
+    calls, charge = _metered(meter)
     with transaction.atomic():
         execution = _locked(run.execution)
+        if charge:
+            Execution.objects.filter(pk=execution.pk).update(**charge)
         stored = transition(
             NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.FAILED,
             error=str(failure), error_code=failure.code, completed_at=ended,
             error_details=getattr(failure, "details", None),
-            duration_ms=_ms(run.started_at, ended), **_fields(failure.record))
+            duration_ms=_ms(run.started_at, ended), **_fields(failure.record), **calls)
         if stored != 1 or execution.status != Execution.Status.RUNNING:
             return
         run.refresh_from_db()

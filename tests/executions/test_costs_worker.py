@@ -1,0 +1,103 @@
+"""What a run cost, on a real worker: the demo chain served by two named OpenAI-compatible
+backends (two loopback servers that report usage), every call recorded with the backend and
+model that served it, and every cost recomputed here from the catalogue's prices and the
+usage the servers reported; node costs sum to the run's cost exactly."""
+from decimal import Decimal
+
+import pytest
+
+from agents.documents import agent_document
+from agents.models import Agent
+from agents.services import agent_import_document
+from executions.services import execution_start
+from tests.agents.backends.chat_server import ChatServer
+from tests.executions.conftest import wait_for
+from workflows.models import Workflow
+
+pytestmark = pytest.mark.integration
+
+HOSTED_USAGE = {"prompt_tokens": 1234, "completion_tokens": 56, "prompt_tokens_details": {"cached_tokens": 1000}}
+LOCAL_USAGE = {"prompt_tokens": 4321, "completion_tokens": 65}
+
+
+def reply_for(body):
+    """A reply each agent of the chain accepts, told apart by its system prompt."""
+    system = body["messages"][0]["content"]
+    if system.startswith("You check each claim"):  # the validator
+        return {"validation_results": [{"atom_id": "a1", "valid": True}]}
+    if system.startswith("You integrate"):  # the knowledge vault
+        return {"integrated": 1}
+    return {"atoms": [{"atom_id": "a1", "atom_type": "claim", "content": "A claim.", "confidence": 0.9}]}
+
+
+def move(agent_id, backend, model):
+    document = agent_document(Agent.objects.get(agent_id=agent_id))
+    agent_import_document({**document, "runtime": {**document.get("runtime", {}), "backend": backend, "model": model}},
+                          actor="test")
+
+
+@pytest.fixture
+def two_servers(tmp_path, settings, demo):
+    with ChatServer() as hosted, ChatServer() as local:
+        hosted.reply(usage=HOSTED_USAGE).respond_with(reply_for)
+        local.reply(usage=LOCAL_USAGE).respond_with(reply_for)
+        config = tmp_path / "backends.toml"
+        config.write_text(f"""
+[backends.hosted]
+kind = "openai_compatible"
+base_url = "{hosted.base_url}"
+api_key_env = "HOSTED_KEY"
+max_retries = 0
+
+[backends.local]
+kind = "openai_compatible"
+base_url = "{local.base_url}"
+max_retries = 0
+
+[models."local-llama"]
+context_window = 32768
+input_price = "0.02"
+output_price = "0.05"
+""")
+        from agents.backends.config import read_backends_file
+
+        loaded = read_backends_file(config)
+        settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, **loaded["backends"]}
+        settings.MODEL_OVERRIDES = loaded["models"]
+        demo.env.update(SWITCHYARD_BACKENDS_FILE=str(config), HOSTED_KEY="sk-hosted")
+        yield hosted, local
+
+
+def test_the_demo_chain_on_two_named_backends_costs_what_the_prices_and_usage_say(demo, two_servers):
+    hosted, local = two_servers
+    move("Scholar", "hosted", "gpt-4o-mini")
+    move("Validator", "hosted", "gpt-4o-mini")
+    move("Knowledge_Vault", "local", "local-llama")
+    demo.start(1)
+
+    execution = wait_for(execution_start(workflow=Workflow.objects.get(workflow_id="thesis_reading")),
+                         workers=demo, timeout=120)
+
+    assert execution.status == "success", (execution.ended_reason, demo.logs())
+    runs = list(execution.node_runs.order_by("sequence"))
+    served = {run.node_id: {(call["backend"], call["model"]) for call in run.calls} for run in runs}
+    assert served == {"task_scholar_001": {("hosted", "gpt-4o-mini")}, "task_validator_001": {("hosted", "gpt-4o-mini")},
+                      "task_vault_001": {("local", "local-llama")}}
+    assert hosted.requests and local.requests
+    assert all(request.header("Authorization") == "Bearer sk-hosted" for request in hosted.requests)
+    assert all(request.header("Authorization") is None for request in local.requests)
+
+    # gpt-4o-mini's published prices (per million tokens): 0.15 input, 0.075 cached input, 0.60 output.
+    hosted_call = (Decimal(234) * Decimal("0.15") + Decimal(1000) * Decimal("0.075") + Decimal(56) * Decimal("0.60")) / 10**6
+    local_call = (Decimal(4321) * Decimal("0.02") + Decimal(65) * Decimal("0.05")) / 10**6
+    total = Decimal(0)
+    for run in runs:
+        expected_call = hosted_call if run.node_id != "task_vault_001" else local_call
+        assert run.calls and all(call["usage"] == "reported" for call in run.calls)
+        assert all(Decimal(call["cost"]) == expected_call for call in run.calls), run.calls
+        assert Decimal(run.cost) / 10**12 == expected_call * len(run.calls)
+        total += expected_call * len(run.calls)
+    vault = runs[-1]
+    assert len(vault.calls) == len(local.requests)  # one call per batch, each recorded
+    assert Decimal(execution.cost) / 10**12 == total == sum(Decimal(run.cost) for run in runs) / 10**12
+    assert execution.cost_complete is True
