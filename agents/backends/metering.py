@@ -98,4 +98,4 @@ def units(cost: Decimal) -> int:
 
 def usd(cost_units: int | None) -> str | None:
     """A cost in units as an exact decimal string of dollars ("0.000048150000"); None stays None."""
-    return None if cost_units is None else str((Decimal(cost_units) / UNITS).quantize(Decimal(1) / UNITS))
+    return None if cost_units is None else f"{Decimal(cost_units) / UNITS:.12f}"

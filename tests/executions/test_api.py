@@ -118,7 +118,7 @@ def test_it_lists_runs_newest_first_with_their_node_runs_counted_by_status(api):
     assert summary == {
         "execution_id": second.execution_id, "workflow_ref": "parallel_analysis", "status": "failed",
         "started_at": summary["started_at"], "completed_at": None, "ended_reason": "node 'task_b' failed: X",
-        "created_at": summary["created_at"], "created_by": None,
+        "created_at": summary["created_at"], "created_by": None, "cost": "0.000000000000", "cost_complete": True,
         "node_runs": {"pending": 1, "running": 0, "waiting": 0, "success": 1, "failed": 1, "skipped": 0, "cancelled": 0},
     }
     assert summary["started_at"].endswith("Z") and "results" not in summary
