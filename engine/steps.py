@@ -19,6 +19,8 @@ from typing import Any, Callable, Collection
 
 from engine.conditions import evaluate_condition
 from engine.gates import TIMED_OUT
+
+BUDGET_EXCEEDED = "BUDGET_EXCEEDED"  # a call that could cross a cost limit was not made (agents/backends/metering.py)
 from engine.scheduling import DONE, Decision, Plan
 
 
@@ -32,6 +34,7 @@ class Policy:
     escalate_to: Any = None  # who takes a node that still failed; none: the run fails
     max_steps: int = 50  # a state machine's bound on the nodes it starts (it may loop)
     max_wall_seconds: float = 3600
+    on_budget: str = "fail"  # a node stopped by a cost limit fails the run, or escalates to a person
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class Outcome:
     agent: Any = None
     retryable: bool = True
     error_code: str = ""
+    error: str = ""
     output: Any = None
     gate: dict | None = None  # a gate's decision (engine/gates.py): never retried, never the fallback agent's
 
@@ -112,8 +116,16 @@ def _after_failure(plan: Plan, policy: Policy, progress: Progress, outcome: Outc
     to `retry_count`, then one attempt by the fallback agent, then a person (the run fails
     when there is no `escalate_to`); abort fails the run; skip passes over the node and goes
     on as if it were done; a node id goes there (state machines). A gate's rejection goes
-    straight to the person; its time-out with on_timeout escalate, whatever on_failure says."""
+    straight to the person; its time-out with on_timeout escalate, whatever on_failure says.
+    A node stopped by a cost limit ends the run (BUDGET_EXCEEDED, with the figures), or
+    escalates when the workflow's on_budget says so."""
     node_id, action = outcome.node_id, plan.failure_action(outcome.node_id)
+    if outcome.error_code == BUDGET_EXCEEDED:  # another attempt, or another agent, would spend more
+        reason = f"BUDGET_EXCEEDED at node '{node_id}': {outcome.error}"
+        reason = reason if len(reason) <= 200 else reason[:199] + "…"  # the node run keeps the whole text
+        if policy.on_budget == "escalate" and policy.escalate_to is not None:
+            return Step("escalate", (node_id,), agent=policy.escalate_to, reason=reason)
+        return _failed(reason)
     if outcome.error_code == TIMED_OUT:  # a gate nobody decided, on_timeout escalate: to a person, always
         action = "escalate"
     if action == "abort":

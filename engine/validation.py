@@ -63,6 +63,9 @@ def validate_workflow(document: dict[str, Any], known_agents: Iterable[str]) -> 
         agent_id = handling.get(key)
         if agent_id is not None and agent_id not in agents:
             problems.add(f"error_handling.{key}", "UNKNOWN_AGENT", f"agent '{agent_id}' does not exist")
+    if document.get("limits", {}).get("on_budget") == "escalate" and not handling.get("escalate_to"):
+        problems.add("limits.on_budget", "BUDGET_ESCALATES_TO_NOBODY",
+                     "on_budget escalate needs the workflow's error_handling.escalate_to")
     judge = document.get("evaluation", {}).get("judge_agent")
     if judge is not None and judge not in agents:
         problems.add("evaluation.judge_agent", "UNKNOWN_AGENT", f"agent '{judge}' does not exist")

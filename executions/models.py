@@ -78,6 +78,9 @@ class Execution(models.Model):
     # runs' and the judge's; `cost_complete` is False once a call's model had no prices.
     cost = models.BigIntegerField(default=0)
     cost_complete = models.BooleanField(default=True)
+    # Claimed from the run's max_cost by calls in flight (the most each may cost), released
+    # when their node run is stored: parallel nodes never spend past the limit together.
+    cost_reserved = models.BigIntegerField(default=0)
     calls = models.JSONField(default=list, blank=True, help_text="The model calls made for the run outside its "
                                                                  "node runs: the judge's")
 

@@ -61,7 +61,8 @@ def workflow_document(workflow: Workflow) -> dict[str, Any]:
             "fallback_agent": workflow.fallback_agent.agent_id if workflow.fallback_agent_id else None,
             "escalate_to": workflow.escalate_to.agent_id if workflow.escalate_to_id else None,
         },
-        "limits": {"max_steps": workflow.max_steps, "max_wall_seconds": workflow.max_wall_seconds},
+        "limits": {"max_steps": workflow.max_steps, "max_wall_seconds": workflow.max_wall_seconds,
+                   **workflow.cost_limits},
         "domain": workflow.domain,
         "evaluation": {
             "judge_agent": workflow.judge_agent.agent_id if workflow.judge_agent_id else None,

@@ -76,6 +76,9 @@ class Workflow(models.Model):
     # Limits of a run: a state machine may loop, so its steps are bounded.
     max_steps = models.PositiveIntegerField(default=50)
     max_wall_seconds = models.PositiveIntegerField(default=3600)
+    # What a run may spend on model calls: max_cost (per run) and max_node_cost (per node run),
+    # USD as decimal text, and on_budget (fail | escalate). Empty: no limit.
+    cost_limits = models.JSONField(default=dict, blank=True)
     # Evaluation (core-data-structures §7): the knowledge domain its runs work in (the
     # frequency rule counts an agent's uses per domain), an optional judge agent, and an
     # optional quality gate: score name → the minimum a run's evaluation must reach.

@@ -117,9 +117,18 @@ class ErrorHandling(Shape):
     escalate_to: str | None = None
 
 
+Dollars = Annotated[str, Field(pattern=r"^[0-9]{1,9}(\.[0-9]{1,6})?$",
+                                description="USD as decimal text, e.g. \"0.50\" (exact: never a float)")]
+
+
 class WorkflowLimits(Shape):
     max_steps: Omittable[Annotated[int, between(1, 100_000)]] = None
     max_wall_seconds: Omittable[Annotated[int, between(1, 7 * 24 * 3600)]] = None
+    max_cost: Omittable[Dollars] = Field(None, description="what a run may spend on model calls; a call that "
+                                                           "could cross it is not made (BUDGET_EXCEEDED)")
+    max_node_cost: Omittable[Dollars] = Field(None, description="the same for each node run")
+    on_budget: Omittable[Literal["fail", "escalate"]] = Field(
+        None, description="what a run whose budget is reached does: fail (the default) or escalate to a person")
 
 
 class QualityGate(Shape):

@@ -58,6 +58,9 @@ def _graph_problems(document: dict[str, Any]) -> list[dict[str, Any]]:
     return validate_workflow(document, known)
 
 
+COST_LIMITS = ("max_cost", "max_node_cost", "on_budget")
+
+
 @transaction.atomic
 def workflow_import_document(document: dict[str, Any], *, actor: str = "", source_format: str = "workflow",
                              note: str = ""):
@@ -81,6 +84,7 @@ def workflow_import_document(document: dict[str, Any], *, actor: str = "", sourc
         "escalate_to": Agent.objects.get(agent_id=handling["escalate_to"]) if handling.get("escalate_to") else None,
         "max_steps": limits.get("max_steps", defaults["max_steps"]),
         "max_wall_seconds": limits.get("max_wall_seconds", defaults["max_wall_seconds"]),
+        "cost_limits": {key: limits[key] for key in COST_LIMITS if limits.get(key) is not None},
         "source_format": source_format,
         "domain": document.get("domain", ""),
         "judge_agent": Agent.objects.get(agent_id=evaluation["judge_agent"]) if evaluation.get("judge_agent") else None,

@@ -22,7 +22,7 @@ import subprocess
 from typing import Any
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
-from .metering import record_call
+from .metering import check_call, record_call
 from .builtin import count_tokens
 from .openai import parse_reply, summary_instruction, summary_text
 
@@ -54,6 +54,7 @@ class CommandBackend(Backend):
     def complete(self, request: BackendRequest) -> BackendResponse:
         stdin = f"{request.system_prompt}\n\n{request.prompt}" if request.system_prompt else request.prompt
         model = request.model or self.model
+        check_call(backend=self.name, model=model, tokens_in=count_tokens(stdin), max_tokens=request.max_output_tokens)
         stdout = self.run(stdin, {
             "SWITCHYARD_AGENT_ID": request.agent_id,
             "SWITCHYARD_NODE_ID": request.node_id,
@@ -69,6 +70,8 @@ class CommandBackend(Backend):
 
     def summarize(self, text: str, target_tokens: int, *, model: str = "") -> str:
         stdin = f"{summary_instruction(target_tokens)}\n\n{text}"
+        check_call(backend=self.name, model=model or self.model, tokens_in=count_tokens(stdin),
+                   max_tokens=max(32, target_tokens * 2))
         stdout = self.run(stdin, {"SWITCHYARD_MODEL": model or self.model, "SWITCHYARD_TASK": "summarize"})
         record_call(backend=self.name, model=model or self.model, tokens_in=count_tokens(stdin),
                     tokens_out=count_tokens(stdout), usage="counted")

@@ -15,8 +15,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Iterator
+from typing import Callable, Iterator
 
+from agents.backends.base import BackendError
 from agents.catalogue import model_entry
 
 UNITS = Decimal(10) ** 12  # cost units per USD
@@ -39,9 +40,60 @@ class Call:
                 "cost": usd(self.cost)}
 
 
+class BudgetExceeded(BackendError):
+    """A call that could cross a cost limit, refused before it was made. Not retryable: the
+    same call would cost as much again. `details` has the figures (USD)."""
+
+    code = "BUDGET_EXCEEDED"
+
+    def __init__(self, message: str, *, details: dict):
+        super().__init__(message, code=self.code, retryable=False, details=details)
+
+
+@dataclass
+class Budget:
+    """The cost limits a meter's calls are held to, in units: `node` for its own calls, and
+    the run's (`run`), which `reserve(units)` claims from atomically (False: the run's limit
+    would be crossed), so that parallel nodes never spend past it together."""
+
+    node: int | None = None
+    run: int | None = None
+    reserve: Callable[[int], bool] | None = None
+    spent: Callable[[], int] | None = None  # what the run has spent, for the message
+
+
 class Meter:
-    def __init__(self) -> None:
+    def __init__(self, budget: Budget | None = None) -> None:
         self.calls: list[Call] = []
+        self.budget = budget
+        self.reserved = 0  # units claimed from the run's limit by this meter's calls
+
+    def check(self, backend: str, model: str, tokens_in: int, max_tokens: int | None) -> None:
+        """Refuse a call that could cross a limit: its input and the most it may write, priced."""
+        budget = self.budget
+        if budget is None or (budget.node is None and budget.run is None):
+            return
+        entry = model_entry(backend, model)
+        if not entry.priced:
+            raise BudgetExceeded(f"model '{model}' on '{backend}' has no prices in the catalogue, so a call to it "
+                                 "could cost anything: a run with a cost limit does not make it",
+                                 details={"backend": backend, "model": model})
+        most = max_tokens or entry.max_output or entry.context_window or 0
+        estimate = units(entry.cost(tokens_in, most))
+        figures = {"backend": backend, "model": model, "tokens_in": tokens_in, "max_tokens": most,
+                   "estimate": usd(estimate), "node_spent": usd(self.cost)}
+        if budget.node is not None and self.cost + estimate > budget.node:
+            raise BudgetExceeded(f"the next call (up to ${usd(estimate)}) would take the node past its max_node_cost "
+                                 f"${usd(budget.node)} (spent ${usd(self.cost)})",
+                                 details={**figures, "limit": "max_node_cost", "max_node_cost": usd(budget.node)})
+        if budget.run is not None:
+            if not budget.reserve(estimate):
+                spent = budget.spent() if budget.spent else 0
+                raise BudgetExceeded(f"the next call (up to ${usd(estimate)}) would take the run past its max_cost "
+                                     f"${usd(budget.run)} (spent ${usd(spent)})",
+                                     details={**figures, "limit": "max_cost", "max_cost": usd(budget.run),
+                                              "run_spent": usd(spent)})
+            self.reserved += estimate
 
     @property
     def cost(self) -> int:
@@ -59,9 +111,10 @@ _purpose: ContextVar[str] = ContextVar("switchyard_call_purpose", default="node"
 
 
 @contextmanager
-def metered() -> Iterator[Meter]:
-    """Record the model calls made inside (in this thread or task) on the meter yielded."""
-    meter = Meter()
+def metered(budget: Budget | None = None) -> Iterator[Meter]:
+    """Record the model calls made inside (in this thread or task) on the meter yielded, and
+    hold them to `budget`."""
+    meter = Meter(budget)
     token = _meter.set(meter)
     try:
         yield meter
@@ -77,6 +130,13 @@ def calling(purpose: str) -> Iterator[None]:
         yield
     finally:
         _purpose.reset(token)
+
+
+def check_call(*, backend: str, model: str, tokens_in: int, max_tokens: int | None) -> None:
+    """Before a call: raise BudgetExceeded if it could cross a limit of the open meter."""
+    meter = _meter.get()
+    if meter is not None:
+        meter.check(backend, model, tokens_in, max_tokens)
 
 
 def record_call(*, backend: str, model: str, tokens_in: int, tokens_out: int, cached_in: int = 0,

@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
 from .builtin import count_tokens
-from .metering import Call, record_call
+from .metering import Call, check_call, record_call
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)\n?```", re.S)
 
@@ -183,6 +183,8 @@ class OpenAICompatibleBackend(Backend):
         body: dict[str, Any] = {"model": chosen, "messages": messages}
         if max_tokens:
             body["max_tokens"] = max_tokens
+        counted_in = sum(count_tokens(str(message.get("content", ""))) for message in messages)
+        check_call(backend=self.name, model=chosen, tokens_in=counted_in, max_tokens=max_tokens)
         data = self._post(body)
         try:
             message = data["choices"][0]["message"]
@@ -199,8 +201,7 @@ class OpenAICompatibleBackend(Backend):
         details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
         reported = tokens_in is not None and tokens_out is not None
         if not reported:
-            tokens_in = sum(count_tokens(str(message.get("content", ""))) for message in messages)
-            tokens_out = count_tokens(content)
+            tokens_in, tokens_out = counted_in, count_tokens(content)
         call = record_call(backend=self.name, model=str(data.get("model") or chosen), tokens_in=tokens_in,
                            tokens_out=tokens_out, cached_in=(reported and _count(details.get("cached_tokens"))) or 0,
                            usage="reported" if reported else "counted")

@@ -76,7 +76,7 @@ def _policy(graph: Graph) -> Policy:
     return Policy(retry_count=chosen.retry_count, backoff_seconds=settings.NODE_RETRY_BACKOFF_SECONDS,
                   fallback_agent=chosen.fallback_agent and chosen.fallback_agent.pk,
                   escalate_to=chosen.escalate_to and chosen.escalate_to.pk,
-                  max_steps=chosen.max_steps, max_wall_seconds=chosen.max_wall_seconds)
+                  max_steps=chosen.max_steps, max_wall_seconds=chosen.max_wall_seconds, on_budget=chosen.on_budget)
 
 
 def _progress(execution: Execution) -> Progress:
@@ -93,7 +93,8 @@ def _progress(execution: Execution) -> Progress:
 def _outcome(run: NodeRun, retryable: bool) -> Outcome:
     decided = run.gate and run.gate.get("decision") and {key: run.gate.get(key) for key in GATE_DECISION}
     return Outcome(run.node_id, run.status, kind=run.kind, attempt=run.attempt, agent=run.agent_id,
-                   retryable=retryable, error_code=run.error_code, output=run.output, gate=decided or None)
+                   retryable=retryable, error_code=run.error_code, error=run.error, output=run.output,
+                   gate=decided or None)
 
 
 def _start_layer(execution: Execution, plan: Plan, node_ids: list[str], graph: Graph) -> None:

@@ -8,8 +8,10 @@ workflows had versions) reads the workflow as it is now."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
+from agents.backends.metering import units
 from agents.models import Agent, AgentVersion
 from core.errors import DocumentError, NotFound
 from engine.scheduling import Plan
@@ -32,6 +34,9 @@ class Settings:
     judge_agent: Agent | None
     quality_gate: dict | None
     domain: str
+    max_cost: int | None = None  # units of 10⁻¹² USD (agents/backends/metering.py); None: no limit
+    max_node_cost: int | None = None
+    on_budget: str = "fail"  # or escalate
 
 
 @dataclass(frozen=True)
@@ -124,13 +129,19 @@ def _graph(workflow: Workflow, document: dict[str, Any]) -> Graph:
         max_steps=limits.get("max_steps", Workflow._meta.get_field("max_steps").default),
         max_wall_seconds=limits.get("max_wall_seconds", Workflow._meta.get_field("max_wall_seconds").default),
         judge_agent=by_ref.get(evaluation.get("judge_agent")), quality_gate=evaluation.get("quality_gate") or None,
-        domain=document.get("domain", ""))
+        domain=document.get("domain", ""),
+        max_cost=_units(limits.get("max_cost")), max_node_cost=_units(limits.get("max_node_cost")),
+        on_budget=limits.get("on_budget") or "fail")
     shape = {"topology": document["topology"], "transitions": transitions,
              "nodes": {node["id"]: {"agent": node["agent_ref"], "input_mapping": node.get("input_mapping", {}),
                                     "depends_on": plan.dependencies(node["id"])} for node in document["nodes"]}}
     return Graph(plan, {n.node_id: n for n in nodes}, agents, versions, contracts, settings,
                  writes_state=any(n.output_mapping for n in nodes), has_gates=any(n.gate is not None for n in nodes),
                  problems=validate_workflow({**document, **checked}, set(by_ref)), shape=shape)
+
+
+def _units(dollars: str | None) -> int | None:
+    return None if dollars is None else units(Decimal(dollars))
 
 
 def run_graph(workflow: Workflow, number: int | None = None) -> tuple[WorkflowVersion | None, Graph]:

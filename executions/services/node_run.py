@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import connection, models, transaction
 from django.utils import timezone
 
-from agents.backends.metering import Meter, metered
+from agents.backends.metering import Budget, Meter, metered
 from agents.documents import agent_as_of
 from agents.models import Agent
 from core.states import claim_row, transition
@@ -90,7 +90,8 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
         # Pinned by a re-run or a trial (or the agent has changed since the run was made):
         # the run does what its recorded version says.
         run.agent = agent_as_of(run.agent, run.agent_version)
-    with heartbeat(run.pk, claim), metered() as meter:  # every model call the node makes, with its cost
+    # Every model call the node makes, with its cost, held to the run's cost limits.
+    with heartbeat(run.pk, claim), metered(_budget(execution, graph)) as meter:
         try:
             performed = nodes.perform(run, graph, node)
         except SoftTimeLimitExceeded:  # raised by Celery wherever the node was; the worker goes on
@@ -136,11 +137,31 @@ def _locked_for_result(execution: Execution, charge: dict | None = None) -> Exec
     return execution
 
 
+def _budget(execution: Execution, graph) -> Budget | None:
+    """The cost limits of the run's version, if it sets any. The run's own is claimed from
+    call by call with one conditional UPDATE (`cost_reserved`), released when the node run is
+    stored; a worker that dies mid-call leaves its claim, which errs towards stopping."""
+    limits = graph.settings
+    if limits.max_cost is None and limits.max_node_cost is None:
+        return None
+    rows = Execution.objects.filter(pk=execution.pk)
+
+    def reserve(estimate: int) -> bool:
+        within = models.Q(cost__lte=limits.max_cost - estimate - models.F("cost_reserved"))
+        return rows.filter(within).update(cost_reserved=models.F("cost_reserved") + estimate) == 1
+
+    return Budget(node=limits.max_node_cost, run=limits.max_cost, reserve=reserve if limits.max_cost is not None else None,
+                  spent=lambda: rows.values_list("cost", flat=True).get())
+
+
 def _metered(meter: Meter | None) -> tuple[dict, dict]:
-    """The node run's fields for the calls `meter` recorded, and what they add to its execution."""
-    if meter is None or not meter.calls:
+    """The node run's fields for the calls `meter` recorded, and what they add to its execution
+    (their cost; the claims they made on its max_cost, released)."""
+    if meter is None or not (meter.calls or meter.reserved):
         return {}, {}
     charge = {"cost": models.F("cost") + meter.cost} if meter.cost else {}
+    if meter.reserved:
+        charge["cost_reserved"] = models.F("cost_reserved") - meter.reserved
     if not meter.complete:
         charge["cost_complete"] = False
     return ({"calls": [call.as_dict() for call in meter.calls], "cost": meter.cost, "cost_complete": meter.complete},

@@ -156,3 +156,21 @@ def test_a_compress_model_alias_names_the_backend_and_model_a_compression_calls(
     assert (backend.name, model) == ("hosted", "gpt-4o-mini")
     backend, model = compression_backend(agent, "pro")  # no alias: the agent's own backend, the builtin
     assert (backend.name, model) == ("builtin", None)
+
+
+def test_a_meter_refuses_a_call_past_the_nodes_limit_or_to_a_model_with_no_prices(settings):
+    from agents.backends.metering import Budget, BudgetExceeded, check_call, units
+
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "hosted": {"kind": "openai_compatible", "base_url": "http://h/v1"}}
+    settings.MODEL_OVERRIDES = {"m": {"input_price": Decimal("1"), "output_price": Decimal("2")}}
+    with metered(Budget(node=units(Decimal("0.003")))) as meter:
+        check_call(backend="hosted", model="m", tokens_in=1000, max_tokens=500)  # up to $0.002: allowed
+        record_call(backend="hosted", model="m", tokens_in=1000, tokens_out=100)  # spent $0.0012
+        with pytest.raises(BudgetExceeded, match=r"past its max_node_cost \$0.003000000000 \(spent \$0.001200000000\)"):
+            check_call(backend="hosted", model="m", tokens_in=1000, max_tokens=500)
+        with pytest.raises(BudgetExceeded, match="has no prices in the catalogue"):
+            check_call(backend="hosted", model="unheard-of", tokens_in=1, max_tokens=1)
+    assert len(meter.calls) == 1
+    with metered() as free:  # no limit: any call may be made, priced or not
+        check_call(backend="hosted", model="unheard-of", tokens_in=10**9, max_tokens=10**9)
+    assert free.calls == []

@@ -92,6 +92,33 @@ def test_a_failure_that_is_not_retryable_goes_to_the_fallback_at_once():
     assert (step.action, step.agent) == ("fallback", 9)
 
 
+def test_a_node_stopped_by_a_cost_limit_ends_the_run_or_goes_to_a_person_never_to_another_attempt():
+    plan = Plan("seq", ["a"], agents={"a": 7})
+    store = Store()
+    stopped = store.add("a", "failed", agent=7)
+    why = "the next call (up to $0.0012) would take the run past its max_cost $0.0015 (spent $0.0003)"
+    budget = outcome(stopped, error_code="BUDGET_EXCEEDED", error=why, retryable=False)
+    policy = Policy(retry_count=3, fallback_agent=9, escalate_to=4)
+    assert next_step(plan, policy, store.progress(), budget) == Step(
+        "end", status="failed", reason=f"BUDGET_EXCEEDED at node 'a': {why}")
+    escalating = Policy(retry_count=3, fallback_agent=9, escalate_to=4, on_budget="escalate")
+    assert next_step(plan, escalating, store.progress(), budget) == Step(
+        "escalate", ("a",), agent=4, reason=f"BUDGET_EXCEEDED at node 'a': {why}")
+    long = next_step(plan, policy, store.progress(), outcome(stopped, error_code="BUDGET_EXCEEDED", error="x" * 300))
+    assert len(long.reason) == 200 and long.reason.endswith("…")
+
+
+def test_a_gate_decision_is_never_retried_nor_handed_to_the_fallback_agent():
+    plan = Plan("seq", ["a"], agents={"a": 7})
+    store = Store()
+    rejected = store.add("a", "failed", agent=7)
+    decided = outcome(rejected, error_code="GATE_REJECTED", gate={"decision": "reject"})
+    assert next_step(plan, Policy(retry_count=3, fallback_agent=9, escalate_to=4), store.progress(), decided) == \
+        Step("escalate", ("a",), agent=4, reason="node 'a' failed: GATE_REJECTED")
+    assert next_step(plan, Policy(retry_count=3, fallback_agent=9), store.progress(), decided) == \
+        Step("end", status="failed", reason="node 'a' failed: GATE_REJECTED")
+
+
 def test_with_no_one_to_escalate_to_the_run_fails_naming_the_node_and_code():
     store = Store()
     failed = store.add("a", "failed", agent=7)

@@ -101,3 +101,36 @@ def test_the_demo_chain_on_two_named_backends_costs_what_the_prices_and_usage_sa
     assert len(vault.calls) == len(local.requests)  # one call per batch, each recorded
     assert Decimal(execution.cost) / 10**12 == total == sum(Decimal(run.cost) for run in runs) / 10**12
     assert execution.cost_complete is True
+
+
+def test_a_run_with_a_cost_limit_stops_before_the_call_that_would_cross_it(demo, two_servers, api):
+    from tests.workflow_edits import edit_workflow
+
+    hosted, _ = two_servers
+    for agent_id in ("Scholar", "Validator", "Knowledge_Vault"):
+        move(agent_id, "hosted", "gpt-4o-mini")
+    # Each call may write this many tokens: what a call could cost is its input and this, priced.
+    Agent.objects.filter(agent_id__in=["Scholar", "Validator"]).update(max_output_tokens=1000)
+    Agent.objects.filter(agent_id="Knowledge_Vault").update(max_output_tokens=4000)
+    edit_workflow("thesis_reading", lambda document: document["limits"].update(max_cost="0.0015"))
+    demo.start(1)
+
+    execution = wait_for(execution_start(workflow=Workflow.objects.get(workflow_id="thesis_reading")),
+                         workers=demo, timeout=120)
+
+    assert execution.status == "failed", (execution.status, demo.logs())
+    assert execution.ended_reason.startswith("BUDGET_EXCEEDED at node 'task_vault_001': the next call (up to $")
+    assert "would take the run past its max_cost $0.001500000000" in execution.ended_reason
+    vault = execution.node_runs.get(node_id="task_vault_001")
+    assert vault.error_code == "BUDGET_EXCEEDED" and vault.error_details["limit"] == "max_cost"
+    assert vault.calls == [] and execution.node_runs.filter(node_id="task_vault_001").count() == 1  # never retried
+    assert len(hosted.requests) == 2  # the vault's call was never made
+    spent = Decimal(execution.cost) / 10**12
+    assert spent == 2 * (Decimal(234) * Decimal("0.15") + Decimal(1000) * Decimal("0.075")
+                         + Decimal(56) * Decimal("0.60")) / 10**6
+    assert spent + Decimal(vault.error_details["estimate"]) > Decimal("0.0015") >= spent
+    assert execution.cost_reserved == 0  # every claim on the limit released
+
+    record = api.viewer.get(f"/api/executions/{execution.execution_id}").json()
+    assert record["ended_reason"] == execution.ended_reason and record["cost"] == f"{spent:.12f}"
+    assert record["node_runs"][-1]["error_code"] == "BUDGET_EXCEEDED"
