@@ -64,6 +64,9 @@ class Agent(models.Model):
     reserved_for_system_prompt = models.PositiveIntegerField(default=5_000)
     reserved_for_instructions = models.PositiveIntegerField(default=3_000)
     safety_margin = models.FloatField(default=0.9)
+    # Where max_input_tokens and max_output_tokens came from: the agent's document, the model
+    # catalogue (agents/catalogue.py), or the defaults above.
+    limit_sources = models.JSONField(default=dict, blank=True)
     data_area = models.PositiveIntegerField(null=True, blank=True, help_text="Tokens for data; defaults by role.")
 
     created_at = models.DateTimeField(default=timezone.now)

@@ -73,6 +73,7 @@ def agent_detail_document(agent: Agent) -> dict[str, Any]:
         {"version": v.version, "created_at": iso(v.created_at), "created_by": v.created_by}
         for v in agent.versions.order_by("-created_at", "-id")
     ]
+    document["limit_sources"] = agent.limit_sources
     return document
 
 

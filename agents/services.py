@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from agents.catalogue import model_entry
 from agents.documents import CONTEXT_LIMIT_FIELDS, RUNTIME_FIELDS, versioned_content
 from agents.models import Agent, AgentVersion, DeriveRequest, DeriveRequestEvent
 from agents.schemas import AgentDocument, DeriveRequestDocument
@@ -64,6 +65,7 @@ def _runtime_and_limits(document: dict[str, Any]) -> dict[str, Any]:
     if values["backend"] not in settings.LLM_BACKENDS:
         known = ", ".join(sorted(settings.LLM_BACKENDS))
         raise DocumentError(f"backend '{values['backend']}' is not configured (configured: {known})", where="runtime.backend")
+    values["limit_sources"] = _model_limits(values, limits)
     if values["encoding"] not in OFFLINE_ENCODINGS:
         available = ", ".join(OFFLINE_ENCODINGS)
         raise DocumentError(f"encoding '{values['encoding']}' is not available offline (available: {available})", where="runtime.encoding")
@@ -79,6 +81,28 @@ def _runtime_and_limits(document: dict[str, Any]) -> dict[str, Any]:
         if key in limits and limits[key] != derived:
             raise DocumentError(f"is derived and must be {derived}, not {limits[key]}", where=f"context_limits.{key}")
     return values
+
+
+def _model_limits(values: dict[str, Any], limits: dict[str, Any]) -> dict[str, str]:
+    """Fill the window limits the document leaves out from the catalogue's entry for the
+    agent's model (its maximum output, and its context window less that output), and say
+    where each came from: the document, the catalogue, or Switchyard's default."""
+    entry = model_entry(values["backend"], values["model"])
+    sources = {key: "the agent's document" for key in ("max_input_tokens", "max_output_tokens") if key in limits}
+    if "max_output_tokens" not in limits:
+        if entry.max_output:
+            values["max_output_tokens"] = entry.max_output
+            sources["max_output_tokens"] = f"{entry.model}'s maximum output, from {entry.sources['max_output']}"
+        else:
+            sources["max_output_tokens"] = "Switchyard's default (the catalogue has no maximum output for the model)"
+    if "max_input_tokens" not in limits:
+        if entry.context_window:
+            values["max_input_tokens"] = max(1, entry.context_window - values["max_output_tokens"])
+            sources["max_input_tokens"] = (f"{entry.model}'s context window of {entry.context_window} less "
+                                           f"max_output_tokens, from {entry.sources['context_window']}")
+        else:
+            sources["max_input_tokens"] = "Switchyard's default (the catalogue has no context window for the model)"
+    return sources
 
 
 def _set_lineage(agent: Agent, parent: Agent | None) -> None:
@@ -264,7 +288,7 @@ def derive_request_import_document(document: dict[str, Any], *, actor: str = "")
 # approve, reject); the import functions above remain the one way documents come in.
 
 INT_MAX = 2**31 - 1  # the largest value a PositiveIntegerField holds on PostgreSQL
-READ_ONLY_KEYS = ("versions",)  # what the detail adds to the §2.1 document; a PUT may echo it back
+READ_ONLY_KEYS = ("versions", "limit_sources")  # what the detail adds to the §2.1 document; a PUT may echo it back
 
 
 def _conflict(message: str, **details: Any) -> SwitchyardError:

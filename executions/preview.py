@@ -20,6 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from agents.backends import BackendError
+from agents.backends.metering import units, usd
+from agents.catalogue import model_entry
 from core.errors import DocumentError, NotFound
 from executions.context import context_builder, outputs_from
 from engine import compression
@@ -37,6 +39,7 @@ from executions.runner import (
     named_inputs,
     needed_outputs,
     prompt_items,
+    render_prompt,
 )
 from executions.services import workflow_graph
 
@@ -144,6 +147,7 @@ def node_context_plan(*, workflow, node_id: str, outputs: dict[str, Any] | None 
         plan.update(outcome="ready", context_management=assembly.record,
                     resolved_inputs=[bounded(report.as_dict()) for report in assembly.inputs],
                     resolution_failures=assembly.failures, batch_count=assembly.batch_count)
+    plan["cost_estimate"] = _cost_estimate(agent, assembly if plan["outcome"] == "ready" else None)
     plan["model_calls_skipped"] = _model_calls(plan["batch_count"], skipped, agent, node)
     plan["waits_skipped_seconds"] = skipped.wait_seconds
     return plan
@@ -168,6 +172,24 @@ def _compress_dependencies(node, plan, outputs, references, items, agent, skippe
     remaining = [ref for ref in references if not (ref["ref_type"] == "task_output" and ref["task_id"] in texts)]
     items = items + [{"name": "compressed_dependencies", "content": result.text, "priority": 1}]
     return items, remaining, result.record()
+
+
+def _cost_estimate(agent, assembly) -> dict[str, Any]:
+    """What the node's calls would cost at most: each batch's prompt as planned, counted here,
+    and the most each call may write (an assumption the answer states), priced from the
+    catalogue. Summaries and compressions a model would write are not in it."""
+    entry = model_entry(agent.backend, agent.model)
+    counter = TokenCounter(agent.encoding)
+    system = (agent.prompt_config or {}).get("system_prompt", "")
+    calls = assembly.batch_count if assembly else 0
+    tokens_in = sum(counter.count(system) + counter.count(render_prompt(assembly.texts(call))) for call in range(calls))
+    tokens_out = calls * agent.max_output_tokens
+    cost = entry.cost(tokens_in, tokens_out)
+    return {"backend": agent.backend, "model": entry.model, "calls": calls, "tokens_in": tokens_in,
+            "tokens_out": tokens_out, "cost": None if cost is None else usd(units(cost)),
+            "assumption": f"each call writes the most it may (max_output_tokens, {agent.max_output_tokens}): an upper "
+                          "bound; summaries and compressions a model would write are not counted",
+            "prices": entry.as_dict()}
 
 
 def _model_calls(batch_count: int, skipped: _Skipped, agent, node) -> list[dict[str, Any]]:

@@ -345,6 +345,10 @@ class PlanOut(Schema):
     batch_count: int = Field(..., description="backend calls the run would make, one per batch")
     limits: PlanLimitsOut = Field(..., description="the agent's token budget (§6.1)")
     compression: dict[str, Any] | None = Field(None, description="parallel-agent-compression of the dependencies")
+    cost_estimate: dict[str, Any] = Field(..., description="what the node's calls would cost at most: backend, model, "
+                                                           "calls, tokens_in (as planned), tokens_out (assumed), cost "
+                                                           "(USD; null: the model has no prices), the assumption, "
+                                                           "the prices and their sources")
     model_calls_skipped: list[ModelCallOut] = Field(..., description="what a run would ask the model; a plan never does")
     waits_skipped_seconds: float = Field(..., description="retry delays (fallback_config) a run would wait; a plan "
                                                           "retries at once")

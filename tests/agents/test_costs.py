@@ -174,3 +174,30 @@ def test_a_meter_refuses_a_call_past_the_nodes_limit_or_to_a_model_with_no_price
     with metered() as free:  # no limit: any call may be made, priced or not
         check_call(backend="hosted", model="unheard-of", tokens_in=10**9, max_tokens=10**9)
     assert free.calls == []
+
+
+@pytest.mark.django_db
+def test_an_agents_window_limits_default_from_its_models_catalogue_entry_and_say_so(settings, api):
+    from agents.models import Agent
+    from agents.services import agent_import_document
+
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "hosted": {"kind": "openai_compatible", "base_url": "http://h/v1"}}
+    settings.MODEL_OVERRIDES = {"gpt-4o-mini": {"max_output": 16384}}
+    base = {"name": "Reader", "version": "1.0.0", "type": "business", "status": "active",
+            "prompt_config": {"system_prompt": "You read."}, "capabilities": {"skills": ["read"]}}
+    agent_import_document({**base, "agent_id": "Reader", "runtime": {"backend": "hosted", "model": "gpt-4o-mini"}})
+    reader = Agent.objects.get(agent_id="Reader")
+    assert (reader.max_input_tokens, reader.max_output_tokens) == (128000 - 16384, 16384)
+    assert reader.limit_sources["max_input_tokens"].startswith("gpt-4o-mini's context window of 128000 less")
+    assert reader.limit_sources["max_output_tokens"] == "gpt-4o-mini's maximum output, from the operators' file"
+
+    agent_import_document({**base, "agent_id": "Pinned", "runtime": {"backend": "hosted", "model": "gpt-4o-mini"},
+                           "context_limits": {"max_input_tokens": 9000}})
+    pinned = Agent.objects.get(agent_id="Pinned")
+    assert pinned.max_input_tokens == 9000 and pinned.limit_sources["max_input_tokens"] == "the agent's document"
+    agent_import_document({**base, "agent_id": "Local"})  # the builtin: no model, the defaults
+    assert Agent.objects.get(agent_id="Local").limit_sources["max_input_tokens"].startswith("Switchyard's default")
+
+    detail = api.viewer.get("/api/agents/Reader").json()
+    assert detail["limit_sources"] == reader.limit_sources
+    assert api.author.put("/api/agents/Reader", detail).status_code == 200  # echoed back, ignored

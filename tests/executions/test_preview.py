@@ -220,3 +220,28 @@ def test_it_plans_the_very_context_a_run_then_assembles(demo):
     assert plan["batch_count"] == performed.record["prompt"].count("=== next batch ===") + 1 > 1
     assert [{**f, "timestamp": ""} for f in plan["resolution_failures"]] == [
         {**f, "timestamp": ""} for f in performed.record["resolution_failures"]]
+
+
+def test_the_plan_estimates_the_most_the_nodes_calls_would_cost(demo, no_model, settings):
+    from decimal import Decimal
+
+    from django.utils import timezone
+
+    from agents.catalogue import model_entry
+
+    outputs = {"task_scholar_001": SCHOLAR_OUTPUT, "task_validator_001": VALIDATOR_OUTPUT}
+    free = node_context_plan(workflow=demo["thesis_reading"], node_id="task_vault_001", outputs=outputs)
+    assert free["cost_estimate"]["cost"] == "0.000000000000"  # the builtin costs nothing, and says so
+    assert free["cost_estimate"]["prices"]["sources"]["input_price"].startswith("builtin: calls no model")
+
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "hosted": {"kind": "openai_compatible", "base_url": "http://h/v1"}}
+    Agent.objects.filter(agent_id="Knowledge_Vault").update(backend="hosted", model="gpt-4o-mini")
+    Workflow.objects.filter(pk=demo["thesis_reading"].pk).update(updated_at=timezone.now())  # its graph is read again
+    plan = node_context_plan(workflow=Workflow.objects.get(workflow_id="thesis_reading"), node_id="task_vault_001",
+                             outputs=outputs)
+    estimate = plan["cost_estimate"]
+    assert (estimate["backend"], estimate["model"], estimate["calls"]) == ("hosted", "gpt-4o-mini", plan["batch_count"])
+    assert estimate["tokens_out"] == plan["batch_count"] * 2000  # the vault's max_output_tokens, assumed written
+    assert "each call writes the most it may (max_output_tokens, 2000)" in estimate["assumption"]
+    expected = model_entry("hosted", "gpt-4o-mini").cost(estimate["tokens_in"], estimate["tokens_out"])
+    assert Decimal(estimate["cost"]) == expected and estimate["tokens_in"] > 1000
