@@ -9,14 +9,15 @@ or steering a run sends its node runs to the workers once the transaction commit
 from ninja import Body, Path, Query, Router, Status
 from ninja.pagination import paginate
 
+from agents.selectors import agent_get
 from core.api_support import Page, responses
 from core.roles import ADMIN, AUTHOR, require_role
 from executions import evaluations, selectors, services
 from executions.comparison import execution_comparison, executions_for_comparison
 from executions.schemas import (
-    ID_PATTERN, MAX_ROW_ID, ComparisonOut, ComparisonQuery, EvaluationFilters, EvaluationIn, EvaluationOut,
+    ID_PATTERN, MAX_ROW_ID, ComparisonOut, ComparisonQuery, CostQuery, EvaluationFilters, EvaluationIn, EvaluationOut,
     ExecutionFilters, ExecutionIn, ExecutionOut, ExecutionSummaryOut, GateDecisionIn, GateOut, GatesQuery, NodeRunOut,
-    RerunIn, ResumeIn, ThoughtTreeOut, TryIn,
+    RerunIn, ResumeIn, RunCostOut, ThoughtTreeOut, TryIn,
 )
 from executions.preview import node_context_plan
 from workflows.schemas import PlanIn, PlanOut
@@ -142,6 +143,18 @@ def gates_list(request, filters: Query[GatesQuery]):
         require_role(user, ADMIN, to="list the gates waiting for another user")
         user = selectors.user_get(filters.user)
     return [selectors.pending_gate(run) for run in services.gates_pending(user=user)]
+
+
+@router.get("/workflows/{workflow_id}/costs", response=responses(200, list[RunCostOut]), tags=["workflows"],
+            summary="What the workflow's latest runs cost, oldest first")
+def workflows_costs(request, workflow_id: str, filters: Query[CostQuery]):
+    return selectors.cost_history(workflow=workflow_get(workflow_id), limit=filters.limit)
+
+
+@router.get("/agents/{agent_id}/costs", response=responses(200, list[RunCostOut]), tags=["agents"],
+            summary="What the agent's node runs cost in each of its latest runs, oldest first")
+def agents_costs(request, agent_id: str, filters: Query[CostQuery]):
+    return selectors.cost_history(agent=agent_get(agent_id), limit=filters.limit)
 
 
 # -- evaluations --------------------------------------------------------------------------

@@ -64,6 +64,20 @@ class GateDecisionIn(Schema):
     output: Any = Field(None, description="with edit only: the data to pass on instead of the data shown")
 
 
+class CostQuery(Schema):
+    limit: int = Field(30, ge=1, le=500, description="how many of the latest runs")
+
+
+class RunCostOut(Schema):
+    execution_id: str
+    started_at: str | None
+    status: ExecutionStatus
+    cost: str = Field(..., description="USD, exact")
+    cost_complete: bool = Field(..., description="false when a call's model had no prices")
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+
+
 class GatesQuery(Schema):
     user: str | None = Field(None, max_length=150, pattern=r"^[\w.@+-]+$",
                              description="whose gates (admins only, for another user); default: the signed-in user")

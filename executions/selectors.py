@@ -12,7 +12,7 @@ from datetime import datetime, timezone as dt_timezone
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet, Sum
 from django.urls import reverse
 
 from agents.backends.metering import usd
@@ -178,3 +178,25 @@ def user_get(username: str):
     if user is None:
         raise NotFound(f"user '{username}' does not exist", details={"where": "user"})
     return user
+
+
+COST_HISTORY = 30  # runs a cost history shows by default
+
+
+def cost_history(*, workflow=None, agent=None, limit: int = COST_HISTORY) -> list[dict[str, Any]]:
+    """What the last `limit` runs of a workflow cost, or what an agent's node runs cost in each
+    of its last `limit` runs (copies a re-run reused are the past run's), oldest first, each
+    with its tokens, its calls not priced, and when it started. One query."""
+    if workflow is not None:
+        rows = (Execution.objects.filter(workflow=workflow, trial=False).order_by("-created_at", "-id")
+                .values("execution_id", "started_at", "status", "cost", "cost_complete")[:limit])
+        return [{"execution_id": row["execution_id"], "started_at": iso(row["started_at"]), "status": row["status"],
+                 "cost": usd(row["cost"]), "cost_complete": row["cost_complete"]} for row in reversed(rows)]
+    runs = (NodeRun.objects.filter(agent=agent, execution__trial=False).exclude(kind__in=NodeRun.COPIES)
+            .values("execution__execution_id", "execution__started_at", "execution__status")
+            .annotate(cost=Sum("cost"), incomplete=Count("id", filter=Q(cost_complete=False)),
+                      tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"))
+            .order_by("-execution__started_at", "-execution__execution_id")[:limit])
+    return [{"execution_id": row["execution__execution_id"], "started_at": iso(row["execution__started_at"]),
+             "status": row["execution__status"], "cost": usd(row["cost"] or 0), "cost_complete": not row["incomplete"],
+             "tokens_in": row["tokens_in"] or 0, "tokens_out": row["tokens_out"] or 0} for row in reversed(runs)]

@@ -68,7 +68,7 @@ output_price = "0.05"
         yield hosted, local
 
 
-def test_the_demo_chain_on_two_named_backends_costs_what_the_prices_and_usage_say(demo, two_servers):
+def test_the_demo_chain_on_two_named_backends_costs_what_the_prices_and_usage_say(demo, two_servers, api):
     hosted, local = two_servers
     move("Scholar", "hosted", "gpt-4o-mini")
     move("Validator", "hosted", "gpt-4o-mini")
@@ -101,6 +101,14 @@ def test_the_demo_chain_on_two_named_backends_costs_what_the_prices_and_usage_sa
     assert len(vault.calls) == len(local.requests)  # one call per batch, each recorded
     assert Decimal(execution.cost) / 10**12 == total == sum(Decimal(run.cost) for run in runs) / 10**12
     assert execution.cost_complete is True
+
+    # What the workflow and each agent cost, run by run, as their pages chart it.
+    (latest,) = api.viewer.get("/api/workflows/thesis_reading/costs").json()
+    assert (latest["execution_id"], Decimal(latest["cost"])) == (execution.execution_id, total)
+    (vault_cost,) = api.viewer.get("/api/agents/Knowledge_Vault/costs").json()
+    assert Decimal(vault_cost["cost"]) == Decimal(vault.cost) / 10**12 and vault_cost["tokens_in"] == vault.tokens_in
+    record = api.viewer.get(f"/api/executions/{execution.execution_id}").json()
+    assert Decimal(record["cost"]) == total and record["node_runs"][0]["calls"][0]["backend"] == "hosted"
 
 
 def test_a_run_with_a_cost_limit_stops_before_the_call_that_would_cross_it(demo, two_servers, api):
