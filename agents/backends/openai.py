@@ -9,10 +9,18 @@ Options (settings only, never workflow documents):
 - `model` — used when the agent names none;
 - `timeout_seconds` — per HTTP request (connect and each read);
 - `max_retries` — further attempts after a 429, a 5xx or a broken connection, with
-  exponential backoff that honours Retry-After, each wait capped at `max_backoff_seconds`.
+  exponential backoff that honours Retry-After, each wait capped at `max_backoff_seconds`;
+- `stream` — ask for the reply as server-sent events (`"stream": true`, with
+  `stream_options.include_usage`) and join its deltas.
 
 A timeout is not retried here (each try would cost the whole timeout again): it is a
 retryable TIMEOUT for the run to retry. Other 4xx are not retryable.
+
+A streamed reply is whole only when the stream ends with `data: [DONE]`: one that breaks
+off before it is a retryable BAD_RESPONSE (not retried here: the server may have billed
+it), never a shorter reply. Its usage is the last `usage` a chunk carried: servers send it
+once, in a final chunk with no choices (OpenAI), or cumulatively in every chunk (vLLM's
+continuous usage stats), so chunks' usages are never added up.
 """
 from __future__ import annotations
 
@@ -26,7 +34,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
 from .builtin import count_tokens
@@ -128,6 +136,46 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def _usage(usage: Any) -> tuple[int | None, int | None, int]:
+    """(prompt tokens, completion tokens, cached prompt tokens) of a `usage` object; the
+    first two None when the server did not report them."""
+    if not isinstance(usage, dict):
+        return None, None, 0
+    details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
+    return _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), \
+        _count(details.get("cached_tokens")) or 0
+
+
+class StreamBrokeOff(Exception):
+    """The event stream ended before `data: [DONE]`."""
+
+
+def sse_data(lines: Iterable[bytes]) -> Iterator[str]:
+    """The `data` of each server-sent event in `lines` (bytes, as read), in order, up to and
+    including "[DONE]". Comments (`: keep-alive`) and other fields (`event:`, `id:`, `retry:`)
+    are skipped; several `data:` lines of one event are joined with newlines. Raises
+    StreamBrokeOff when the lines end before "[DONE]"."""
+    data: list[str] = []
+    for raw in lines:
+        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        if not line:  # the end of an event
+            if data:
+                event, data = "\n".join(data), []
+                yield event
+                if event.strip() == "[DONE]":
+                    return
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        if field == "data":
+            data.append(value[1:] if value.startswith(" ") else value)
+    if data and "\n".join(data).strip() == "[DONE]":  # the last blank line was lost: [DONE] is still whole
+        yield "[DONE]"
+        return
+    raise StreamBrokeOff()
+
+
 def _is_timeout(error: BaseException) -> bool:
     if isinstance(error, (TimeoutError, socket.timeout)):
         return True
@@ -138,7 +186,8 @@ def _is_timeout(error: BaseException) -> bool:
 class OpenAICompatibleBackend(Backend):
     def __init__(self, name: str = "openai", *, base_url: str, api_key_env: str = "", model: str = "",
                  timeout_seconds: float = 60, max_retries: int = 3, max_backoff_seconds: float = 30,
-                 backoff_seconds: float = 1.0, sleep: Callable[[float], None] = time.sleep):
+                 backoff_seconds: float = 1.0, stream: bool = False,
+                 sleep: Callable[[float], None] = time.sleep):
         self.name = name
         self.url = chat_completions_url(base_url)
         self.api_key_env = api_key_env
@@ -147,9 +196,12 @@ class OpenAICompatibleBackend(Backend):
         self.max_retries = max(0, int(max_retries))
         self.max_backoff_seconds = float(max_backoff_seconds)
         self.backoff_seconds = float(backoff_seconds)
+        if not isinstance(stream, bool):
+            raise TypeError(f"stream must be true or false, not {stream!r}")
+        self.stream = stream
         self.sleep = sleep
         self.label = f"{name}: OpenAI-compatible chat completions at {_safe_url(self.url)}" + (
-            f" (default model {model})" if model else "")
+            f" (default model {model})" if model else "") + (", streamed" if stream else "")
 
     # ------------------------------------------------------------------ the Backend API
 
@@ -174,8 +226,9 @@ class OpenAICompatibleBackend(Backend):
 
     def chat(self, messages: list[dict], *, model: str = "", max_tokens: int | None = None) -> tuple[dict, str, Call]:
         """(the response body, the first choice's content, the call as metered) of one chat
-        completion. Its tokens are the server's `usage`; where it reports none, they are
-        counted here and the call says so."""
+        completion; a streamed one's body is put together as the unstreamed body would be.
+        Its tokens are the server's `usage` (in a stream, the last one sent); where it
+        reports none, they are counted here and the call says so."""
         chosen = model or self.model
         if not chosen:
             raise BackendError(f"backend {self.name!r} has no default model and the agent names none",
@@ -183,6 +236,9 @@ class OpenAICompatibleBackend(Backend):
         body: dict[str, Any] = {"model": chosen, "messages": messages}
         if max_tokens:
             body["max_tokens"] = max_tokens
+        if self.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
         counted_in = sum(count_tokens(str(message.get("content", ""))) for message in messages)
         check_call(backend=self.name, model=chosen, tokens_in=counted_in, max_tokens=max_tokens)
         data = self._post(body)
@@ -196,35 +252,40 @@ class OpenAICompatibleBackend(Backend):
             content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
         if not isinstance(content, str):
             raise BackendError(f"{self.name}: the reply has no text content", code="BAD_RESPONSE", retryable=True)
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        tokens_in, tokens_out = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
-        details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
+        tokens_in, tokens_out, cached_in = _usage(data.get("usage"))
         reported = tokens_in is not None and tokens_out is not None
         if not reported:
             tokens_in, tokens_out = counted_in, count_tokens(content)
         call = record_call(backend=self.name, model=str(data.get("model") or chosen), tokens_in=tokens_in,
-                           tokens_out=tokens_out, cached_in=(reported and _count(details.get("cached_tokens"))) or 0,
+                           tokens_out=tokens_out, cached_in=cached_in if reported else 0,
                            usage="reported" if reported else "counted")
         return data, content, call
 
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "switchyard"}
+    def _headers(self, *, stream: bool = False) -> dict[str, str]:
+        headers = {"Content-Type": "application/json",
+                   "Accept": "text/event-stream" if stream else "application/json", "User-Agent": "switchyard"}
         key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
         if key:
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
     def _post(self, body: dict) -> dict:
+        """The response body to `body`: read whole, or put together from the event stream
+        when one was asked for (a server that answers with JSON instead is read whole)."""
         payload = json.dumps(body, ensure_ascii=False).encode()
         where = _safe_url(self.url)
+        stream = bool(body.get("stream"))
         last: BackendError | None = None
         hint: float | None = None  # the last Retry-After, in seconds
         for attempt in range(self.max_retries + 1):
             if attempt:
                 self.sleep(self._delay(attempt, hint))
-            request = urllib.request.Request(self.url, data=payload, headers=self._headers(), method="POST")
+            request = urllib.request.Request(self.url, data=payload, headers=self._headers(stream=stream),
+                                             method="POST")
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:
+                    if stream and response.headers.get_content_type() != "application/json":
+                        return self._read_stream(response, where)
                     raw = response.read()
             except urllib.error.HTTPError as error:
                 status = error.code
@@ -259,6 +320,83 @@ class OpenAICompatibleBackend(Backend):
         tries = self.max_retries + 1
         raise BackendError(f"{last} (gave up after {tries} tr{'y' if tries == 1 else 'ies'})",
                            code=last.code, retryable=True)
+
+    def _read_stream(self, response: Any, where: str) -> dict:
+        """A chat completion's body from its stream of chunks: the first choice's content
+        deltas joined, the last model named, the last usage sent. Failures are BackendErrors
+        (never OSErrors), so that a stream begun is never sent again."""
+        pieces: list[str] = []
+        texts = chunks = 0
+        choice_seen = False
+        usage: dict | None = None
+        model = ""
+        completion_id = ""
+        finish_reason = None
+
+        def malformed(what: str, event: str) -> BackendError:
+            return BackendError(f"{where} sent a stream event {what}: {event[:200]!r}", code="BAD_RESPONSE",
+                                retryable=False)
+
+        try:
+            for event in sse_data(response):
+                if event.strip() == "[DONE]":
+                    break
+                try:
+                    chunk = json.loads(event)
+                except ValueError:
+                    raise malformed("that is not JSON", event) from None
+                if not isinstance(chunk, dict):
+                    raise malformed("that is not a JSON object", event)
+                chunks += 1
+                if chunk.get("error") is not None:
+                    raise BackendError(f"{where} reported an error in the middle of its stream: "
+                                       f"{_server_message(event.encode())}", code="BAD_RESPONSE", retryable=True)
+                if isinstance(chunk.get("usage"), dict):
+                    usage = chunk["usage"]  # the last one: cumulative, or the only one
+                if isinstance(chunk.get("model"), str) and chunk["model"]:
+                    model = chunk["model"]
+                if isinstance(chunk.get("id"), str) and chunk["id"]:
+                    completion_id = chunk["id"]
+                choices = chunk.get("choices") or []
+                if not isinstance(choices, list):
+                    raise malformed("whose choices are not a list", event)
+                for choice in choices:
+                    delta = choice.get("delta") if isinstance(choice, dict) else None
+                    if not isinstance(choice, dict) or not isinstance(delta if delta is not None else {}, dict):
+                        raise malformed("with a choice that is not a delta", event)
+                    if choice.get("index", 0) != 0:
+                        continue
+                    choice_seen = True
+                    content = (delta or {}).get("content")
+                    if isinstance(content, str):
+                        pieces.append(content)
+                        texts += 1
+                    elif content is not None:
+                        raise malformed("whose delta content is not text", event)
+                    if choice.get("finish_reason"):
+                        finish_reason = choice["finish_reason"]
+        except StreamBrokeOff:
+            raise BackendError(f"the stream from {where} broke off before data: [DONE], after {chunks} chunk(s) "
+                               f"and {sum(map(len, pieces))} characters of reply: the reply is incomplete",
+                               code="BAD_RESPONSE", retryable=True) from None
+        except (OSError, http.client.HTTPException) as error:
+            if _is_timeout(error):
+                raise BackendError(f"{where} sent nothing for {self.timeout_seconds:g}s in the middle of its stream "
+                                   f"(after {chunks} chunk(s))", code="TIMEOUT", retryable=True) from None
+            raise BackendError(f"the stream from {where} broke off after {chunks} chunk(s) "
+                               f"({type(error).__name__}: {error}): the reply is incomplete",
+                               code="BAD_RESPONSE", retryable=True) from None
+        if not choice_seen:
+            raise BackendError(f"the stream from {where} carried no choices[0] in its {chunks} chunk(s)",
+                               code="BAD_RESPONSE", retryable=False)
+        data: dict[str, Any] = {
+            "id": completion_id, "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "finish_reason": finish_reason,
+                         "message": {"role": "assistant", "content": "".join(pieces) if texts else None}}],
+        }
+        if usage is not None:
+            data["usage"] = usage
+        return data
 
     def _delay(self, attempt: int, hint: float | None) -> float:
         """Before try `attempt + 1`: Retry-After when the server gave one, else

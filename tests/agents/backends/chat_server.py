@@ -15,6 +15,21 @@ Scripted answers are used in the order given, one per request; after them every 
 gets the standing reply (`reply(...)`, or `respond_with(fn)` to compute it from the
 request body). Only POST /v1/chat/completions (and /chat/completions) is spoken; other
 paths get a 404 in OpenAI's error shape. Every request is recorded, whatever it got.
+
+A request with `"stream": true` is answered with server-sent events, as OpenAI does: a
+comment, a first chunk with the role, the content in a few deltas, a chunk with the
+finish reason, then `data: [DONE]`, in chunked transfer encoding. Its usage goes where
+`usage_in` says:
+
+        chat_server.reply("Fine.", usage={...}, usage_in="final")  # one last chunk, no choices
+                                                                   # (only when stream_options.include_usage)
+        chat_server.reply("Fine.", usage={...}, usage_in="every")  # cumulative in every chunk (vLLM)
+        chat_server.reply("Fine.", usage={...}, usage_in="none")   # nowhere
+        chat_server.break_stream(after=2)          # the next stream stops after 2 events, no [DONE]
+        chat_server.break_stream(after=2, stall=3) # … and holds the connection 3 s first
+        chat_server.stream_event("{not json")      # the next stream carries this event after its first
+        chat_server.ignore_stream()                # the next streamed request gets a plain JSON reply
+        chat_server.requests[0].events             # the chunks it sent (dicts; other events as text)
 """
 from __future__ import annotations
 
@@ -39,6 +54,7 @@ class RecordedRequest:
     raw: bytes
     body: Any = None  # the parsed JSON body, or None when it was not JSON
     answered: int = 0  # the status it got
+    events: list[Any] = field(default_factory=list)  # a streamed answer's events: chunks (dicts), else text
 
     def header(self, name: str, default: str | None = None) -> str | None:
         """A request header, whatever its case."""
@@ -48,13 +64,15 @@ class RecordedRequest:
 
 @dataclass
 class _Scripted:
-    kind: str  # "status" | "delay" | "malformed" | "reply"
+    kind: str  # "status" | "delay" | "malformed" | "reply" | "break_stream" | "stream_event" | "ignore_stream"
     status: int = 200
     message: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     content: Any = None
     usage: dict | None = None
+    usage_in: str | None = None
+    after: int = 0
 
 
 class ChatServer:
@@ -63,6 +81,7 @@ class ChatServer:
         self.requests: list[RecordedRequest] = []
         self.content: Any = '{"ok": true}'  # str, or a dict/list sent as its JSON text
         self.usage: dict | None = None
+        self.usage_in = "final"  # where a stream carries the usage: final | every | none
         self.model: str | None = None  # the model named in replies; None: the one asked for
         self.responder: Callable[[dict], Any] | None = None
         self._script: deque[_Scripted] = deque()
@@ -74,12 +93,14 @@ class ChatServer:
 
     # ------------------------------------------------------------------ telling it what to do
 
-    def reply(self, content: Any = None, *, usage: dict | None = None, model: str | None = None) -> "ChatServer":
+    def reply(self, content: Any = None, *, usage: dict | None = None, model: str | None = None,
+              usage_in: str = "final") -> "ChatServer":
         """The standing reply: `content` as the assistant message (a dict or list is sent as JSON text)."""
         if content is not None:
             self.content = content
         self.usage = usage
         self.model = model
+        self.usage_in = _usage_in(usage_in)
         return self
 
     def respond_with(self, responder: Callable[[dict], Any]) -> "ChatServer":
@@ -87,8 +108,9 @@ class ChatServer:
         self.responder = responder
         return self
 
-    def reply_once(self, content: Any, *, usage: dict | None = None) -> "ChatServer":
-        self._add(_Scripted("reply", content=content, usage=usage))
+    def reply_once(self, content: Any, *, usage: dict | None = None, usage_in: str | None = None) -> "ChatServer":
+        self._add(_Scripted("reply", content=content, usage=usage,
+                            usage_in=None if usage_in is None else _usage_in(usage_in)))
         return self
 
     def fail(self, status: int, *, times: int = 1, retry_after: float | str | None = None,
@@ -109,6 +131,25 @@ class ChatServer:
         """Answer 200 with a body that is not JSON."""
         for _ in range(times):
             self._add(_Scripted("malformed"))
+        return self
+
+    def break_stream(self, *, after: int = 2, stall: float = 0.0, times: int = 1) -> "ChatServer":
+        """Stream the next reply(s) but close the connection after `after` events, without
+        [DONE] (holding it `stall` seconds first)."""
+        for _ in range(times):
+            self._add(_Scripted("break_stream", after=after, seconds=stall))
+        return self
+
+    def stream_event(self, text: str, *, times: int = 1) -> "ChatServer":
+        """Stream the next reply(s) with `text` as an event (`data: {text}`) after the first."""
+        for _ in range(times):
+            self._add(_Scripted("stream_event", message=text))
+        return self
+
+    def ignore_stream(self, *, times: int = 1) -> "ChatServer":
+        """Answer the next request(s) with a plain JSON completion even when a stream is asked for."""
+        for _ in range(times):
+            self._add(_Scripted("ignore_stream"))
         return self
 
     def _add(self, item: _Scripted) -> None:
@@ -158,23 +199,65 @@ class ChatServer:
 
     # ------------------------------------------------------------------ answering
 
-    def completion(self, body: dict, content: Any, usage: dict | None) -> dict:
+    def _content(self, body: dict, content: Any) -> str:
         if self.responder is not None and content is None:
             content = self.responder(body)
         if content is None:
             content = self.content
-        if not isinstance(content, str):
-            content = json.dumps(content)
+        return content if isinstance(content, str) else json.dumps(content)
+
+    def _model(self, body: dict) -> str:
+        return self.model or (body.get("model") if isinstance(body, dict) else None) or "test-model"
+
+    def completion(self, body: dict, content: Any, usage: dict | None) -> dict:
         reply = {
             "id": f"chatcmpl-test-{next(self._ids)}",
             "object": "chat.completion",
             "created": 0,
-            "model": self.model or (body.get("model") if isinstance(body, dict) else None) or "test-model",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "model": self._model(body),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": self._content(body, content)},
+                         "finish_reason": "stop"}],
         }
         if usage is not None:
-            reply["usage"] = {**usage, "total_tokens": usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)}
+            reply["usage"] = _with_total(usage)
         return reply
+
+    def chunks(self, body: dict, content: Any, usage: dict | None, usage_in: str) -> list[dict]:
+        """A streamed completion's chunks: the role, the content in up to three deltas, the
+        finish reason, and the usage where `usage_in` puts it."""
+        content = self._content(body, content)
+        size = max(1, -(-len(content) // 3))
+        pieces = [content[start:start + size] for start in range(0, len(content), size)] or [""]
+        template = {"id": f"chatcmpl-test-{next(self._ids)}", "object": "chat.completion.chunk", "created": 0,
+                    "model": self._model(body)}
+        deltas = [{"role": "assistant", "content": ""}] + [{"content": piece} for piece in pieces] + [{}]
+        chunks = [{**template, "choices": [{"index": 0, "delta": delta,
+                                            "finish_reason": "stop" if index == len(deltas) - 1 else None}]}
+                  for index, delta in enumerate(deltas)]
+        asked = isinstance(body.get("stream_options"), dict) and body["stream_options"].get("include_usage") is True
+        if usage is not None and usage_in == "every":  # cumulative: what was generated so far
+            written = 0
+            for index, chunk in enumerate(chunks):
+                written += len(deltas[index].get("content") or "")
+                done = usage.get("completion_tokens", 0) * written // max(1, len(content))
+                if index == len(chunks) - 1:
+                    done = usage.get("completion_tokens", 0)  # the last is the real total
+                chunk["usage"] = _with_total({**usage, "completion_tokens": done})
+        elif usage is not None and usage_in == "final" and asked:
+            for chunk in chunks:
+                chunk["usage"] = None
+            chunks.append({**template, "choices": [], "usage": _with_total(usage)})
+        return chunks
+
+
+def _usage_in(value: str) -> str:
+    if value not in ("final", "every", "none"):
+        raise ValueError(f"usage_in is final, every or none, not {value!r}")
+    return value
+
+
+def _with_total(usage: dict) -> dict:
+    return {**usage, "total_tokens": usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)}
 
 
 def _handler_for(server: ChatServer):
@@ -220,7 +303,7 @@ def _handler_for(server: ChatServer):
                 self._error(400, "the body is not a JSON object")
                 return
             scripted = server._next()
-            content, usage = None, server.usage
+            content, usage, usage_in = None, server.usage, server.usage_in
             if scripted is not None:
                 if scripted.kind == "status":
                     record.answered = scripted.status
@@ -235,8 +318,45 @@ def _handler_for(server: ChatServer):
                         return
                 if scripted.kind == "reply":
                     content, usage = scripted.content, scripted.usage
+                    usage_in = scripted.usage_in or usage_in
             record.answered = 200
+            if record.body.get("stream") is True and (scripted is None or scripted.kind != "ignore_stream"):
+                events: list[Any] = server.chunks(record.body, content, usage, usage_in)
+                if scripted is not None and scripted.kind == "stream_event":
+                    events.insert(1, scripted.message)
+                if scripted is not None and scripted.kind == "break_stream":
+                    self._stream(record, events[:scripted.after], done=False, stall=scripted.seconds)
+                else:
+                    self._stream(record, events)
+                return
             self._send(200, json.dumps(server.completion(record.body, content, usage)).encode())
+
+        def _stream(self, record: RecordedRequest, events: list[Any], *, done: bool = True, stall: float = 0) -> None:
+            """Send `events` as server-sent events, each in its own HTTP chunk, then [DONE]; or,
+            when not `done`, hold on `stall` seconds and close the connection mid-stream."""
+            def chunk(data: bytes) -> bytes:
+                return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self.wfile.write(chunk(b": keep-alive\n\n"))
+                for event in events:
+                    text = event if isinstance(event, str) else json.dumps(event, ensure_ascii=False)
+                    self.wfile.write(chunk(f"data: {text}\n\n".encode()))
+                    self.wfile.flush()
+                    record.events.append(event)
+                if done:
+                    self.wfile.write(chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+                    self.wfile.flush()
+                    return
+                server._stopping.wait(stall)
+                self.close_connection = True  # no last chunk: the stream breaks off
+            except OSError:  # the client gave up (a timeout test)
+                self.close_connection = True
 
         def _record(self, raw: bytes) -> RecordedRequest:
             try:
