@@ -10,6 +10,7 @@ variable that holds each key (`api_key_env`).
     model = "gpt-4o-mini"             # when an agent names no model
     timeout_seconds = 60
     max_retries = 3
+    stream = false                    # true: the reply as server-sent events
 
     [backends.local]
     kind = "openai_compatible"
