@@ -44,6 +44,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from engine.errors import EngineError
+
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,49}$")]
 
 
@@ -99,8 +101,10 @@ class _File(_Strict):
     models: dict[Annotated[str, Field(min_length=1)], _Model] = Field(default_factory=dict)
 
 
-class BackendsFileError(ValueError):
+class BackendsFileError(EngineError):
     """The file cannot be used: `str()` names the file, the key and what is wrong."""
+
+    code = "BAD_BACKENDS_FILE"
 
 
 def read_backends_file(path: str | Path) -> dict[str, Any]:

@@ -36,6 +36,8 @@ import urllib.parse
 import urllib.request
 from typing import Any, Callable, Iterable, Iterator
 
+from engine.errors import EngineError
+
 from .base import Backend, BackendError, BackendRequest, BackendResponse
 from .builtin import count_tokens
 from .metering import Call, check_call, record_call
@@ -146,8 +148,10 @@ def _usage(usage: Any) -> tuple[int | None, int | None, int]:
         _count(details.get("cached_tokens")) or 0
 
 
-class StreamBrokeOff(Exception):
+class StreamBrokeOff(EngineError):
     """The event stream ended before `data: [DONE]`."""
+
+    code = "STREAM_BROKE_OFF"
 
 
 def sse_data(lines: Iterable[bytes]) -> Iterator[str]:
@@ -173,7 +177,7 @@ def sse_data(lines: Iterable[bytes]) -> Iterator[str]:
     if data and "\n".join(data).strip() == "[DONE]":  # the last blank line was lost: [DONE] is still whole
         yield "[DONE]"
         return
-    raise StreamBrokeOff()
+    raise StreamBrokeOff("the event stream ended before data: [DONE]")
 
 
 def _is_timeout(error: BaseException) -> bool:
