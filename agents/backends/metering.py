@@ -31,7 +31,7 @@ class Call:
     tokens_in: int
     tokens_out: int
     cached_in: int
-    usage: str  # reported (by the server) | counted (here: the server reported none) | builtin
+    usage: str  # reported (by the server) | counted (here: the server reported none) | builtin | unknown
     cost: int | None  # units of 10⁻¹² USD; None: the model has no prices in the catalogue
 
     def as_dict(self) -> dict:
@@ -141,8 +141,10 @@ def check_call(*, backend: str, model: str, tokens_in: int, max_tokens: int | No
 
 def record_call(*, backend: str, model: str, tokens_in: int, tokens_out: int, cached_in: int = 0,
                 usage: str = "reported") -> Call:
-    """A completed call, priced from the catalogue, on the open meter (if any)."""
-    cost = model_entry(backend, model).cost(tokens_in, tokens_out, cached_in)
+    """A completed call, priced from the catalogue, on the open meter (if any). A call whose
+    usage is `unknown` (the server answered something unreadable, and may have billed it)
+    has no cost: the run's cost then says it is incomplete."""
+    cost = None if usage == "unknown" else model_entry(backend, model).cost(tokens_in, tokens_out, cached_in)
     call = Call(_purpose.get(), backend, model, tokens_in, tokens_out, cached_in, usage,
                 None if cost is None else units(cost))
     meter = _meter.get()

@@ -245,6 +245,14 @@ class OpenAICompatibleBackend(Backend):
             body["stream_options"] = {"include_usage": True}
         counted_in = sum(count_tokens(str(message.get("content", ""))) for message in messages)
         check_call(backend=self.name, model=chosen, tokens_in=counted_in, max_tokens=max_tokens)
+        try:
+            return self._answer(body, chosen, counted_in)
+        except BackendError as error:
+            if error.code == "BAD_RESPONSE":  # the server answered, and may have billed the call: its cost is unknown
+                record_call(backend=self.name, model=chosen, tokens_in=counted_in, tokens_out=0, usage="unknown")
+            raise
+
+    def _answer(self, body: dict, chosen: str, counted_in: int) -> tuple[dict, str, Call]:
         data = self._post(body)
         try:
             message = data["choices"][0]["message"]

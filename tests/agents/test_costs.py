@@ -201,3 +201,16 @@ def test_an_agents_window_limits_default_from_its_models_catalogue_entry_and_say
     detail = api.viewer.get("/api/agents/Reader").json()
     assert detail["limit_sources"] == reader.limit_sources
     assert api.author.put("/api/agents/Reader", detail).status_code == 200  # echoed back, ignored
+
+
+def test_a_call_the_server_answered_unreadably_is_recorded_with_no_cost(settings, chat_server):
+    from agents.backends.base import BackendError
+
+    chat_server.malformed()
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "garbled": {
+        "kind": "openai_compatible", "base_url": chat_server.base_url, "model": "gpt-4o-mini", "max_retries": 0}}
+    request = BackendRequest(agent_id="a", skills=[], required_skills=[], system_prompt="You answer.", prompt="Say ok.")
+    with metered() as meter, pytest.raises(BackendError, match="not JSON"):
+        get_backend("garbled").complete(request)
+    (call,) = meter.calls
+    assert (call.usage, call.cost, call.tokens_out) == ("unknown", None, 0) and not meter.complete
