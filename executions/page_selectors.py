@@ -19,12 +19,13 @@ from executions.models import Evaluation, Execution, NodeRun
 from agents.models import Agent
 from workflows.models import Workflow, WorkflowVersion
 from workflows.selectors import ID_PATTERN
+from engine import gates as person_gates
 from engine.replay import descendants
 from engine.scheduling import Plan
 from engine.validation import dependency_edges
 
 DONE = ("success", "skipped")
-ACTIVE = ("pending", "running", "escalated")
+ACTIVE = ("pending", "running", "escalated", "waiting")  # waiting: nothing left but gates open for people
 PREVIEW_CHARS = 160
 # What the table of node runs does not read: the panel gets them from the API.
 HEAVY_FIELDS = ("prompt", "resolved_inputs", "context_record", "compression", "resolution_failures", "decision")
@@ -51,17 +52,19 @@ def workflow_choices() -> list[tuple[str, str]]:
 
 
 def workflow_graph(workflow: Workflow, version_id: int | None = None) -> dict[str, Any]:
-    """The workflow as the page draws it: nodes (with their agent and saved layout) and
-    edges — the order of a chain, transitions with their conditions, and the task outputs
-    a node reads (`data` edges), each pair once. With `version_id`, the graph of that version
+    """The workflow as the page draws it: nodes (with their agent and saved layout, and
+    whether each is a gate, a person's step: `gates` has their settings) and edges — the
+    order of a chain, transitions with their conditions, and the task outputs a node reads
+    (`data` edges), each pair once. With `version_id`, the graph of that version
     (a run's page draws the version the run ran); two queries either way."""
     number = None
     if version_id is None:
         topology = workflow.topology
         nodes = [{"id": node["node_id"], "agent": node["agent__agent_id"], "agent_name": node["agent__name"],
-                  "layout": node["layout"], "compress": node["compress"], "input_mapping": node["input_mapping"] or {}}
+                  "layout": node["layout"], "compress": node["compress"], "input_mapping": node["input_mapping"] or {},
+                  "gate": node["gate"]}
                  for node in workflow.nodes.order_by("position", "id").values(
-                     "node_id", "agent__agent_id", "agent__name", "layout", "compress", "input_mapping")]
+                     "node_id", "agent__agent_id", "agent__name", "layout", "compress", "input_mapping", "gate")]
         transitions = [{"from": t["from_node"], "to": t["to_node"], "condition": t["condition"],
                         "on_failure": t["on_failure"]}
                        for t in workflow.transitions.order_by("position", "id").values(
@@ -73,7 +76,8 @@ def workflow_graph(workflow: Workflow, version_id: int | None = None) -> dict[st
                      .values_list("agent_id", "name"))
         nodes = [{"id": node["id"], "agent": node["agent_ref"], "agent_name": names.get(node["agent_ref"], ""),
                   "layout": node.get("layout"), "compress": node.get("compress", False),
-                  "input_mapping": node.get("input_mapping") or {}} for node in document["nodes"]]
+                  "input_mapping": node.get("input_mapping") or {}, "gate": node.get("gate")}
+                 for node in document["nodes"]]
     ids = [node["id"] for node in nodes]
     edges: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
@@ -96,9 +100,21 @@ def workflow_graph(workflow: Workflow, version_id: int | None = None) -> dict[st
         "workflow_id": workflow.workflow_id,
         "version": number,
         "topology": topology,
-        "nodes": [{key: node[key] for key in ("id", "agent", "agent_name", "layout", "compress")} for node in nodes],
+        "nodes": [{**{key: node[key] for key in ("id", "agent", "agent_name", "layout", "compress")},
+                   "gate": node["gate"] is not None} for node in nodes],
         "edges": edges,
+        # The gates (engine/gates.py), as this version sets them: node id → the gate's settings.
+        "gates": {node["id"]: person_gates.settings_of(node["gate"]) for node in nodes if node["gate"] is not None},
     }
+
+
+def gate_deciders(graph: dict[str, Any], username: str, roles: list[str]) -> dict[str, dict[str, Any]]:
+    """For each gate of the graph a page draws: who may decide it, as a person reads it, and
+    whether the user (`username`, holding `roles`) may: the page offers the form only then
+    (the API checks again)."""
+    return {node_id: {"deciders": person_gates.deciders_text(gate),
+                      "may_decide": person_gates.may_decide(gate, username, roles)}
+            for node_id, gate in graph["gates"].items()}
 
 
 # The re-runs a run's page lists, newest first; it says when there are more.

@@ -13,7 +13,7 @@ from django.utils.dateparse import parse_date
 
 from core.errors import DocumentError, NotFound, SwitchyardError
 from core.pages import paginate
-from core.roles import AUTHOR, has_role
+from core.roles import AUTHOR, has_role, roles_of
 from executions import page_selectors
 from executions.comparison import execution_comparison, executions_for_comparison
 from engine.evaluation import SCORES
@@ -40,8 +40,9 @@ def execution_list(request):
 
 def execution_detail(request, execution_id: str):
     """A run's inspection page: the header (with the run it was re-run from and its
-    re-runs, each with a link to compare), the escalation, the graph and timeline (drawn
-    and kept live by execution_detail.js from the API), a node's panel, and one page of
+    re-runs, each with a link to compare), the escalation, the gates waiting for people,
+    the graph and timeline (drawn and kept live by execution_detail.js from the API), a
+    node's panel (a gate's with its form, for those who may decide it), and one page of
     the node runs table."""
     execution, reruns, more_reruns = page_selectors.execution_with_reruns(execution_id)
     if execution is None:
@@ -52,6 +53,7 @@ def execution_detail(request, execution_id: str):
     for run in context["page"]:
         run.output_preview = page_selectors.output_preview(run.output)
     escalated = execution.status == Execution.Status.ESCALATED and execution.escalation
+    request.roles_held = roles_of(request.user)  # read once: the page's templates use them too
     evaluation = page_selectors.execution_evaluation(execution)
     return render(request, "executions/execution_detail.html", {
         **context,
@@ -76,6 +78,7 @@ def execution_detail(request, execution_id: str):
             "graph": graph,
             "downstream": page_selectors.rerun_downstream(graph),
             "states": states,
+            "gates": page_selectors.gate_deciders(graph, request.user.get_username(), request.roles_held),
             "plan_url": reverse("executions:node_plan", args=[execution.workflow.workflow_id, "NODE"]),
         },
     })

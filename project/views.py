@@ -1,19 +1,30 @@
 """The overview page: it counts rows of every app, so it sits above them all."""
 from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import urlencode
 
 from agents.models import Agent, DeriveRequest
 from executions.models import Execution
+from executions.services import gates_pending
 from workflows.models import Workflow
 
 
 def overview(request):
-    """What there is, what is running, and what waits for a person."""
+    """What there is, what is running, and what waits for a person: escalated runs, runs
+    waiting at gates, and first of all the gates the signed-in user may decide."""
+    runs = Execution.objects.filter(trial=False)
     counts = {
         "agents": Agent.objects.count(),
         "workflows": Workflow.objects.count(),
-        "running": Execution.objects.filter(status=Execution.Status.RUNNING, trial=False).count(),
-        "escalated": Execution.objects.filter(status=Execution.Status.ESCALATED, trial=False).count(),
+        "running": runs.filter(status=Execution.Status.RUNNING).count(),
+        "escalated": runs.filter(status=Execution.Status.ESCALATED).count(),
+        "waiting": runs.filter(status=Execution.Status.WAITING).count(),
         "pending_derivations": DeriveRequest.objects.filter(status=DeriveRequest.Status.PENDING).count(),
     }
-    recent = Execution.objects.filter(trial=False).select_related("workflow").order_by("-created_at", "-id")[:10]
-    return render(request, "core/overview.html", {"counts": counts, "recent": recent})
+    counts["for_a_person"] = counts["escalated"] + counts["waiting"]
+    pending = gates_pending(user=request.user)
+    for run in pending:  # each links to its run's page, at the gate's panel with its form
+        run.page_url = (reverse("executions:detail", args=[run.execution.execution_id])
+                        + "?" + urlencode({"node": run.node_id, "run": run.pk}) + "#node-panel")
+    recent = runs.select_related("workflow").order_by("-created_at", "-id")[:10]
+    return render(request, "core/overview.html", {"counts": counts, "recent": recent, "gates_pending": pending})

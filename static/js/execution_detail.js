@@ -4,7 +4,10 @@
 // colours, the timeline, the progress, the escalation, and the open node's panel; once the
 // run has ended, its evaluation and quality gate as soon as a worker has scored it. The
 // node panel draws a node run with node_run.js; authors re-run the run from a node there
-// (rerun_form.js), and a re-run's copies say which node run they were copied from.
+// (rerun_form.js), and a re-run's copies say which node run they were copied from. A gate's
+// run (a person's step) shows what it asks, the data shown, who may decide and its time-out,
+// and to those who may decide it (the server says who: `gates`) a form that posts the
+// decision to POST /api/executions/{id}/node-runs/{node_run_id}/decision.
 (function () {
   "use strict";
 
@@ -13,7 +16,7 @@
   const root = document.getElementById("execution-page");
   const rerunSection = document.getElementById("rerun-form"); // authors only
   const canSteer = root.dataset.canSteer === "true";
-  const ACTIVE = new Set(["pending", "running", "escalated"]);
+  const ACTIVE = new Set(["pending", "running", "escalated", "waiting"]); // waiting: gates open for people
   const DONE = new Set(["success", "skipped"]);
   const COPIES = new Set(["reused", "edited"]); // a re-run's copies of the runs it reuses
   const POLL_MS = 1000;
@@ -31,6 +34,9 @@
     panelKey: "",
     escalationKey: undefined,
     open: new Map(), // node run id → open? (kept across live re-renders)
+    gateDrafts: new Map(), // a gate's node run id → {comment, output} as typed (kept across re-renders)
+    gateNotes: new Map(), // a gate's node run id → why the last decision sent was refused
+    gatesKey: undefined,
     cy: null,
     failures: 0,
   };
@@ -79,15 +85,19 @@
     skipped: [cssVar("--skipped", "#b9c0ca"), "#8e97a3", "#1d2430"],
     cancelled: [cssVar("--cancelled", "#7d8590"), "#5b626b", "#ffffff"],
     escalated: [cssVar("--escalated", "#c98a12"), "#8f610b", "#ffffff"],
+    waiting: [cssVar("--waiting", "#7b4fc9"), "#57358f", "#ffffff"],
   };
+  const GATE_LINE = "a person decides"; // the third line of a gate's label in the graph
 
   function graphElements() {
     const nodes = data.graph.nodes.map((node) => {
-      const label = `${node.id}\n${node.agent}`;
-      const longest = Math.max(node.id.length, String(node.agent).length);
+      // A gate (a person's step) is drawn as a hexagon, its label saying so.
+      const label = node.gate ? `${node.id}\n${node.agent}\n${GATE_LINE}` : `${node.id}\n${node.agent}`;
+      const longest = Math.max(node.id.length, String(node.agent).length, node.gate ? GATE_LINE.length : 0);
       return {
         group: "nodes",
-        data: { id: node.id, label, status: nodeStatusFromServer(node.id), width: Math.max(90, longest * 7.4 + 26) },
+        data: { id: node.id, label, status: nodeStatusFromServer(node.id), gate: node.gate ? "yes" : "no",
+          width: Math.max(90, longest * 7.4 + 26) + (node.gate ? 34 : 0) },
         position: node.layout ? { x: node.layout.x, y: node.layout.y } : undefined,
       };
     });
@@ -125,6 +135,8 @@
         style: { "background-color": fill, "border-color": border, color: ink, "border-style": "solid" },
       })),
       { selector: 'node[status = "running"]', style: { "border-width": 4, "border-style": "double" } },
+      { selector: 'node[gate = "yes"]', style: { shape: "hexagon", height: 58 } },
+      { selector: 'node[status = "waiting"]', style: { "border-width": 4 } },
       { selector: "node.selected", style: { "overlay-color": "#2f6fdb", "overlay-opacity": 0.16, "overlay-padding": 7 } },
       { selector: "edge", style: {
         width: 1.6, "line-color": "#aab3c0", "target-arrow-color": "#aab3c0", "target-arrow-shape": "triangle",
@@ -180,7 +192,7 @@
     document.getElementById("run-started").textContent = fmt.time(record.started_at) || "not yet";
     const ended = document.getElementById("run-ended");
     ended.replaceChildren(record.completed_at ? fmt.time(record.completed_at)
-      : el("span", { class: "muted" }, active ? (status === "escalated" ? "waiting for a person" : "still going") : "—"));
+      : el("span", { class: "muted" }, active ? (status === "escalated" || status === "waiting" ? "waiting for a person" : "still going") : "—"));
     const started = record.started_at ? Date.parse(record.started_at) : null;
     const end = record.completed_at ? Date.parse(record.completed_at) : Date.now();
     document.getElementById("run-duration").textContent = started ? `${fmt.ms(end - started)}${record.completed_at ? "" : " so far"}` : "—";
@@ -202,7 +214,9 @@
     progress.querySelector(".progress > span").style.width = `${total ? Math.round((100 * done) / total) : 0}%`;
     progress.querySelector(".progress").setAttribute("aria-valuenow", String(done));
     progress.querySelector(".progress-text").textContent = `${done} of ${total} nodes done`;
-    progress.querySelector(".progress-running").textContent = running.length ? `· running: ${running.join(", ")}` : "";
+    const waiting = data.graph.nodes.filter((node) => nodeStatus(node.id, runs, record) === "waiting").map((node) => node.id);
+    progress.querySelector(".progress-running").textContent = [running.length ? `· running: ${running.join(", ")}` : "",
+      waiting.length ? `· waiting for a person's decision: ${waiting.join(", ")}` : ""].filter(Boolean).join(" ");
   }
 
   // -- the escalation ----------------------------------------------------------------------
@@ -335,11 +349,15 @@
       const list = runs.get(nodeId) || [];
       const bars = list.filter((run) => run.started_at).map((run) => {
         const start = Date.parse(run.started_at);
-        const end = run.completed_at ? Date.parse(run.completed_at) : (run.status === "running" ? now : start);
-        const label = `${run.kind === "first" ? "" : `${run.kind} `}#${run.attempt}`;
+        const end = run.completed_at ? Date.parse(run.completed_at) : (run.status === "running" || run.status === "waiting" ? now : start);
+        const label = `${run.kind === "first" ? "" : `${run.kind} `}#${run.attempt}${run.status === "waiting" ? " waiting" : ""}`;
         return el("button", {
           type: "button", class: `tl-bar ${run.status} kind-${run.kind}${run.node_run_id === page.selectedRun ? " chosen" : ""}`,
-          style: { left: position(start), width: `${((100 * Math.max(0, end - start)) / span).toFixed(3)}%` },
+          // A gate that still waits ends now, at the right edge: drawn from there, so its
+          // width (at least what its label takes) never runs past the track.
+          style: run.status === "waiting" && end === now
+            ? { right: "0", width: `${((100 * Math.max(0, end - start)) / span).toFixed(3)}%` }
+            : { left: position(start), width: `${((100 * Math.max(0, end - start)) / span).toFixed(3)}%` },
           "data-run": run.node_run_id,
           title: `${run.node_id} · ${run.kind} #${run.attempt}${COPIES.has(run.kind) ? " (not run in this execution)" : ""}` +
             ` · ${run.agent_ref} · ${run.status}` +
@@ -355,6 +373,210 @@
         el("div", { class: "tl-track" }, bars, queued ? el("span", { class: "tl-queued small" }, `${queued} queued`) : ""));
     });
     box.replaceChildren(axis, ...rows);
+  }
+
+  // -- gates: a person's step --------------------------------------------------------------
+  // A gate's run waits (status "waiting") until one of its deciders approves the data it
+  // shows, rejects it, or passes on an edited version (engine/gates.py); its `gate` says
+  // what was asked, of whom, what was shown and, once decided, what was decided, by whom,
+  // when and why. Whether the signed-in user may decide comes from the server (`gates`).
+
+  const DECISION_LABELS = { approve: "Approve", reject: "Reject", edit: "Pass on the edited data" };
+  const DECIDING_LABELS = { approve: "Approving…", reject: "Rejecting…", edit: "Passing on the edit…" };
+  const ON_TIMEOUT_TEXT = { approve: "approved as shown", reject: "rejected", escalate: "sent to a person (escalated)" };
+
+  function gateInfo(nodeId) {
+    return (data.gates || {})[nodeId] || { deciders: "", may_decide: false };
+  }
+
+  /** Who may decide, as the server words it; for a gate the page was not told of, from the run. */
+  function decidersText(run) {
+    const info = gateInfo(run.node_id);
+    if (info.deciders) return info.deciders;
+    const deciders = run.gate.deciders || {};
+    const parts = (deciders.roles || []).length ? [`a user with the ${deciders.roles.join(" or ")} role`] : [];
+    return [...parts, ...(deciders.users || [])].join(", or ");
+  }
+
+  function untilText(iso) {
+    const left = Date.parse(iso) - Date.now();
+    return Number.isNaN(left) ? "" : left > 0 ? `in ${fmt.ms(left)}` : "due now";
+  }
+
+  function timeoutText(run) {
+    const gate = run.gate;
+    if (!gate.timeout_seconds) return "none: it waits until a person decides";
+    const outcome = ON_TIMEOUT_TEXT[gate.on_timeout] || gate.on_timeout;
+    const when = run.status === "waiting" && run.decide_by ? `, at ${fmt.time(run.decide_by)} (${untilText(run.decide_by)})` : "";
+    return `after ${fmt.ms(gate.timeout_seconds * 1000)} undecided, ${outcome}${when}`;
+  }
+
+  /** A gate's run in one line, after its agent in the attempt's summary. */
+  function gateSummaryText(run) {
+    const gate = run.gate;
+    if (gate.decision) {
+      const by = gate.timed_out ? "its time-out" : gate.decided_by || "—";
+      return ` · ${gate.decision} by ${by}${run.duration_ms !== null && run.duration_ms !== undefined ? ` after ${fmt.ms(run.duration_ms)}` : ""}`;
+    }
+    return run.status === "waiting" ? " · waiting for a person's decision" : ` · ${run.status}, not decided`;
+  }
+
+  function decisionBadge(decision) {
+    return el("span", { class: `badge decision-${decision}` }, decision);
+  }
+
+  function gateBlock(run) {
+    const gate = run.gate;
+    const { fact } = nodeRun;
+    const waiting = run.status === "waiting";
+    const names = Object.keys(gate.shown || {});
+    const missing = gate.missing || [];
+    const note = page.gateNotes.get(run.node_run_id);
+    let action = null;
+    if (waiting && gateInfo(run.node_id).may_decide) action = gateForm(run);
+    else if (waiting) {
+      action = el("p", { class: "gate-not-yours notice" }, `Waiting for ${decidersText(run)} to decide. `,
+        "You may not decide this gate: the form is shown to its deciders only.");
+    } else if (!gate.decision) {
+      action = el("p", { class: "muted" }, `Not decided: this gate's run is ${run.status}.`);
+    }
+    return el("section", { class: `gate-box${waiting ? " waiting" : ""}`, "data-gate": run.node_run_id },
+      el("div", { class: "row gate-head" }, el("h3", {}, "A person's decision"),
+        waiting ? badge("waiting", "gate-state") : gate.decision ? decisionBadge(gate.decision) : badge(run.status, "gate-state")),
+      el("p", { class: "gate-prompt" }, gate.prompt || "Decide on the data below."),
+      el("section", { class: "gate-shown" }, el("h4", {}, "The data shown"),
+        names.length ? el("dl", { class: "gate-data" }, names.flatMap((name) => [
+          el("dt", { class: "mono" }, name),
+          el("dd", {}, el("pre", { class: "gate-value", "data-shown": name }, fmt.json(gate.shown[name])))]))
+          : el("p", { class: "muted small" }, "Nothing: none of the gate's named inputs was found in the run.")),
+      missing.length ? el("section", { class: "gate-missing" }, el("h4", {}, `Missing (${missing.length})`),
+        el("ul", {}, missing.map((item) => el("li", { "data-missing": item.name },
+          el("strong", { class: "mono" }, item.name), " ", el("code", {}, item.path), `: ${item.error}`))),
+        el("p", { class: "muted small" }, "Not in the run when the gate opened: an approval passes on only the data found.")) : null,
+      el("dl", { class: "facts compact-facts gate-facts" },
+        fact("Who may decide", el("span", { class: "gate-deciders" }, decidersText(run))),
+        fact("Decisions offered", (gate.decisions || []).join(", ")),
+        fact("Time-out", el("span", { class: "gate-timeout" }, timeoutText(run))),
+        fact("Opened", fmt.time(run.started_at) || "—")),
+      gate.decision ? el("dl", { class: "facts compact-facts gate-decision", "data-decision": gate.decision },
+        fact("Decision", decisionBadge(gate.decision)),
+        fact("Decided by", el("span", { class: "gate-decided-by" }, gate.timed_out ? "its time-out" : gate.decided_by || "—")),
+        fact("When", el("span", { class: "gate-decided-at" }, fmt.time(gate.decided_at))),
+        fact("Timed out", el("span", { class: "gate-timed-out" }, gate.timed_out ? "yes: nobody decided in time" : "no")),
+        fact("Comment", gate.comment ? el("span", { class: "gate-comment" }, gate.comment) : el("span", { class: "gate-comment muted" }, "none")))
+        : null,
+      note ? el("p", { class: "error gate-error", role: "alert" }, note) : null,
+      action);
+  }
+
+  function gateForm(run) {
+    const gate = run.gate;
+    let draft = page.gateDrafts.get(run.node_run_id);
+    if (!draft) {
+      draft = { comment: "", output: JSON.stringify(gate.shown || {}, null, 2) };
+      page.gateDrafts.set(run.node_run_id, draft);
+    }
+    const fieldError = (name) => el("p", { class: "field-error", "data-for": name, hidden: true });
+    const comment = el("textarea", { class: "gate-comment-input", rows: "3", "data-gate-field": "comment",
+      placeholder: "why (kept with the decision)", oninput: (event) => { draft.comment = event.target.value; } });
+    comment.value = draft.comment;
+    const offersEdit = (gate.decisions || []).includes("edit");
+    const output = offersEdit ? el("textarea", { class: "gate-output-input", rows: "8", spellcheck: "false",
+      "data-gate-field": "output", oninput: (event) => { draft.output = event.target.value; } }) : null;
+    if (output) output.value = draft.output;
+    const form = el("form", { class: "gate-form", "data-gate-form": run.node_run_id, onsubmit: (event) => event.preventDefault() },
+      el("h4", {}, "Your decision"),
+      el("label", {}, "Comment", comment), fieldError("comment"),
+      output ? el("label", {}, "Edited data (JSON): passed on instead of the data shown if you choose to pass on the edit", output) : null,
+      output ? fieldError("output") : null,
+      el("div", { class: "row gate-buttons" }, (gate.decisions || []).map((decision) => el("button", {
+        type: "button", "data-decision": decision,
+        class: decision === "approve" ? "primary" : decision === "reject" ? "danger" : "",
+        onclick: (event) => decide(run, decision, form, event.currentTarget),
+      }, DECISION_LABELS[decision] || decision))),
+      fieldError("decision"),
+      el("p", { class: "error gate-form-error", role: "alert", hidden: true }));
+    return form;
+  }
+
+  function showGateProblem(form, name, text) {
+    const place = form.querySelector(`.field-error[data-for="${name}"]`);
+    const control = form.querySelector(`[data-gate-field="${name}"]`);
+    if (place) {
+      place.textContent = text;
+      place.hidden = false;
+      if (control) {
+        control.classList.add("invalid");
+        control.focus();
+      }
+      return;
+    }
+    const message = form.querySelector(".gate-form-error");
+    message.textContent = text;
+    message.hidden = false;
+  }
+
+  async function decide(run, decision, form, button) {
+    const draft = page.gateDrafts.get(run.node_run_id);
+    form.querySelectorAll(".field-error, .gate-form-error").forEach((place) => { place.hidden = true; place.textContent = ""; });
+    form.querySelectorAll(".invalid").forEach((control) => control.classList.remove("invalid"));
+    page.gateNotes.delete(run.node_run_id);
+    const body = { decision, comment: draft.comment };
+    if (decision === "edit") {
+      try {
+        body.output = JSON.parse(draft.output);
+      } catch (error) {
+        showGateProblem(form, "output", `The edited data is not JSON: ${error.message}`);
+        return;
+      }
+    }
+    const buttons = form.querySelectorAll("button[data-decision]");
+    buttons.forEach((item) => { item.disabled = true; });
+    const label = button.textContent;
+    button.textContent = DECIDING_LABELS[decision] || "Sending…";
+    try {
+      await api.post(`${apiPath}/node-runs/${run.node_run_id}/decision`, body);
+      page.gateDrafts.delete(run.node_run_id);
+      schedule(0); // the run goes on: read it again now
+    } catch (error) {
+      buttons.forEach((item) => { item.disabled = false; });
+      button.textContent = label;
+      const field = (error.where || "").split(/[.[]/)[0];
+      if (error.status === 422 && ["output", "comment", "decision"].includes(field)) {
+        showGateProblem(form, field, error.message);
+      } else if (error.status === 409) {
+        // Decided meanwhile (the message says by whom), or the run ended: show it as it is now.
+        page.gateNotes.set(run.node_run_id, `Your decision was not recorded: ${error.message}`);
+        schedule(0);
+        showGateProblem(form, "", `Your decision was not recorded: ${error.message}`);
+      } else {
+        showGateProblem(form, "", error.status === 403 ? `Not allowed: ${error.message}` : error.message);
+      }
+    }
+  }
+
+  // The gates waiting for a decision, above the graph: each links to its panel.
+  function renderGatesWaiting(record) {
+    const section = document.getElementById("gates-waiting");
+    const open = (record.node_runs || []).filter((run) => run.status === "waiting" && run.gate);
+    const key = JSON.stringify(open.map((run) => run.node_run_id));
+    if (key === page.gatesKey) return;
+    page.gatesKey = key;
+    section.hidden = !open.length;
+    if (!open.length) {
+      section.replaceChildren();
+      return;
+    }
+    section.replaceChildren(
+      el("h2", {}, open.length === 1 ? "Waiting for a person's decision" : `Waiting for ${open.length} decisions by people`),
+      el("ul", { class: "gates-list" }, open.map((run) => el("li", { "data-gate-waiting": run.node_run_id },
+        el("a", { class: "mono", href: `?node=${encodeURIComponent(run.node_id)}&run=${run.node_run_id}#node-panel`,
+          onclick: (event) => { event.preventDefault(); select(run.node_id, run.node_run_id, true); } }, run.node_id),
+        ": ", run.gate.prompt || "a decision on its data",
+        el("span", { class: "muted small" }, ` · decided by ${decidersText(run)}`,
+          run.decide_by ? ` · time-out ${fmt.time(run.decide_by)}, then ${ON_TIMEOUT_TEXT[run.gate.on_timeout] || run.gate.on_timeout}` : ""),
+        gateInfo(run.node_id).may_decide ? el("strong", { class: "gate-yours small" }, " · yours to decide") : null))));
+    keepGraphAligned();
   }
 
   // -- the node panel ----------------------------------------------------------------------
@@ -380,7 +602,7 @@
     const thoughtTree = thoughtTrees.has(run.node_run_id) ? el("p", { class: "thought-tree-link" },
       el("a", { class: "button small-button", href: thoughtTrees.get(run.node_run_id) }, "Thought tree"),
       el("span", { class: "muted small" }, " this run's Tree-of-Thoughts search: its tree, scores and messages")) : null;
-    return nodeRun.record(run, copyOrigin(run), thoughtTree);
+    return nodeRun.record(run, run.gate ? gateBlock(run) : null, copyOrigin(run), thoughtTree);
   }
 
   function attemptBlock(run, open) {
@@ -389,8 +611,8 @@
         badge(run.status), " ",
         el("strong", {}, `${run.kind} #${run.attempt}`), " ",
         el("span", { class: "mono" }, run.agent_ref),
-        el("span", { class: "muted small" },
-          ` · ${run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : run.status}` +
+        el("span", { class: "muted small" }, run.gate ? gateSummaryText(run)
+          : ` · ${run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : run.status}` +
           ` · ${fmt.n(run.tokens_in)} → ${fmt.n(run.tokens_out)} tokens`),
         run.error_code ? el("code", { class: "error-code" }, run.error_code) : ""));
     let built = false;
@@ -466,6 +688,7 @@
     panel.replaceChildren(...[
       el("div", { class: "row panel-head" },
         el("h2", {}, "Node ", el("span", { class: "mono" }, nodeId)), badge(status === "none" ? "not run" : status, status === "none" ? "pending" : ""),
+        node && node.gate ? el("span", { class: "gate-tag", title: "The run stops here for a person to approve, reject or edit" }, "gate: a person decides") : null,
         el("span", { class: "muted" }, node ? `agent ${node.agent}` : ""),
         el("span", { class: "spacer" }),
         node ? el("a", { class: "button small-button", href: planHref, title: "The context a run of this node would get now, without calling a model" }, "Plan this node") : null,
@@ -577,6 +800,7 @@
     const runs = runsByNode(record);
     renderHeader(record, runs);
     renderEscalation(record);
+    renderGatesWaiting(record);
     paintGraph(record, runs);
     renderTimeline(record, runs);
     renderPanel(record, runs, false);

@@ -5,7 +5,7 @@
   "use strict";
 
   const { api, el, fmt } = window.switchyard;
-  // An escalated run waits for a person: its row is not refreshed.
+  // An escalated run, or one waiting at a gate, waits for a person: its row is not refreshed.
   const ACTIVE = new Set(["pending", "running"]);
   const table = document.querySelector("table.executions");
   const live = document.getElementById("list-live");

@@ -1,8 +1,9 @@
 // One node run's record, as the run page's node panel and the plan page's trial show it:
 // what ran (kind, status, agent and version, backend and model, worker, tokens, duration),
 // its error, the context budget, the actions, resolution failures, compression, the
-// transition taken, the inputs as resolved, the prompt (collapsed) and the output. Built
-// with switchyard.el, so model text is always shown as text.
+// transition taken, the inputs as resolved, the prompt (collapsed) and the output. A gate's
+// run (a person's step) called no agent: it shows what ran, the transition and the output.
+// Built with switchyard.el, so model text is always shown as text.
 (function () {
   "use strict";
 
@@ -30,6 +31,7 @@
   function record(run, ...notes) {
     const section = (title, ...content) => el("section", { class: "attempt-section" }, el("h4", {}, title), ...content);
     const model = [run.backend, run.model].filter(Boolean).join(" / ");
+    if (run.gate) return gateRecord(run, section, notes);
     return el("div", { class: "attempt-body" },
       ...notes,
       el("dl", { class: "facts compact-facts" },
@@ -52,6 +54,24 @@
       el("details", { class: "prompt" }, el("summary", {}, `Prompt (${fmt.n((run.prompt || "").length)} characters)`), el("pre", {}, run.prompt || "(none)")),
       section("Output", run.output === null || run.output === undefined
         ? el("p", { class: "muted small" }, run.status === "running" ? "Not yet: the node is running." : "No output.")
+        : el("pre", { class: "output" }, fmt.json(run.output))));
+  }
+
+  /** A gate's run: no agent was called, so no context, prompt or tokens; what a person
+   *  decided (the notes say it), where the run went next, and what went on as its output. */
+  function gateRecord(run, section, notes) {
+    return el("div", { class: "attempt-body" },
+      ...notes,
+      el("dl", { class: "facts compact-facts" },
+        fact("Kind · attempt", `${run.kind} · #${run.attempt}`),
+        fact("Status", el("span", { class: `badge ${run.status}` }, run.status)),
+        fact("Agent", el("span", { class: "mono" }, run.agent_ref), el("span", { class: "muted" }, " (stands for the deciders; never called)")),
+        fact("Waited", run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : "—"),
+        fact("Opened · decided", `${fmt.time(run.started_at) || "—"} · ${fmt.time(run.completed_at) || "—"}`)),
+      run.error_code || run.error ? el("p", { class: "error attempt-error" }, run.error_code ? el("code", {}, run.error_code) : "", " ", run.error || "") : null,
+      run.decision ? section("Transition taken", decisionBlock(run.decision)) : null,
+      section("Output", run.output === null || run.output === undefined
+        ? el("p", { class: "muted small" }, run.status === "waiting" ? "Not yet: approved or edited, the data goes on from here." : "No output.")
         : el("pre", { class: "output" }, fmt.json(run.output))));
   }
 

@@ -6,7 +6,8 @@
 // POST /api/workflows/{id}/validate (debounced, as the person types), saving with
 // POST /api/workflows or PUT /api/workflows/{id}, runs with POST /api/executions.
 // Node positions are saved in each node's `layout` ({x, y}); a workflow whose nodes have
-// none (an imported one) is laid out automatically, left to right.
+// none (an imported one) is laid out automatically, left to right. A node's `gate` (a
+// person's step, engine/gates.py) is edited as JSON and drawn as a hexagon.
 (function () {
   "use strict";
 
@@ -92,6 +93,8 @@
       compress: Boolean(document.compress),
       compress_model: document.compress_model || "flash",
       compress_ratio: String(document.compress_ratio ?? 0.3),
+      // The gate as typed: "" is no gate. Kept as text so that a half-typed one is not lost.
+      gateText: document.gate === undefined || document.gate === null ? "" : JSON.stringify(document.gate, null, 2),
       layout: document.layout || null,
     };
   }
@@ -238,6 +241,10 @@
       compress_ratio: ratio,
     };
     if (node.output_schema.trim()) document.output_schema = node.output_schema.trim();
+    const gate = parseJson(node.gateText, isObject, 'a JSON object, e.g. {"prompt": "Publish this?", '
+      + '"deciders": {"roles": ["approver"]}}, or nothing for a node that is not a gate');
+    if (gate.error) problem(`${base}.gate`, gate.error);
+    else if (gate.value !== undefined) document.gate = gate.value;
     const position = cy && cy.getElementById(node.key).length ? cy.getElementById(node.key).position() : node.layout;
     if (position) document.layout = { x: Math.round(position.x), y: Math.round(position.y) };
     return document;
@@ -269,6 +276,7 @@
       color: "#1d2430", "font-family": "system-ui, sans-serif",
     } },
     { selector: "node.start", style: { "border-width": 3, "border-color": "#2c8a4b" } },
+    { selector: "node.gate", style: { shape: "hexagon", width: 200, height: 70, "background-color": "#f5f0fd", "border-color": "#7b4fc9" } },
     { selector: "node.invalid", style: { "border-color": "#c23b3b", "background-color": "#fff1f1", "border-width": 3 } },
     { selector: "node.chosen", style: { "overlay-color": "#2f6fdb", "overlay-opacity": 0.12, "overlay-padding": 6 } },
     { selector: "node.source", style: { "border-style": "dashed", "border-width": 4 } },
@@ -298,7 +306,12 @@
 
   function nodeLabel(node) {
     const start = state.topology === "state_machine" && state.nodes[0] === node ? "▶ " : "";
-    return `${start}${node.id}\n${node.agent_ref || "(no agent)"}`;
+    return `${start}${node.id}\n${node.agent_ref || "(no agent)"}${isGate(node) ? "\na person decides" : ""}`;
+  }
+
+  /** Whether a node is a gate (a person's step): its gate field holds something. */
+  function isGate(node) {
+    return node.gateText.trim() !== "";
   }
 
   function transitionLabel(transition) {
@@ -325,6 +338,7 @@
                  position: node.layout ? { ...node.layout } : { x: 120 + index * 220, y: 120 } });
       }
       cy.getElementById(node.key).toggleClass("start", state.topology === "state_machine" && index === 0);
+      cy.getElementById(node.key).toggleClass("gate", isGate(node));
     });
     $("canvas-empty").hidden = state.nodes.length > 0;
   }
@@ -771,6 +785,10 @@
     const transfer = el("textarea", { rows: "3", spellcheck: "false", "data-field": "transfer_config",
       placeholder: '{"mode": "summary", "max_tokens": 5000}',
       oninput: (event) => { node.transferText = event.target.value; changed(); } }, node.transferText);
+    const gate = el("textarea", { rows: "6", spellcheck: "false", "data-field": "gate",
+      placeholder: '{"prompt": "Publish these release notes?", "deciders": {"roles": ["approver"]}, '
+        + '"timeout_seconds": 86400, "on_timeout": "reject"}',
+      oninput: (event) => { node.gateText = event.target.value; changed({ labels: true }); } }, node.gateText);
 
     const parts = [
       el("div", { class: "row panel-head" }, el("h2", {}, "Node ", el("span", { class: "mono" }, node.id)), el("div", { class: "spacer" }), backButton()),
@@ -792,6 +810,10 @@
         node.output_schema = value;
         changed();
       }, { placeholder: "e.g. knowledge_atoms" }), where(".output_schema")),
+      el("h3", {}, "Gate: a person decides"),
+      field("Gate (JSON; empty: not a gate)", gate, where(".gate"), "The run stops at this node until one of the deciders "
+        + "approves its named inputs, rejects them or passes on an edit: prompt, decisions (approve, reject, edit), "
+        + "deciders {roles, users}, timeout_seconds, on_timeout (approve, reject, escalate). Its agent is never called."),
       el("h3", {}, "Compression of its dependencies' outputs"),
       field("", el("span", { class: "check" }, compress, " compress what the nodes it depends on produced"), where(".compress")),
       el("div", { class: "two" },

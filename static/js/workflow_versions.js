@@ -30,6 +30,7 @@
     ]),
     { selector: "node.removed", style: { "border-style": "dashed", "background-color": "#fff1f1" } },
     { selector: "edge.removed", style: { "line-style": "dashed" } },
+    { selector: "node.gate", style: { shape: "hexagon", width: 200, height: 66 } }, // a person's step
   ];
   let cy = null;
 
@@ -58,7 +59,9 @@
     const drawn = nodes.map((node) => {
       const kind = added.has(node.id) ? "added" : removed.has(node.id) ? "removed" : changed.has(node.id) ? "changed" : "same";
       const fields = changed.has(node.id) ? `\n(${changed.get(node.id).join(", ")})` : "";
-      return { group: "nodes", classes: kind, data: { id: `n:${node.id}`, label: `${node.id}\n${node.agent_ref}${fields}` } };
+      const gate = node.gate ? "\na person decides" : "";
+      return { group: "nodes", classes: node.gate ? `${kind} gate` : kind,
+               data: { id: `n:${node.id}`, label: `${node.id}\n${node.agent_ref}${gate}${fields}` } };
     });
     const kindOf = new Map();
     const key = (t) => `${t.from}→${t.to}#${t.index}`;

@@ -497,3 +497,59 @@ def test_it_keeps_the_domain_judge_and_quality_gate_through_save_and_reload(api,
     stored.refresh_from_db()
     assert (stored.judge_agent, stored.quality_gate) == (None, None)
     assert errors == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_nodes_gate_is_edited_as_json_checked_on_its_field_and_kept_through_save(api, page_for, settings, tmp_path):
+    from playwright.sync_api import expect
+
+    settings.WORKSPACE_ROOT = tmp_path
+    call_command("load_demo", stdout=io.StringIO())
+    page, errors = watched(page_for, api.author.user)
+    page.goto("/workflows/release_review/")
+    page.wait_for_selector("#problems-summary:has-text('No problems')")
+    stored = Workflow.objects.get(workflow_id="release_review")
+    click_node(page, "approve")
+    page.wait_for_selector("h2:has-text('Node approve')")
+    field = page.locator("[data-field=gate]")
+    assert json.loads(field.input_value()) == stored.nodes.get(node_id="approve").gate
+    assert page.locator("[data-field=gate]").count() == 1
+    problem = page.locator(".field:has([data-field=gate]) .field-problem")
+
+    # Not JSON, or not an object: shown on the field, and nothing is saved.
+    field.fill('{"prompt": "Publish?",')
+    expect(problem).to_contain_text("not JSON")
+    expect(field).to_have_class(re.compile(r"\binvalid\b"))
+    page.click("#save-button")
+    expect(page.locator("#editor-banner")).to_contain_text("Not saved")
+    field.fill('["approve"]')
+    expect(problem).to_contain_text("expected a JSON object")
+    # JSON, but a gate no run could follow: the server's problem, on the same field.
+    field.fill(json.dumps({"prompt": "Publish?", "on_timeout": "approve"}))
+    expect(problem).to_contain_text("on_timeout applies only after timeout_seconds")
+    assert Workflow.objects.get(workflow_id="release_review").nodes.get(node_id="approve").gate == \
+        stored.nodes.get(node_id="approve").gate
+
+    # A gate that holds is saved as typed, and read back.
+    gate = {"prompt": "Ship it?", "decisions": ["approve", "reject"], "deciders": {"users": ["ana"]}}
+    field.fill(json.dumps(gate))
+    expect(problem).to_have_text("")
+    page.wait_for_selector("#problems-summary:has-text('No problems')")
+    page.click("#save-button")
+    page.wait_for_selector("#editor-status:has-text('Saved')")
+    assert Workflow.objects.get(workflow_id="release_review").nodes.get(node_id="approve").gate == gate
+    page.reload()
+    page.wait_for_selector("#problems-summary:has-text('No problems')")
+    assert "gate" in node_classes(page, "approve")
+    click_node(page, "approve")
+    page.wait_for_selector("h2:has-text('Node approve')")
+    assert json.loads(page.locator("[data-field=gate]").input_value()) == gate
+
+    # Emptied, the node is no gate: drawn as any node, saved without one.
+    page.locator("[data-field=gate]").fill("")
+    assert "gate" not in node_classes(page, "approve")
+    page.wait_for_selector("#problems-summary:has-text('No problems')")
+    page.click("#save-button")
+    page.wait_for_selector("#editor-status:has-text('Saved')")
+    assert Workflow.objects.get(workflow_id="release_review").nodes.get(node_id="approve").gate is None
+    assert errors == []

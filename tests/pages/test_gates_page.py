@@ -1,0 +1,324 @@
+"""Gates on the pages, in a real browser: a run stops at a gate, its page shows what the gate
+asks, the data shown and who may decide, and a decider approves, rejects or edits it there;
+the overview lists the gates waiting for the signed-in user. The release review's gate is
+reached on a real worker in the first test; the others run their node runs in this process
+(`drain`) so that the test says when the run goes on."""
+import json
+import re
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from executions.models import Execution
+from executions.services import execution_start, gate_decide
+from tests.executions.conftest import drain, wait_for
+from tests.executions.test_gates import PARALLEL
+from tests.pages.conftest import SCREENSHOTS, signed_in
+from tests.pages.test_derive_requests import watch_errors
+from tests.pages.test_evaluations import no_tasks  # noqa: F401 - a fixture
+from tests.pages.test_execution_browser import demo_with_workers  # noqa: F401 - a fixture
+from workflows.models import Blueprint, Contract, Workflow
+from workflows.services import workflow_import_document
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+XSS = '<img src=x onerror="window.pwned=1"><b>bold</b>'
+
+
+def release(**input) -> Execution:
+    """A release review run in this process up to its gate."""
+    execution = drain(execution_start(workflow=Workflow.objects.get(workflow_id="release_review"),
+                                      input={"topic": "Switchyard 2.1", **input}))
+    assert execution.status == "waiting"
+    return execution
+
+
+def gate_of(execution, node_id="approve"):
+    return execution.node_runs.filter(node_id=node_id).order_by("-sequence", "-id").first()
+
+
+def gate_url(execution, gate) -> str:
+    return f"/executions/{execution.execution_id}/?node={gate.node_id}&run={gate.pk}#node-panel"
+
+
+def gate_box(page, gate):
+    return page.locator(f"#node-panel .gate-box[data-gate='{gate.pk}']")
+
+
+def refused_requests_only(errors: list[str]) -> list[str]:
+    """The errors of a page, but for the browser's note of a request the server refused."""
+    return [error for error in errors if not error.startswith("Failed to load resource")]
+
+
+@pytest.mark.integration
+def test_an_approver_approves_the_draft_on_the_page_and_the_run_goes_on_to_publish(page_for, api, demo_with_workers):
+    execution = execution_start(workflow=Workflow.objects.get(workflow_id="release_review"),
+                                input={"topic": "Switchyard 2.1"}, actor=api.author.user)
+    demo_with_workers.start(1)
+    execution = wait_for(execution, statuses=("waiting",), timeout=60, workers=demo_with_workers)
+    gate = gate_of(execution)
+    assert gate.status == "waiting"
+
+    page = page_for(api.approver.user)
+    errors = watch_errors(page)
+    page.goto(f"/executions/{execution.execution_id}/")
+    expect(page.locator("#run-status")).to_have_text("waiting")
+    expect(page.locator("#run-ended")).to_contain_text("waiting for a person")
+    expect(page.locator("#run-live")).to_be_visible()  # the page keeps following the run
+    banner = page.locator("#gates-waiting")
+    expect(banner).to_contain_text("Waiting for a person's decision")
+    expect(banner.locator(f"li[data-gate-waiting='{gate.pk}']")).to_contain_text("Publish these release notes?")
+    expect(banner).to_contain_text("yours to decide")
+    # The graph: the gate is a person's step (a hexagon), coloured as waiting; the legend says both.
+    graph = page.evaluate("""() => { const node = window.switchyard.executionGraph.getElementById('approve');
+        return {status: node.data('status'), shape: node.style('shape'), label: node.data('label')}; }""")
+    assert graph == {"status": "waiting", "shape": "hexagon", "label": "approve\nRelease_Manager\na person decides"}
+    assert page.evaluate("window.switchyard.executionGraph.getElementById('draft').style('shape')") == "round-rectangle"
+    legend = page.locator(".status-legend")
+    expect(legend).to_contain_text("waiting for a person")
+    expect(legend).to_contain_text("gate: a person decides")
+    expect(page.locator(".tl-row[data-node='approve'] .tl-bar.waiting")).to_contain_text("waiting")
+    expect(page.locator(".tl-row[data-node='approve'] .dot.waiting")).to_have_count(1)
+    expect(page.locator("table.node-runs .badge.waiting")).to_have_count(1)
+
+    banner.locator(f"li[data-gate-waiting='{gate.pk}'] a").click()
+    expect(page.locator("#node-panel h2")).to_contain_text("approve")
+    expect(page.locator("#node-panel .gate-tag")).to_have_text("gate: a person decides")
+    box = gate_box(page, gate)
+    expect(box.locator(".gate-prompt")).to_have_text("Publish these release notes?")
+    draft = execution.state["draft"]
+    expect(box.locator("pre[data-shown='draft']")).to_have_text(draft)
+    feedback = execution.state["feedback"]
+    expect(box.locator("pre[data-shown='review']")).to_have_text(
+        feedback if isinstance(feedback, str) else json.dumps(feedback, indent=2, ensure_ascii=False))
+    expect(box.locator(".gate-deciders")).to_have_text("a user with the approver role")
+    expect(box.locator(".gate-timeout")).to_contain_text("after 24 h 00 min undecided, sent to a person (escalated), at ")
+    form = box.locator("form.gate-form")
+    expect(form.locator("button[data-decision]")).to_have_text(["Approve", "Reject", "Pass on the edited data"])
+    assert json.loads(form.locator("textarea[data-gate-field='output']").input_value()) == gate.gate["shown"]
+
+    form.locator("textarea[data-gate-field='comment']").fill("Good to go: the breaking change is named.")
+    form.get_by_role("button", name="Approve", exact=True).click()
+
+    # Decided: the page shows what, by whom, when and why; the run goes on to publish (on
+    # the worker), whose publishing fails into compliance, which escalates (the demo's path).
+    decision = box.locator(".gate-decision")
+    expect(decision).to_have_attribute("data-decision", "approve")
+    expect(decision.locator(".gate-decided-by")).to_have_text("approver-user")
+    expect(decision.locator(".gate-decided-at")).to_have_text(re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$"))
+    expect(decision.locator(".gate-comment")).to_have_text("Good to go: the breaking change is named.")
+    expect(decision.locator(".gate-timed-out")).to_have_text("no")
+    expect(box.locator("form.gate-form")).to_have_count(0)
+    expect(page.locator("#run-status")).to_have_text("escalated", timeout=30_000)
+    expect(page.locator("#gates-waiting")).to_be_hidden()
+    expect(page.locator(".tl-row[data-node='publish'] .tl-bar")).not_to_have_count(0)
+    gate.refresh_from_db()
+    assert gate.gate["decision"] == "approve" and gate.gate["decided_by"] == "approver-user"
+    assert gate.gate["comment"] == "Good to go: the breaking change is named."
+    assert execution.node_runs.filter(node_id="publish").exists()
+    assert errors == []
+
+
+def test_a_rejection_loops_back_to_the_drafter_and_the_gate_asks_again(page_for, api, demo, no_tasks):
+    execution = release()
+    first = gate_of(execution)
+    page = page_for(api.approver.user)
+    errors = watch_errors(page)
+    page.goto(gate_url(execution, first))
+    box = gate_box(page, first)
+    expect(box.locator("form.gate-form")).to_be_visible()
+    box.locator("textarea[data-gate-field='comment']").fill("Name the breaking change.")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)  # the gate's panel with its form, for the README
+    page.locator("#node-panel").screenshot(path=str(SCREENSHOTS / "gate-form.png"))
+    box.get_by_role("button", name="Reject", exact=True).click()
+    expect(box.locator(".gate-decision")).to_have_attribute("data-decision", "reject")
+    expect(box.locator(".gate-comment")).to_have_text("Name the breaking change.")
+    expect(page.locator("#run-status")).to_have_text("running")  # back to the drafter
+    first.refresh_from_db()
+    assert first.status == "failed" and first.error == "rejected by approver-user: Name the breaking change."
+
+    execution = drain(execution)  # draft and review again, then the gate asks again
+    assert execution.status == "waiting"
+    second = gate_of(execution)
+    assert second.pk != first.pk and second.status == "waiting"
+    expect(page.locator("#run-status")).to_have_text("waiting")
+    waiting = page.locator(f"#gates-waiting li[data-gate-waiting='{second.pk}']")
+    expect(waiting).to_be_visible()
+    expect(page.locator("#node-panel .trail-chip")).to_have_count(2)
+    expect(page.locator("#node-panel .trail-chip.failed")).to_have_count(1)
+    expect(page.locator("#node-panel .trail-chip.waiting")).to_have_count(1)
+    waiting.locator("a").click()
+    second_box = gate_box(page, second)
+    expect(second_box.locator("form.gate-form")).to_be_visible()
+    expect(second_box.locator("pre[data-shown='draft']")).to_have_text(execution.state["draft"])
+    expect(page.locator(".tl-row[data-node='approve'] .tl-bar")).to_have_count(2)
+    assert errors == []
+
+
+def test_a_bad_edit_is_shown_at_its_field_and_a_non_decider_sees_who_may_decide(page_for, api, demo, no_tasks):
+    workflow = Workflow.objects.get(workflow_id="release_review")
+    Contract.objects.create(blueprint=Blueprint.objects.create(blueprint_id="release", name="Release"),
+                            from_agent=workflow.nodes.get(node_id="approve").agent,
+                            to_agent=workflow.nodes.get(node_id="publish").agent, key="approved_draft",
+                            schema={"type": "object", "required": ["draft"],
+                                    "properties": {"draft": {"type": "string", "minLength": 10}}})
+    Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())
+    execution = release(topic=XSS)
+    gate = gate_of(execution)
+
+    page = page_for(api.approver.user)
+    errors = watch_errors(page)
+    page.goto(gate_url(execution, gate))
+    box = gate_box(page, gate)
+    output = box.locator("textarea[data-gate-field='output']")
+    edit = box.get_by_role("button", name="Pass on the edited data")
+    output.fill("{not json")
+    edit.click()
+    error = box.locator(".field-error[data-for='output']")
+    expect(error).to_contain_text("The edited data is not JSON")
+    expect(output).to_have_class(re.compile(r"\binvalid\b"))
+
+    output.fill('{"draft": "short"}')  # JSON, but not what the gate's contract with publish asks
+    edit.click()
+    expect(error).to_contain_text("output: breaks the contract 'approved_draft' at draft")
+    expect(output).to_have_class(re.compile(r"\binvalid\b"))
+    expect(box.locator(".gate-form-error")).to_be_hidden()
+    assert gate_of(execution).status == "waiting"
+    assert page.evaluate("window.pwned") is None  # the topic, in the draft shown, is text
+    assert refused_requests_only(errors) == []
+
+    # An author is not this gate's decider: who may decide is said, and there is no form.
+    author = page_for(api.author.user)
+    author_errors = watch_errors(author)
+    author.goto(gate_url(execution, gate))
+    author_box = gate_box(author, gate)
+    expect(author_box.locator(".gate-not-yours")).to_contain_text("Waiting for a user with the approver role to decide")
+    expect(author_box.locator("pre[data-shown='draft']")).to_be_visible()
+    expect(author_box.locator("form.gate-form")).to_have_count(0)
+    expect(author.locator("#gates-waiting")).not_to_contain_text("yours to decide")
+    assert author_errors == []
+
+    # Edited within the contract, the edit is what goes on.
+    output.fill(json.dumps({"draft": "Release notes, as the approver wrote them."}))
+    box.locator("textarea[data-gate-field='comment']").fill("tightened")
+    edit.click()
+    expect(box.locator(".gate-decision")).to_have_attribute("data-decision", "edit")
+    assert gate_of(execution).output == {"draft": "Release notes, as the approver wrote them."}
+    # The author's page follows: the decision, and still no form.
+    expect(author_box.locator(".gate-decision .gate-decided-by")).to_have_text("approver-user")
+    expect(author_box.locator(".gate-not-yours")).to_have_count(0)
+
+
+def test_two_gates_in_parallel_branches_are_decided_on_the_page_by_their_own_deciders(page_for, api, demo, no_tasks):
+    workflow_import_document(PARALLEL, actor="test")
+    lea = User.objects.create_user(username="lea", password="a long password")
+    max_ = User.objects.create_user(username="max", password="a long password")
+    execution = drain(execution_start(workflow=Workflow.objects.get(workflow_id="launch_signoff"),
+                                      input={"topic": "launch"}))
+    assert execution.status == "waiting"
+    legal, marketing = gate_of(execution, "legal"), gate_of(execution, "marketing")
+
+    lea_page = page_for(lea)
+    lea_errors = watch_errors(lea_page)
+    lea_page.goto(gate_url(execution, marketing))
+    expect(gate_box(lea_page, marketing).locator(".gate-not-yours")).to_contain_text("Waiting for max to decide")
+    expect(gate_box(lea_page, marketing).locator("form.gate-form")).to_have_count(0)
+    expect(lea_page.locator("#gates-waiting li")).to_have_count(2)
+    assert lea_page.evaluate("""() => ['legal', 'marketing', 'draft'].map(
+        (id) => window.switchyard.executionGraph.getElementById(id).style('shape'))""") == [
+        "hexagon", "hexagon", "round-rectangle"]
+    lea_page.locator(f"#gates-waiting li[data-gate-waiting='{legal.pk}'] a").click()
+    legal_box = gate_box(lea_page, legal)
+    legal_box.locator("textarea[data-gate-field='comment']").fill("Legal: fine.")
+    legal_box.get_by_role("button", name="Approve", exact=True).click()
+    expect(legal_box.locator(".gate-decided-by")).to_have_text("lea")
+    expect(lea_page.locator("#gates-waiting li")).to_have_count(1)
+    expect(lea_page.locator("#run-status")).to_have_text("waiting")  # marketing still waits
+    assert not execution.node_runs.filter(node_id="publish").exists()
+
+    max_page = page_for(max_)
+    max_errors = watch_errors(max_page)
+    max_page.goto(gate_url(execution, marketing))
+    marketing_box = gate_box(max_page, marketing)
+    expect(marketing_box.locator("button[data-decision]")).to_have_text(["Approve", "Reject"])  # no edit offered
+    expect(marketing_box.locator("textarea[data-gate-field='output']")).to_have_count(0)
+    marketing_box.get_by_role("button", name="Approve", exact=True).click()
+    expect(marketing_box.locator(".gate-decided-by")).to_have_text("max")
+    execution = drain(execution)
+    assert execution.status == "success"
+    expect(max_page.locator("#run-status")).to_have_text("success")
+    expect(lea_page.locator("#run-status")).to_have_text("success")
+    expect(lea_page.locator("#gates-waiting")).to_be_hidden()
+    assert lea_errors == [] and max_errors == []
+
+
+def test_the_overview_lists_the_gates_waiting_for_the_user_and_links_to_the_form(page_for, api, demo, no_tasks):
+    execution = release()
+    gate = gate_of(execution)
+
+    viewer = signed_in(api.viewer.user).get("/").content.decode()
+    assert "Waiting for you" not in viewer and 'id="gates-pending"' not in viewer
+    assert '<div class="stat">1</div><div class="stat-label">runs waiting for a person:' in viewer
+    assert "?status=waiting" in viewer
+
+    page = page_for(api.approver.user)
+    errors = watch_errors(page)
+    page.goto("/")
+    pending = page.locator("#gates-pending")
+    expect(pending.locator("h2")).to_contain_text("Waiting for you")
+    row = pending.locator(f"tr[data-gate='{gate.pk}']")
+    expect(row).to_contain_text("Publish these release notes?")
+    expect(row).to_contain_text("Release review (state machine)")
+    expect(row).to_contain_text(execution.execution_id)
+    expect(row).to_contain_text("then escalate")
+    row.locator("a.gate-link").click()
+    page.wait_for_url(f"**/executions/{execution.execution_id}/?node=approve&run={gate.pk}#node-panel")
+    expect(gate_box(page, gate).locator("form.gate-form")).to_be_visible()
+    expect(page.locator(f"#node-panel #run-{gate.pk}[open]")).to_be_visible()
+    assert errors == []
+
+    # The executions list filters on waiting runs, drawn in their colour.
+    page.goto("/executions/?status=waiting")
+    expect(page.locator("table.executions tbody tr")).to_have_count(1)
+    expect(page.locator("table.executions .badge.waiting")).to_have_text("waiting")
+    colour = page.evaluate("getComputedStyle(document.querySelector('table.executions .badge.waiting')).backgroundColor")
+    assert colour == "rgb(123, 79, 201)"
+
+
+def test_a_refused_decision_is_said_and_one_made_meanwhile_is_shown_with_who_made_it(page_for, api, demo, no_tasks):
+    execution = release()
+    gate = gate_of(execution)
+    page = page_for(api.approver.user)
+    errors = watch_errors(page)
+    page.goto(gate_url(execution, gate))
+    box = gate_box(page, gate)
+    approve = box.get_by_role("button", name="Approve", exact=True)
+    expect(approve).to_be_visible()
+
+    # No longer an approver since the page was drawn: the API refuses, and the page says why.
+    api.approver.user.groups.clear()
+    approve.click()
+    expect(box.locator(".gate-form-error")).to_have_text(
+        "Not allowed: gate 'approve' is decided by a user with the approver role; approver-user may not decide it")
+    expect(approve).to_be_enabled()
+    assert gate_of(execution).status == "waiting"
+
+    # Decided by someone else while the page did not know (its refreshes held back): the
+    # second decision is refused naming the first, and the page then shows the first.
+    api.approver.user.groups.add(Group.objects.get(name="approver"))
+    record = f"**/api/executions/{execution.execution_id}"
+    page.route(record, lambda route: route.abort())
+    gate_decide(execution=execution, node_run_id=gate.pk, decision="reject", comment="not yet", actor=api.admin.user)
+    approve.click()
+    refusal = "Your decision was not recorded: gate 'approve' was already decided: reject by admin-user at "
+    expect(box.locator(".gate-form-error")).to_contain_text(refusal)
+    page.unroute(record)
+    decided = gate_box(page, gate)
+    expect(decided.locator(".gate-decision")).to_have_attribute("data-decision", "reject", timeout=15_000)
+    expect(decided.locator(".gate-decided-by")).to_have_text("admin-user")
+    expect(decided.locator(".gate-comment")).to_have_text("not yet")
+    expect(decided.locator(".gate-error")).to_contain_text(refusal)
+    expect(decided.locator("form.gate-form")).to_have_count(0)
+    assert refused_requests_only(errors) == []
