@@ -11,7 +11,7 @@ from agents.documents import agent_document
 from agents.models import Agent
 from agents.services import agent_import_document
 from executions.models import Execution
-from executions.services import execution_start, node_run_execute
+from executions.services import execution_start, gate_decide, node_run_execute
 from tests.executions.conftest import drain
 from tests.pages.conftest import screenshot
 from tests.pages.test_derive_requests import watch_errors
@@ -155,8 +155,12 @@ def test_a_viewer_sees_no_rerun_and_an_author_none_while_the_run_goes_on(page_fo
 
 
 def test_a_state_machine_is_rerun_from_a_step_of_its_recorded_path(page_for, api, demo, no_tasks):
-    # draft → review → draft → review → publish → compliance, which escalates.
+    # draft → review → draft → review → approve (an approver's gate) → publish → compliance, which escalates.
     source = drain(execution_start(workflow=Workflow.objects.get(workflow_id="release_review"), input={"topic": "2.0"}))
+    assert source.status == "waiting"
+    gate_decide(execution=source, node_run_id=source.node_runs.get(node_id="approve").pk, decision="approve",
+                actor=api.approver.user)
+    source = drain(source)
     assert source.status == "escalated"
     page = page_for(api.author.user)
     page.goto(f"/executions/{source.execution_id}/?node=review")
@@ -164,11 +168,11 @@ def test_a_state_machine_is_rerun_from_a_step_of_its_recorded_path(page_for, api
     form = page.locator("#rerun-form")
     step = form.locator("#rerun-step")
     expect(step.locator("option")).to_have_text([
-        "step 2 of 6: draft → review", "step 4 of 6: draft → review → draft → review"])
+        "step 2 of 7: draft → review", "step 4 of 7: draft → review → draft → review"])
     expect(step).to_have_value("4")  # as the server: the node's last step
     expect(form.locator("h3").first).to_have_text("Outputs reused (2)")
     expect(form.locator(".rerun-output[data-node='draft']")).to_contain_text("steps 1, 3: an edit replaces the output of each")
-    expect(form.locator("select[data-version]")).to_have_count(4)  # any node may run after the step
+    expect(form.locator("select[data-version]")).to_have_count(5)  # any node may run after the step
     typed = '{"draft": "typed before choosing the step"}'
     form.locator("textarea[data-output='draft']").fill(typed)
 

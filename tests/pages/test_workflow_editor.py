@@ -56,7 +56,8 @@ def test_it_gives_authors_the_editor_with_the_workflow_document(api, demo):
     assert control_ids(html) == set(EDITING_CONTROLS)
     document = script_json(html, "workflow-document")
     assert document["workflow_id"] == "release_review" and document["topology"] == "state_machine"
-    assert [node["id"] for node in document["nodes"]] == ["draft", "review", "publish", "compliance"]
+    assert [node["id"] for node in document["nodes"]] == ["draft", "review", "approve", "publish", "compliance"]
+    assert document["nodes"][2]["gate"]["deciders"] == {"roles": ["approver"]}  # the gate, for the editor to keep
     assert document["error_handling"] == {"retry_count": 2, "fallback_agent": "Backup_Publisher",
                                           "escalate_to": "Orchestrator"}
     config = script_json(html, "editor-config")
@@ -323,28 +324,31 @@ def test_it_draws_the_demo_workflows_laid_out_left_to_right(api, page_for, setti
     assert_editor_holds_the_stored_document(page, "release_review")
     drawn = edges(page)
     assert sorted((e["source"], e["target"], e["kind"]) for e in drawn) == [
-        ("draft", "review", "transition"), ("publish", "compliance", "transition"),
-        ("review", "draft", "transition"), ("review", "publish", "transition")]
+        ("approve", "draft", "route"), ("approve", "publish", "transition"), ("draft", "review", "transition"),
+        ("publish", "compliance", "transition"), ("review", "approve", "transition"), ("review", "draft", "transition")]
     labels = {(e["source"], e["target"]): e["label"] for e in drawn}
-    assert labels[("review", "publish")] == "output.verdict == 'accept' or state.rounds >= 3"
+    assert labels[("review", "approve")] == "output.verdict == 'accept' or state.rounds >= 3"
     assert labels[("publish", "compliance")] == "on failure: escalate"
     x = {node: page.evaluate(f"window.workflowEditor.cy.getElementById('{node_key(page, node)}').position().x")
-         for node in ("draft", "review", "publish", "compliance")}
-    assert x["draft"] < x["review"] < x["publish"] < x["compliance"]  # dagre, left to right
+         for node in ("draft", "review", "approve", "publish", "compliance")}
+    assert x["draft"] < x["review"] < x["approve"] < x["publish"] < x["compliance"]  # dagre, left to right
+    # The gate (a person's step) is drawn as one; its settings are in its own field.
+    assert "gate" in node_classes(page, "approve") and "gate" not in node_classes(page, "review")
+    assert page.evaluate(f"window.workflowEditor.cy.getElementById('{node_key(page, 'approve')}').style('shape')") == "hexagon"
     click_node(page, "review")
     page.wait_for_selector("h2:has-text('Node review')")
     assert page.locator("[data-mapping=outputs] .mapping-value").nth(1).input_value() == "$.verdict"
     screenshot(page, "workflow_editor")
 
     # A transition's settings; a condition that does not parse is shown on that transition.
-    page.click("#editor-panel button:text-is('review → publish')")
+    page.click("#editor-panel button:text-is('review → approve')")
     condition = page.locator("[data-field=condition]")
     assert condition.input_value() == "output.verdict == 'accept' or state.rounds >= 3"
     assert page.locator("[data-field=on_failure]").input_value() == ""  # the default: escalate
     condition.fill("output.verdict ==")
     page.wait_for_selector("[data-transition-problems] :text('CONDITION_INVALID')")
     assert "invalid" in condition.get_attribute("class")
-    assert page.locator("#editor-panel .field-problem").filter(has_text="review → publish").count() == 1
+    assert page.locator("#editor-panel .field-problem").filter(has_text="review → approve").count() == 1
     invalid_edges = page.evaluate("window.workflowEditor.cy.edges('.invalid').map(e => e.data('label'))")
     assert invalid_edges == ["output.verdict =="]
 
@@ -400,44 +404,50 @@ def test_it_renames_and_deletes_nodes_and_transitions_and_keeps_the_graph_consis
     page.fill("[data-field=node-id]", "critique")
     page.press("[data-field=node-id]", "Enter")
     page.wait_for_selector("h2:has-text('Node critique')")
-    assert ("critique", "publish", "transition") in [(e["source"], e["target"], e["kind"]) for e in edges(page)]
+    assert ("critique", "approve", "transition") in [(e["source"], e["target"], e["kind"]) for e in edges(page)]
     page.fill("[data-field=node-id]", "draft")
     page.press("[data-field=node-id]", "Enter")
     page.wait_for_selector("text=Not renamed: another node is called 'draft'")
     assert page.locator("[data-field=node-id]").input_value() == "critique"
 
     # Delete a transition with the toolbar's button, and a node with the Delete key.
-    page.click("#editor-panel button:text-is('critique → publish')")
+    page.click("#editor-panel button:text-is('critique → approve')")
     page.click("#delete-button")
     click_node(page, "compliance")
     page.wait_for_selector("h2:has-text('Node compliance')")
     page.keyboard.press("Delete")
     page.wait_for_selector("#editor-panel h2:text-is('Workflow')")
-    assert page.evaluate("window.workflowEditor.state.nodes.map(n => n.id)") == ["draft", "critique", "publish"]
-    assert sorted((e["source"], e["target"]) for e in edges(page)) == [("critique", "draft"), ("draft", "critique")]
+    assert page.evaluate("window.workflowEditor.state.nodes.map(n => n.id)") == ["draft", "critique", "approve", "publish"]
+    assert sorted((e["source"], e["target"]) for e in edges(page)) == [
+        ("approve", "draft"), ("approve", "publish"), ("critique", "draft"), ("draft", "critique")]
 
-    # Nothing leads to `publish` any more: the problem is drawn on that node, and saving is refused.
-    page.locator(".node-badge[data-node=publish]").wait_for()
-    assert "UNREACHABLE" in page.locator(".node-badge[data-node=publish]").get_attribute("title")
-    assert page.locator("#editor-panel [data-node-count=publish]").inner_text() == "1 problem"  # the list of nodes
-    assert page.locator("#editor-panel [data-node-count]:visible").count() == 1
+    # Nothing leads to `approve` any more, nor so to `publish` after it: the problem is drawn on
+    # those nodes, and saving is refused.
+    for node in ("approve", "publish"):
+        page.locator(f".node-badge[data-node={node}]").wait_for()
+        assert "UNREACHABLE" in page.locator(f".node-badge[data-node={node}]").get_attribute("title")
+        assert page.locator(f"#editor-panel [data-node-count={node}]").inner_text() == "1 problem"  # the list of nodes
+    assert page.locator("#editor-panel [data-node-count]:visible").count() == 2
     page.click("#save-button")
-    page.wait_for_selector("#editor-banner:has-text('Not saved: 1 problem')")
-    assert Workflow.objects.get(workflow_id="release_review").nodes.count() == 4
+    page.wait_for_selector("#editor-banner:has-text('Not saved: 2 problems')")
+    assert Workflow.objects.get(workflow_id="release_review").nodes.count() == 5
 
-    # Connected again from the node's settings (no mouse needed), it saves.
+    # Connected again from the node's settings (no mouse needed), it saves, its gate kept.
+    gate = Workflow.objects.get(workflow_id="release_review").nodes.get(node_id="approve").gate
     click_node(page, "critique")
-    page.select_option(".connect-row select", "publish")
+    page.select_option(".connect-row select", "approve")
     page.click(".connect-row button")
     page.wait_for_selector("#problems-summary:has-text('No problems')")
     page.click("#save-button")
     page.wait_for_selector("#editor-status:has-text('Saved')")
     stored = Workflow.objects.get(workflow_id="release_review")
-    assert [node.node_id for node in stored.nodes.all()] == ["draft", "critique", "publish"]
+    assert [node.node_id for node in stored.nodes.all()] == ["draft", "critique", "approve", "publish"]
     assert [(t.from_node, t.to_node, t.condition) for t in stored.transitions.all()] == [
         ("draft", "critique", None),
         ("critique", "draft", "output.verdict == 'revise' and state.rounds < 3"),
-        ("critique", "publish", None)]
+        ("approve", "publish", None),
+        ("critique", "approve", None)]
+    assert stored.nodes.get(node_id="approve").gate == gate
     assert errors == []
 
 

@@ -57,13 +57,14 @@ def test_a_runs_page_draws_the_version_it_ran_and_links_to_it(api, demo):
     new = execution_start(workflow=workflow, input={"topic": "t"})
     page = signed_in(api.viewer.user).get(f"/executions/{old.execution_id}/")
     graph = page.context["page_data"]["graph"]
-    assert [node["id"] for node in graph["nodes"]] == ["draft", "review", "publish", "compliance"]
+    assert [node["id"] for node in graph["nodes"]] == ["draft", "review", "approve", "publish", "compliance"]
+    assert [node["id"] for node in graph["nodes"] if node["gate"]] == ["approve"]
     assert ("publish", "compliance") in {(edge["source"], edge["target"]) for edge in graph["edges"]}
     assert graph["version"] == 1
     assert 'href="/workflows/release_review/?version=1#versions">version 1</a>' in page.content.decode()
     graph = signed_in(api.viewer.user).get(f"/executions/{new.execution_id}/").context["page_data"]["graph"]
-    assert [node["id"] for node in graph["nodes"]] == ["draft", "review", "publish"] and graph["version"] == 4
-    assert Workflow.objects.get(pk=workflow.pk).nodes.count() == 3
+    assert [node["id"] for node in graph["nodes"]] == ["draft", "review", "approve", "publish"] and graph["version"] == 4
+    assert Workflow.objects.get(pk=workflow.pk).nodes.count() == 4
 
 
 # -- in a browser ---------------------------------------------------------------------------------
@@ -84,11 +85,12 @@ def test_it_compares_two_versions_runs_one_and_restores_the_first(api, page_for,
     assert page.locator("input[name=diff-b]:checked").input_value() == "4"  # against the latest
     page.click("#diff-button")
     page.wait_for_selector("#diff-heading:has-text('Version 1 → version 4')")
-    page.wait_for_function("() => window.workflowVersions.cy && window.workflowVersions.cy.nodes().length === 4")
+    page.wait_for_function("() => window.workflowVersions.cy && window.workflowVersions.cy.nodes().length === 5")
     classes = page.evaluate("""() => Object.fromEntries(window.workflowVersions.cy.elements().map(
         element => [element.id(), element.classes().filter(c => ['added', 'removed', 'changed', 'same'].includes(c))[0]]))""")
     assert classes["n:compliance"] == "removed" and classes["n:draft"] == "changed"
-    assert classes["n:review"] == "same" and classes["n:publish"] == "same"
+    assert classes["n:review"] == "same" and classes["n:publish"] == "same" and classes["n:approve"] == "same"
+    assert page.evaluate("window.workflowVersions.cy.getElementById('n:approve').style('shape')") == "hexagon"
     assert classes["e:a:publish→compliance#0"] == "removed" and classes["e:b:review→draft#0"] == "changed"
     assert classes["e:b:draft→review#0"] == "same"
     summary = page.locator("#diff-summary").inner_text()
@@ -117,7 +119,7 @@ def test_it_compares_two_versions_runs_one_and_restores_the_first(api, page_for,
     assert "restored from version 1" in page.locator("tr[data-version='5']").inner_text()
     assert page.locator("input[name=diff-a]:checked").input_value() == "4"
     workflow = Workflow.objects.get(workflow_id="release_review")
-    assert workflow.max_steps == 12 and workflow.nodes.count() == 4
+    assert workflow.max_steps == 12 and workflow.nodes.count() == 5
     assert workflow.versions.get(number=5).document == workflow.versions.get(number=1).document
 
     # A save on the page lists its version at once, ready to compare and run.
