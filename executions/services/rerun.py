@@ -157,6 +157,9 @@ def _pins(asked: dict, graph: Graph, runs: set[str] | frozenset[str], *, refusal
             raise DocumentError(f"node '{node_id}' is not in the workflow", where=where)
         if node_id not in runs:
             raise DocumentError(f"node '{node_id}' {refusal}: only a node that runs can be pinned", where=where)
+        if graph.nodes[node_id].gate is not None:
+            raise DocumentError(f"node '{node_id}' is a gate: a person decides it and its agent is never called, so "
+                                "it has no version to pin", where=where)
         if not isinstance(name, str) or not name:
             raise DocumentError(f"is a version name of the node's agent, or '{CURRENT}'", where=where)
         check_storable(name, where=where)  # it is looked up in the database

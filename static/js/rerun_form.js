@@ -116,7 +116,9 @@
   }
 
   function versionsTable(form, plan, versions) {
-    const rows = plan.again.map((nodeId) => {
+    // A gate's agent stands for the people who decide it and is never called: it has no version to pick.
+    const called = plan.again.filter((nodeId) => !form.graph.nodes.find((node) => node.id === nodeId).gate);
+    const rows = called.map((nodeId) => {
       const agent = form.graph.nodes.find((node) => node.id === nodeId).agent;
       const known = versions.get(agent);
       const ran = versionInThisRun(form, nodeId);

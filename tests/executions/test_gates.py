@@ -281,6 +281,9 @@ def test_a_rerun_from_the_gate_asks_again_and_one_from_publish_reuses_the_decisi
     again = drain(execution_rerun(source=source, from_node="approve"))
     assert again.status == "waiting" and gate_of(again).kind == "first" and gate_of(again).gate["decision"] is None
 
+    with pytest.raises(DocumentError, match="is a gate: a person decides it and its agent is never called"):
+        execution_rerun(source=source, from_node="approve", agent_versions={"approve": "current"})
+
     later = drain(execution_rerun(source=source, from_node="publish"))
     copy = gate_of(later)
     assert copy.kind == "reused" and copy.gate["decided_by"] == "ana" and copy.gate["decision"] == "approve"
