@@ -376,3 +376,13 @@ def chat_server():
     """A started ChatServer, stopped after the test."""
     with ChatServer() as server:
         yield server
+
+
+def backend_request(**fields):
+    """A BackendRequest for the backends under test (a reviewer's), with `fields` changed."""
+    from agents.backends import BackendRequest
+
+    values = dict(agent_id="Reviewer", skills=["review"], required_skills=["review"], system_prompt="You review drafts.",
+                  prompt="## draft\nRelease notes for 1.2", model="", max_output_tokens=500)
+    values.update(fields)
+    return BackendRequest(**values)

@@ -4,31 +4,10 @@ import time
 
 import pytest
 
-from agents.backends import BackendError, BackendRequest
+from agents.backends import BackendError
 from agents.backends.builtin import count_tokens
 from agents.backends.openai import OpenAICompatibleBackend, chat_completions_url, parse_reply, retry_after_seconds
-
-
-def request(**fields) -> BackendRequest:
-    values = dict(agent_id="Reviewer", skills=["review"], required_skills=["review"], system_prompt="You review drafts.",
-                  prompt="## draft\nRelease notes for 1.2", model="", max_output_tokens=500)
-    values.update(fields)
-    return BackendRequest(**values)
-
-
-@pytest.fixture
-def sleeps():
-    return []
-
-
-@pytest.fixture
-def make(chat_server, sleeps):
-    def make(**options) -> OpenAICompatibleBackend:
-        values = dict(base_url=chat_server.base_url, api_key_env="SWITCHYARD_TEST_KEY", model="test-model",
-                      timeout_seconds=5, max_retries=3, sleep=sleeps.append)
-        values.update(options)
-        return OpenAICompatibleBackend("openai", **values)
-    return make
+from tests.agents.backends.chat_server import backend_request as request
 
 
 def test_it_sends_a_chat_completion_and_records_the_usage(chat_server, make):

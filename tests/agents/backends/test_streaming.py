@@ -4,36 +4,21 @@ import time
 
 import pytest
 
-from agents.backends import BackendError, BackendRequest, get_backend
+from agents.backends import BackendError, get_backend
 from agents.backends.builtin import count_tokens
 from agents.backends.config import read_backends_file
 from agents.backends.metering import metered, units
-from agents.backends.openai import OpenAICompatibleBackend, StreamBrokeOff, sse_data
+from agents.backends.openai import StreamBrokeOff, sse_data
 from agents.catalogue import model_entry
+from tests.agents.backends.chat_server import backend_request as request
 
 REPLY = '{"verdict": "accept", "comments": "Clear and complete — ship it."}'
 
 
-def request(**fields) -> BackendRequest:
-    values = dict(agent_id="Reviewer", skills=["review"], required_skills=["review"], system_prompt="You review drafts.",
-                  prompt="## draft\nRelease notes for 1.2", model="", max_output_tokens=500)
-    values.update(fields)
-    return BackendRequest(**values)
-
-
 @pytest.fixture
-def sleeps():
-    return []
-
-
-@pytest.fixture
-def make(chat_server, sleeps):
-    def make(**options) -> OpenAICompatibleBackend:
-        values = dict(base_url=chat_server.base_url, model="test-model", timeout_seconds=5, max_retries=3,
-                      stream=True, sleep=sleeps.append)
-        values.update(options)
-        return OpenAICompatibleBackend("openai", **values)
-    return make
+def make(make):
+    """The backend, streamed."""
+    return lambda **options: make(**{"stream": True, **options})
 
 
 @pytest.fixture
