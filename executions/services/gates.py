@@ -132,11 +132,13 @@ def _decide(execution: Execution, run: NodeRun, decision: str, *, output: Any, b
     else:
         status = NodeRun.Status.FAILED
         code = gates.TIMED_OUT if decision == gates.ESCALATE else gates.REJECTED
-        reason = comment or "no comment"
-        fields.update(error_code=code, error=(
-            f"no decision within {run.gate['timeout_seconds']} s: " + ("sent to a person (on_timeout escalate)"
-                                                                      if code == gates.TIMED_OUT else "rejected")
-            if timed_out else f"rejected by {by}: {reason}"))
+        if not timed_out:
+            error = f"rejected by {by}: {comment or 'no comment'}"
+        elif code == gates.TIMED_OUT:
+            error = f"no decision within {run.gate['timeout_seconds']} s: sent to a person (on_timeout escalate)"
+        else:
+            error = f"no decision within {run.gate['timeout_seconds']} s: rejected (on_timeout reject)"
+        fields.update(error_code=code, error=error)
     transition(NodeRun, run.pk, NodeRun.Status.WAITING, status, **fields)
     for name, value in fields.items():
         setattr(run, name, value)

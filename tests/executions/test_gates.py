@@ -319,3 +319,25 @@ def test_a_gated_workflow_is_never_exported_as_a_task_chain_that_would_drop_its_
     message = str(refused.value)
     assert "cannot be written as a task chain, which would drop its topology 'state_machine'; its transitions" in message
     assert "node 'approve' gate" in message and refused.value.where == "task_chain"
+
+
+@pytest.mark.parametrize("on_timeout, status, code", [("approve", "success", ""), ("reject", "failed", "GATE_REJECTED")])
+def test_a_time_out_decides_what_on_timeout_says(on_timeout, status, code):
+    from tests.workflow_edits import edit_workflow
+
+    edit_workflow("release_review", lambda document: next(
+        node for node in document["nodes"] if node["id"] == "approve")["gate"].update(on_timeout=on_timeout))
+    execution = release()
+    gate = gate_of(execution)
+
+    node_runs_sweep(now=gate.decide_by + timedelta(seconds=1))
+
+    gate.refresh_from_db()
+    assert (gate.status, gate.error_code, gate.gate["decision"], gate.gate["timed_out"]) == (
+        status, code, on_timeout, True)
+    execution = drain(execution)
+    after = [node for node, _ in path(execution)][[node for node, _ in path(execution)].index("approve") + 1]
+    if on_timeout == "approve":
+        assert gate.output == gate.gate["shown"] and after == "publish"
+    else:
+        assert gate.error == "no decision within 86400 s: rejected (on_timeout reject)" and after == "draft"
