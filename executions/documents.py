@@ -76,6 +76,7 @@ def node_run_record(run: NodeRun, *, with_id: bool = False) -> dict[str, Any]:
         "status": run.status,
         "error_code": run.error_code,
         "error": run.error,
+        "error_details": run.error_details,
         "worker": run.worker,
         "backend": run.backend,
         "model": run.model,

@@ -194,6 +194,7 @@ class NodeRunOut(Record):
     status: NodeRunStatus
     error_code: str
     error: str
+    error_details: dict[str, Any] | None = Field(..., description="the failure's figures, e.g. BUDGET_EXCEEDED's")
     worker: str
     backend: str
     model: str
