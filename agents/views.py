@@ -95,6 +95,9 @@ def agent_detail(request, agent_id: str):
             "data_budget": agent.data_budget,
         },
         "limit_bar": _limit_bar(agent),
+        # Where max_input_tokens and max_output_tokens came from: the agent's document, the
+        # model catalogue (and which source), or Switchyard's default.
+        "limit_sources": {key: value for key, value in (agent.limit_sources or {}).items() if isinstance(value, str)},
         "family": family,
         "lineage_graph": _lineage_graph(family),
         "versions": versions,

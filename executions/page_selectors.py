@@ -9,6 +9,7 @@ Everything else the page shows is read by its script from `GET /api/executions/{
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from itertools import pairwise
 from typing import Any
 
@@ -29,13 +30,23 @@ ACTIVE = ("pending", "running", "escalated", "waiting")  # waiting: nothing left
 PREVIEW_CHARS = 160
 # What the table of node runs does not read: the panel gets them from the API.
 HEAVY_FIELDS = ("prompt", "resolved_inputs", "context_record", "compression", "resolution_failures", "decision")
+# How the list may be ordered (`?sort=`): newest first by default, or by what the runs cost,
+# the newest first among runs that cost the same.
+LIST_ORDERS = {
+    "": ("-created_at", "-id"),
+    "cost": ("cost", "-created_at", "-id"),
+    "-cost": ("-cost", "-created_at", "-id"),
+}
 
 
-def executions_for_list(*, workflow: str = "", status: str = "", since=None, until=None) -> QuerySet[Execution]:
-    """Runs, newest first, with their node runs counted by status (one grouped query per page)."""
+def executions_for_list(*, workflow: str = "", status: str = "", since=None, until=None,
+                        sort: str = "") -> QuerySet[Execution]:
+    """Runs, newest first or ordered by cost (`sort`: one of LIST_ORDERS), with their node
+    runs counted by status (one grouped query per page, whatever the order)."""
     counts = {f"runs_{value}": Count("node_runs", filter=Q(node_runs__status=value)) for value in NodeRun.Status.values}
     executions = (Execution.objects.filter(trial=False).select_related("workflow")
-                  .annotate(node_runs_total=Count("node_runs"), **counts).order_by("-created_at", "-id"))
+                  .annotate(node_runs_total=Count("node_runs"), **counts)
+                  .order_by(*LIST_ORDERS.get(sort, LIST_ORDERS[""])))
     if workflow:
         executions = executions.filter(workflow__workflow_id=workflow)
     if status:
@@ -176,6 +187,19 @@ def progress(graph: dict[str, Any], states: dict[str, dict[str, Any]]) -> dict[s
 def node_runs_for_table(execution: Execution) -> QuerySet[NodeRun]:
     """A run's node runs in the order they were made, without the fields only the panel shows."""
     return execution.node_runs.select_related("agent").defer(*HEAVY_FIELDS).order_by("sequence", "id")
+
+
+def cost_text(cost_units: int | None) -> str:
+    """A cost in units of 10⁻¹² USD as the pages show it: exact, without the trailing zeros
+    past the cents ("$0.00004815", "$1.50", "$0.00"); "" for None. static/js/cost.js writes
+    the same."""
+    return "" if cost_units is None else _usd_text(f"{Decimal(cost_units).scaleb(-12):.12f}")
+
+
+def _usd_text(value: str) -> str:
+    """A USD decimal string ("0.001500000000") as the pages write money ("$0.0015")."""
+    whole, _, fraction = value.partition(".")
+    return f"${whole}.{fraction.rstrip('0').ljust(2, '0')}"
 
 
 def output_preview(output: Any, limit: int = PREVIEW_CHARS) -> str:

@@ -5,7 +5,7 @@ from datetime import timedelta
 from django import forms
 from django.contrib import messages
 from django.db.models import Avg, Count, F, Q
-from django.http import Http404
+from django.http import Http404, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -22,20 +22,39 @@ from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 
 
 def execution_list(request):
-    """Runs with filters (workflow, status, day range); running rows refresh themselves."""
+    """Runs with filters (workflow, status, day range), newest first or ordered by cost
+    (`sort`: cost or -cost); running rows refresh themselves."""
     filters = {key: request.GET.get(key, "").strip() for key in ("workflow", "status", "since", "until")}
     days = {key: _day(filters[key]) for key in ("since", "until")}
-    executions = page_selectors.executions_for_list(workflow=filters["workflow"], status=filters["status"], **days)
+    sort = request.GET.get("sort", "").strip()
+    sort = sort if sort in page_selectors.LIST_ORDERS else ""
+    executions = page_selectors.executions_for_list(workflow=filters["workflow"], status=filters["status"],
+                                                    sort=sort, **days)
     context = paginate(request, executions)
     now = timezone.now()
     for execution in context["page"]:
         execution.duration_text = duration_text(execution.started_at, execution.completed_at, now=now)
+        execution.cost_text = page_selectors.cost_text(execution.cost)
         execution.run_counts = [(status, getattr(execution, f"runs_{status}")) for status in NodeRun.Status.values
                                 if getattr(execution, f"runs_{status}")]
     return render(request, "executions/execution_list.html", {
         **context, "filters": filters, "statuses": Execution.Status.choices,
         "workflows": page_selectors.workflow_choices(), "active_statuses": page_selectors.ACTIVE,
+        "sort": sort, "sort_links": _sort_links(filters, sort),
     })
+
+
+def _sort_links(filters: dict[str, str], sort: str) -> dict[str, str]:
+    """The column headings' links, with the filters kept (and the first page): Cost orders by
+    cost, the most expensive first, then the cheapest first; Started goes back to newest first."""
+    def link(order: str) -> str:
+        query = QueryDict(mutable=True)
+        query.update({key: value for key, value in filters.items() if value})
+        if order:
+            query["sort"] = order
+        encoded = query.urlencode()
+        return f"?{encoded}" if encoded else "?"
+    return {"cost": link("cost" if sort == "-cost" else "-cost"), "started": link("")}
 
 
 def execution_detail(request, execution_id: str):
@@ -52,6 +71,7 @@ def execution_detail(request, execution_id: str):
     context = paginate(request, page_selectors.node_runs_for_table(execution))
     for run in context["page"]:
         run.output_preview = page_selectors.output_preview(run.output)
+        run.cost_text = page_selectors.cost_text(run.cost)
     escalated = execution.status == Execution.Status.ESCALATED and execution.escalation
     request.roles_held = roles_of(request.user)  # read once: the page's templates use them too
     evaluation = page_selectors.execution_evaluation(execution)
@@ -69,6 +89,7 @@ def execution_detail(request, execution_id: str):
         "active": execution.status in page_selectors.ACTIVE,
         "escalation": execution.escalation if escalated else None,
         "duration": duration_text(execution.started_at, execution.completed_at),
+        "cost_text": page_selectors.cost_text(execution.cost),
         "input_json": json.dumps(execution.input, indent=2, ensure_ascii=False),
         "state_json": json.dumps(execution.state, indent=2, ensure_ascii=False),
         "page_data": {

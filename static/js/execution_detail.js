@@ -8,10 +8,14 @@
 // run (a person's step) shows what it asks, the data shown, who may decide and its time-out,
 // and to those who may decide it (the server says who: `gates`) a form that posts the
 // decision to POST /api/executions/{id}/node-runs/{node_run_id}/decision.
+// What the run cost is shown beside its tokens (cost.js): its total in the header (with the
+// judge's calls), each node's in the graph's label and tooltip, the timeline and the table,
+// and each node run's calls in its panel; a run stopped by its budget (BUDGET_EXCEEDED)
+// says so above the graph, with the limit, what was spent and the refused call's bound.
 (function () {
   "use strict";
 
-  const { api, el, jsonData, fmt, nodeRun } = window.switchyard;
+  const { api, el, jsonData, fmt, nodeRun, cost: money } = window.switchyard;
   const data = jsonData("execution-data");
   const root = document.getElementById("execution-page");
   const rerunSection = document.getElementById("rerun-form"); // authors only
@@ -37,6 +41,8 @@
     gateDrafts: new Map(), // a gate's node run id → {comment, output} as typed (kept across re-renders)
     gateNotes: new Map(), // a gate's node run id → why the last decision sent was refused
     gatesKey: undefined,
+    budgetKey: undefined,
+    judgeKey: undefined,
     cy: null,
     failures: 0,
   };
@@ -74,6 +80,32 @@
     return state ? state.status : "none";
   }
 
+  // What node runs cost together, added exactly: {value (USD decimal), complete, called
+  // (whether any of them called a model), tokens in and out}.
+  function costOf(list) {
+    const total = { sum: 0n, complete: true, called: false, tokensIn: 0, tokensOut: 0 };
+    for (const run of list) {
+      if (run.calls && run.calls.length) total.called = true;
+      total.sum += money.units(run.cost) ?? 0n;
+      if (run.cost_complete === false) total.complete = false;
+      total.tokensIn += run.tokens_in || 0;
+      total.tokensOut += run.tokens_out || 0;
+    }
+    return { value: money.decimal(total.sum), complete: total.complete, called: total.called,
+      tokensIn: total.tokensIn, tokensOut: total.tokensOut };
+  }
+
+  // A cost in one short line: "$0.0012", "≥ $0.0012" when not every call was priced.
+  function costLine(value, complete) {
+    return `${complete === false ? "≥ " : ""}${money.text(value)}`;
+  }
+
+  // A node run's cost, or a dash when it called no model (a gate, a copy, a run not yet done).
+  function runCost(run) {
+    return run.calls && run.calls.length ? money.shown(run.cost, run.cost_complete)
+      : el("span", { class: "muted", title: "No model call" }, "—");
+  }
+
   // -- the graph ---------------------------------------------------------------------------
 
   const COLOURS = {
@@ -89,18 +121,21 @@
   };
   const GATE_LINE = "a person decides"; // the third line of a gate's label in the graph
 
+  // A node's label and size: its id and agent, "a person decides" for a gate (drawn as a
+  // hexagon), and once it has called a model, what its runs cost.
+  function nodeBox(node, cost) {
+    const lines = [node.id, String(node.agent), ...(node.gate ? [GATE_LINE] : []), ...(cost ? [cost] : [])];
+    const longest = Math.max(...lines.map((line) => line.length));
+    return { label: lines.join("\n"), width: Math.max(90, longest * 7.4 + 26) + (node.gate ? 34 : 0),
+      height: (node.gate ? 58 : 42) + (cost ? 14 : 0) };
+  }
+
   function graphElements() {
-    const nodes = data.graph.nodes.map((node) => {
-      // A gate (a person's step) is drawn as a hexagon, its label saying so.
-      const label = node.gate ? `${node.id}\n${node.agent}\n${GATE_LINE}` : `${node.id}\n${node.agent}`;
-      const longest = Math.max(node.id.length, String(node.agent).length, node.gate ? GATE_LINE.length : 0);
-      return {
-        group: "nodes",
-        data: { id: node.id, label, status: nodeStatusFromServer(node.id), gate: node.gate ? "yes" : "no",
-          width: Math.max(90, longest * 7.4 + 26) + (node.gate ? 34 : 0) },
-        position: node.layout ? { x: node.layout.x, y: node.layout.y } : undefined,
-      };
-    });
+    const nodes = data.graph.nodes.map((node) => ({
+      group: "nodes",
+      data: { id: node.id, status: nodeStatusFromServer(node.id), gate: node.gate ? "yes" : "no", ...nodeBox(node, "") },
+      position: node.layout ? { x: node.layout.x, y: node.layout.y } : undefined,
+    }));
     const edges = data.graph.edges.map((edge, index) => ({
       group: "edges",
       data: {
@@ -126,7 +161,7 @@
     const style = [
       { selector: "node", style: {
         shape: "round-rectangle", label: "data(label)", "text-wrap": "wrap", "text-valign": "center", "text-halign": "center",
-        "font-size": 11, "font-family": "ui-monospace, Menlo, monospace", width: "data(width)", height: 42,
+        "font-size": 11, "font-family": "ui-monospace, Menlo, monospace", width: "data(width)", height: "data(height)",
         "background-color": COLOURS.none[0], "border-width": 2, "border-color": COLOURS.none[1], color: COLOURS.none[2],
         "border-style": "dashed",
       } },
@@ -135,7 +170,7 @@
         style: { "background-color": fill, "border-color": border, color: ink, "border-style": "solid" },
       })),
       { selector: 'node[status = "running"]', style: { "border-width": 4, "border-style": "double" } },
-      { selector: 'node[gate = "yes"]', style: { shape: "hexagon", height: 58 } },
+      { selector: 'node[gate = "yes"]', style: { shape: "hexagon" } },
       { selector: 'node[status = "waiting"]', style: { "border-width": 4 } },
       { selector: "node.selected", style: { "overlay-color": "#2f6fdb", "overlay-opacity": 0.16, "overlay-padding": 7 } },
       { selector: "edge", style: {
@@ -154,8 +189,15 @@
     });
     page.cy.on("tap", "node", (event) => select(event.target.id(), null, true));
     window.switchyard.executionGraph = page.cy; // for the console, and for tests that click a node
-    page.cy.on("mouseover", "node", () => { container.style.cursor = "pointer"; });
-    page.cy.on("mouseout", "node", () => { container.style.cursor = ""; });
+    // A node's tooltip: its status, runs, tokens and cost (paintGraph keeps it current).
+    page.cy.on("mouseover", "node", (event) => {
+      container.style.cursor = "pointer";
+      container.title = event.target.data("title") || "";
+    });
+    page.cy.on("mouseout", "node", () => {
+      container.style.cursor = "";
+      container.title = "";
+    });
     window.addEventListener("resize", () => page.cy && page.cy.fit(undefined, 24));
   }
 
@@ -166,7 +208,15 @@
         const status = nodeStatus(node.id(), runs, record);
         node.data("status", status);
         const list = runs.get(node.id()) || [];
-        node.data("title", `${node.id()}: ${status}${list.length > 1 ? ` (${list.length} runs)` : ""}`);
+        const cost = costOf(list);
+        const shown = cost.called ? costLine(cost.value, cost.complete) : "";
+        const box = nodeBox(data.graph.nodes.find((item) => item.id === node.id()) || { id: node.id(), agent: "" }, shown);
+        if (node.data("label") !== box.label) node.data(box);
+        node.data("cost", cost.called ? cost.value : "");
+        node.data("title", `${node.id()}: ${status}${list.length > 1 ? ` (${list.length} runs)` : ""}` +
+          (list.length ? ` · ${fmt.n(cost.tokensIn)} → ${fmt.n(cost.tokensOut)} tokens` : "") +
+          (cost.called ? ` · cost ${cost.complete ? "" : "at least "}${money.text(cost.value)}` +
+            `${cost.complete ? "" : " (not every call priced)"}` : ""));
         node.toggleClass("selected", node.id() === page.selected);
       });
       page.cy.edges().forEach((edge) => {
@@ -202,6 +252,7 @@
     const failed = (record.node_runs || []).filter((run) => run.status === "failed").length;
     document.getElementById("run-counts").replaceChildren(String((record.node_runs || []).length),
       failed ? el("span", { class: "muted small" }, ` (${failed} failed)`) : "");
+    renderCost(record);
     document.getElementById("run-input").textContent = JSON.stringify(record.input || {}, null, 2);
     document.getElementById("run-state").textContent = JSON.stringify(record.state || {}, null, 2);
 
@@ -217,6 +268,81 @@
     const waiting = data.graph.nodes.filter((node) => nodeStatus(node.id, runs, record) === "waiting").map((node) => node.id);
     progress.querySelector(".progress-running").textContent = [running.length ? `· running: ${running.join(", ")}` : "",
       waiting.length ? `· waiting for a person's decision: ${waiting.join(", ")}` : ""].filter(Boolean).join(" ");
+  }
+
+  // -- what the run cost ---------------------------------------------------------------------
+
+  // The run's cost (its node runs' and the judge's calls), and the judge's calls.
+  function renderCost(record) {
+    const judge = record.calls || [];
+    const judgeCost = judge.reduce((sum, call) => sum + (money.units(call.cost) ?? 0n), 0n);
+    const nodes = costOf(record.node_runs || []);
+    document.getElementById("run-cost").replaceChildren(money.shown(record.cost, record.cost_complete),
+      judge.length ? el("span", { class: "muted small run-cost-split" },
+        ` (nodes ${money.text(nodes.value)}, the judge's calls ${money.text(money.decimal(judgeCost))})`) : "");
+    const key = JSON.stringify(judge);
+    if (key === page.judgeKey) return;
+    page.judgeKey = key;
+    const box = document.getElementById("run-judge-calls");
+    box.hidden = !judge.length;
+    box.querySelector(".calls-box").replaceChildren(judge.length ? money.callsTable(judge, money.decimal(judgeCost),
+      judge.every((call) => call.usage === "builtin" || (call.cost !== null && call.cost !== undefined))) : "");
+  }
+
+  // A run stopped by its budget: a call that could have crossed max_cost (the run's) or
+  // max_node_cost (a node run's) was refused before it was made (agents/backends/metering.py);
+  // its node run failed with BUDGET_EXCEEDED and the figures in its error_details.
+  function renderBudgetStop(record) {
+    const box = document.getElementById("budget-stop");
+    const refused = (record.node_runs || []).filter((run) => run.error_code === "BUDGET_EXCEEDED");
+    const run = refused.length ? refused[refused.length - 1] : null;
+    const key = JSON.stringify(run ? [run.node_run_id, run.error_details, record.status] : null);
+    if (key === page.budgetKey) return;
+    page.budgetKey = key;
+    box.hidden = !run;
+    if (!run) {
+      box.replaceChildren();
+      return;
+    }
+    const details = run.error_details || {};
+    const { fact } = nodeRun;
+    const limit = details.limit === "max_cost" || details.limit === "max_node_cost" ? details.limit : "";
+    const spent = limit === "max_cost" ? details.run_spent : details.node_spent;
+    const whose = limit === "max_cost" ? "the run" : "the node run";
+    const limitUnits = money.units(details[limit]);
+    const spentUnits = money.units(spent);
+    const left = limitUnits !== null && spentUnits !== null
+      ? money.decimal(limitUnits > spentUnits ? limitUnits - spentUnits : 0n) : null;
+    const figure = (name, ...content) => el("span", { "data-figure": name }, ...content);
+    const node = el("a", { class: "mono", href: `?node=${encodeURIComponent(run.node_id)}&run=${run.node_run_id}#node-panel`,
+      onclick: (event) => { event.preventDefault(); select(run.node_id, run.node_run_id, true); } }, run.node_id);
+    const model = [details.backend, details.model].filter(Boolean).join(" / ");
+    let why;
+    let facts = [];
+    if (limit) {
+      why = el("p", {}, "The next call could have cost up to ", el("strong", {}, money.text(details.estimate)), ", and ", whose,
+        " had spent ", el("strong", {}, money.text(spent)), " of its ", el("code", {}, limit), " ", el("strong", {}, money.text(details[limit])),
+        ": the call was not made.");
+      facts = [
+        fact("Limit", figure("limit", el("code", {}, limit), " ", money.text(details[limit]))),
+        fact(limit === "max_cost" ? "Spent by the run" : "Spent by the node run", figure("spent", money.text(spent))),
+        fact("Left", figure("left", left === null ? "—" : money.text(left))),
+        fact("The refused call's bound", figure("estimate", money.text(details.estimate)),
+          el("span", { class: "muted small" }, ` (${fmt.n(details.tokens_in)} tokens in and up to ${fmt.n(details.max_tokens)} out, priced)`)),
+        fact("Backend / model", model || "—"),
+      ];
+    } else {
+      why = el("p", {}, "The model ", el("code", {}, model || "?"), " has no prices in the catalogue, so a call to it could cost anything: ",
+        "a run with a cost limit does not make it.");
+      facts = [fact("Backend / model", figure("model", model || "—"))];
+    }
+    const next = record.status === "escalated" ? "The run waits for a person (on_budget: escalate)."
+      : ACTIVE.has(record.status) ? "" : "The node is not retried nor handed to the fallback agent, which would spend more.";
+    box.replaceChildren(
+      el("h2", {}, "Stopped by its budget at node ", node),
+      why,
+      el("dl", { class: "facts compact-facts budget-figures" }, facts),
+      next ? el("p", { class: "muted small" }, next) : null);
   }
 
   // -- the escalation ----------------------------------------------------------------------
@@ -344,7 +470,8 @@
     const position = (time) => `${((100 * (time - t0)) / span).toFixed(3)}%`;
 
     const axis = el("div", { class: "tl-axis" }, el("div", { class: "tl-label" }),
-      el("div", { class: "tl-track" }, [0, 0.25, 0.5, 0.75, 1].map((f) => el("span", { class: "tl-tick", style: { left: `${(f * 100).toFixed(1)}%` } }, `+${fmt.ms(f * span)}`))));
+      el("div", { class: "tl-track" }, [0, 0.25, 0.5, 0.75, 1].map((f) => el("span", { class: "tl-tick", style: { left: `${(f * 100).toFixed(1)}%` } }, `+${fmt.ms(f * span)}`))),
+      el("div", { class: "tl-cost muted" }, "cost"));
     const rows = timelineRows(runs).map((nodeId) => {
       const list = runs.get(nodeId) || [];
       const bars = list.filter((run) => run.started_at).map((run) => {
@@ -362,15 +489,21 @@
           title: `${run.node_id} · ${run.kind} #${run.attempt}${COPIES.has(run.kind) ? " (not run in this execution)" : ""}` +
             ` · ${run.agent_ref} · ${run.status}` +
             ` · ${run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : fmt.ms(end - start) + " so far"}` +
+            (run.tokens_in !== null && run.tokens_in !== undefined ? ` · ${fmt.n(run.tokens_in)} → ${fmt.n(run.tokens_out)} tokens` : "") +
+            (run.calls && run.calls.length ? ` · ${costLine(run.cost, run.cost_complete)}` : "") +
             (run.error_code ? ` · ${run.error_code}` : ""),
           onclick: () => select(nodeId, run.node_run_id, true),
         }, el("span", {}, label));
       });
       const queued = list.filter((run) => !run.started_at && run.status === "pending").length;
+      const cost = costOf(list);
       return el("div", { class: `tl-row${nodeId === page.selected ? " chosen" : ""}`, "data-node": nodeId },
         el("button", { type: "button", class: "tl-label mono", title: `${nodeId}: ${list.length} run(s)`, onclick: () => select(nodeId, null, true) },
           el("i", { class: `dot ${nodeStatus(nodeId, runs, record)}` }), nodeId),
-        el("div", { class: "tl-track" }, bars, queued ? el("span", { class: "tl-queued small" }, `${queued} queued`) : ""));
+        el("div", { class: "tl-track" }, bars, queued ? el("span", { class: "tl-queued small" }, `${queued} queued`) : ""),
+        el("div", { class: "tl-cost", "data-cost": cost.called ? cost.value : "",
+          title: cost.called ? `What ${nodeId}'s runs cost${cost.complete ? "" : " at least: not every call was priced"}` : "No model call" },
+        cost.called ? costLine(cost.value, cost.complete) : el("span", { class: "muted" }, "—")));
     });
     box.replaceChildren(axis, ...rows);
   }
@@ -613,7 +746,8 @@
         el("span", { class: "mono" }, run.agent_ref),
         el("span", { class: "muted small" }, run.gate ? gateSummaryText(run)
           : ` · ${run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : run.status}` +
-          ` · ${fmt.n(run.tokens_in)} → ${fmt.n(run.tokens_out)} tokens`),
+          ` · ${fmt.n(run.tokens_in)} → ${fmt.n(run.tokens_out)} tokens` +
+          (run.calls && run.calls.length ? ` · ${costLine(run.cost, run.cost_complete)}` : "")),
         run.error_code ? el("code", { class: "error-code" }, run.error_code) : ""));
     let built = false;
     const build = () => {
@@ -685,11 +819,14 @@
       if (chosen) shown.unshift(chosen);
     }
     const openId = page.selectedRun || (list.length ? list[list.length - 1].node_run_id : null);
+    const cost = costOf(list);
     panel.replaceChildren(...[
       el("div", { class: "row panel-head" },
         el("h2", {}, "Node ", el("span", { class: "mono" }, nodeId)), badge(status === "none" ? "not run" : status, status === "none" ? "pending" : ""),
         node && node.gate ? el("span", { class: "gate-tag", title: "The run stops here for a person to approve, reject or edit" }, "gate: a person decides") : null,
         el("span", { class: "muted" }, node ? `agent ${node.agent}` : ""),
+        cost.called ? el("span", { class: "node-cost small", title: "What this node's runs cost together" },
+          `cost ${costLine(cost.value, cost.complete)}${list.length > 1 ? ` over ${list.length} runs` : ""}`) : null,
         el("span", { class: "spacer" }),
         node ? el("a", { class: "button small-button", href: planHref, title: "The context a run of this node would get now, without calling a model" }, "Plan this node") : null,
         node && rerunnable(record) ? el("button", { type: "button", class: "small-button", "data-rerun-from": nodeId,
@@ -720,6 +857,7 @@
       el("td", {}, `${run.attempt} `, el("span", { class: `kind ${run.kind}` }, run.kind)),
       el("td", {}, badge(run.status)),
       el("td", {}, `${run.tokens_in ?? "—"} / ${run.tokens_out ?? "—"}`),
+      el("td", { class: "cost-cell" }, runCost(run)),
       el("td", {}, run.duration_ms !== null && run.duration_ms !== undefined ? `${run.duration_ms} ms` : el("span", { class: "muted" }, "—")),
       el("td", { class: "small error-cell" }, run.error_code ? el("code", {}, run.error_code) : "", run.error_code ? " " : "", error),
       el("td", { class: "small output-preview" }, preview(run.output)));
@@ -750,7 +888,7 @@
     if (first && Number(table.dataset.total) === all.length && table.tBodies[0].rows.length === rows.length &&
         all.every((run) => !ACTIVE.has(run.status))) return; // the server's rows are these
     table.tBodies[0].replaceChildren(...(rows.length ? rows.map((run, index) => tableRow(run, offset + index + 1))
-      : [el("tr", {}, el("td", { colspan: "9", class: "muted" }, "No node has run yet."))]));
+      : [el("tr", {}, el("td", { colspan: "10", class: "muted" }, "No node has run yet."))]));
     document.getElementById("runs-pager").replaceChildren(pager(all.length, perPage));
   }
 
@@ -800,6 +938,7 @@
     const runs = runsByNode(record);
     renderHeader(record, runs);
     renderEscalation(record);
+    renderBudgetStop(record);
     renderGatesWaiting(record);
     paintGraph(record, runs);
     renderTimeline(record, runs);

@@ -1,10 +1,11 @@
 // The executions list: rows of runs in progress refresh themselves from GET
-// /api/executions (newest first) until none is left in progress; nothing reloads. Ticking
+// /api/executions (newest first) until none is left in progress, their cost too; nothing
+// reloads. The server orders the list (newest first, or by cost: `?sort=`). Ticking
 // two runs of one workflow enables Compare, which opens the compare page (A the older).
 (function () {
   "use strict";
 
-  const { api, el, fmt } = window.switchyard;
+  const { api, el, fmt, cost: money } = window.switchyard;
   // An escalated run, or one waiting at a gate, waits for a person: its row is not refreshed.
   const ACTIVE = new Set(["pending", "running"]);
   const table = document.querySelector("table.executions");
@@ -27,6 +28,9 @@
     const end = summary.completed_at ? Date.parse(summary.completed_at) : Date.now();
     row.querySelector(".duration-cell").replaceChildren(started ? fmt.ms(end - started) : el("span", { class: "muted" }, "—"),
       started && ACTIVE.has(summary.status) ? el("span", { class: "muted" }, " so far") : "");
+    const cost = row.querySelector(".cost-cell");
+    cost.dataset.cost = String(money.units(summary.cost) ?? "");
+    cost.replaceChildren(money.shown(summary.cost, summary.cost_complete));
     row.querySelector(".reason-cell").textContent = summary.ended_reason || "";
   }
 

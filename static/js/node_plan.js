@@ -1,12 +1,15 @@
 // A node's context plan: POST /api/workflows/{id}/nodes/{node}/plan, drawn with the same
 // budget bar, actions and resolution failures as a run's node panel. No model is called.
+// What a run of the node would cost at most is estimated from the plan (its cost_estimate):
+// the calls, their tokens, the assumption it rests on, and the model's prices with where
+// each came from.
 // Authors may also try the node (POST …/try): it runs once, alone, on a worker, with the
 // same values the plan was given; the page follows the trial until it ends, then shows
 // its node run's record as a run's node panel does.
 (function () {
   "use strict";
 
-  const { api, el, jsonData, fmt, budget, nodeRun } = window.switchyard;
+  const { api, el, jsonData, fmt, budget, nodeRun, cost: money } = window.switchyard;
   const data = jsonData("plan-data");
   const nodePath = `/workflows/${encodeURIComponent(data.workflow_id)}/nodes/${encodeURIComponent(data.node_id)}`;
   const $ = (id) => document.getElementById(id);
@@ -39,6 +42,57 @@
     $("plan-inputs").replaceChildren(budget.inputs(plan.resolved_inputs));
     $("plan-compression-card").hidden = !plan.compression;
     if (plan.compression) $("plan-compression").replaceChildren(budget.compression(plan.compression));
+    $("plan-cost").replaceChildren(...costEstimate(plan.cost_estimate));
+  }
+
+  // The catalogue's fields a plan's estimate shows, in this order: field → label, unit.
+  const PRICE_FIELDS = [
+    ["input_price", "Input", "per million tokens"],
+    ["cached_input_price", "Cached input", "per million tokens"],
+    ["output_price", "Output", "per million tokens"],
+    ["context_window", "Context window", "tokens"],
+    ["max_output", "Maximum output", "tokens"],
+  ];
+
+  function costEstimate(estimate) {
+    if (!estimate) return [el("p", { class: "muted small" }, "No estimate.")];
+    const prices = estimate.prices || {};
+    const sources = prices.sources || {};
+    const model = [estimate.backend, estimate.model].filter(Boolean).join(" / ");
+    const priced = estimate.cost !== null && estimate.cost !== undefined;
+    const builtin = String(sources.input_price || "").startsWith("builtin");
+    const headline = builtin
+      ? el("p", { class: "cost-headline" }, "A run of this node would cost ",
+        el("strong", { id: "plan-cost-value", class: "cost builtin" }, "nothing"), ": its backend is the builtin engine, which calls no model.")
+      : priced
+      ? el("p", { class: "cost-headline" }, "A run of this node would cost at most ",
+        el("strong", { id: "plan-cost-value", class: "cost" }, money.text(estimate.cost)),
+        ` (${fmt.n(estimate.calls)} call${estimate.calls === 1 ? "" : "s"}).`)
+      : el("p", { class: "cost-headline" }, el("strong", { id: "plan-cost-value", class: "cost unpriced" }, "No price: "),
+        `the model catalogue has no prices for ${estimate.model || "the model"}, so its calls would be recorded with their tokens and no cost.`);
+    const arithmetic = priced && prices.input_price !== undefined && prices.output_price !== undefined
+      ? el("p", { class: "small muted", id: "plan-cost-arithmetic" },
+        `${fmt.n(estimate.tokens_in)} tokens in × ${money.text(prices.input_price)} + ${fmt.n(estimate.tokens_out)} tokens out × `
+        + `${money.text(prices.output_price)}, per million tokens = ${money.text(estimate.cost)}`) : null;
+    const rows = PRICE_FIELDS.filter(([name]) => prices[name] !== undefined && prices[name] !== null)
+      .map(([name, label, unit]) => el("tr", { "data-price": name },
+        el("th", { scope: "row" }, label),
+        el("td", { class: "num" }, name.endsWith("_price") ? `${money.text(prices[name])} ${unit}` : `${fmt.n(prices[name])} ${unit}`),
+        el("td", { class: "small price-source" }, sources[name] || "—")));
+    return [
+      headline,
+      el("dl", { class: "facts compact-facts" },
+        fact("Backend / model", el("span", { class: "mono", id: "plan-cost-model" }, model || "—")),
+        fact("Calls", `${fmt.n(estimate.calls)} (one per batch)`),
+        fact("Tokens in", `${fmt.n(estimate.tokens_in)} (each batch's prompt, counted here)`),
+        fact("Tokens out, at most", fmt.n(estimate.tokens_out))),
+      el("p", { class: "assumption small", id: "plan-cost-assumption" }, el("strong", {}, "Assumes "), estimate.assumption || "—"),
+      arithmetic,
+      rows.length ? el("table", { class: "compact calls price-sources", id: "plan-prices" },
+        el("thead", {}, el("tr", {}, el("th", {}, "Price or limit"), el("th", {}, "Value"), el("th", {}, "From"))),
+        el("tbody", {}, rows))
+        : el("p", { class: "muted small" }, "The catalogue knows nothing of this model."),
+    ];
   }
 
   function clearErrors() {

@@ -1,13 +1,14 @@
 // One node run's record, as the run page's node panel and the plan page's trial show it:
-// what ran (kind, status, agent and version, backend and model, worker, tokens, duration),
-// its error, the context budget, the actions, resolution failures, compression, the
+// what ran (kind, status, agent and version, backend and model, worker, tokens, cost,
+// duration), its error, its model calls (each with its purpose, backend and model, tokens
+// and cost: cost.js), the context budget, the actions, resolution failures, compression, the
 // transition taken, the inputs as resolved, the prompt (collapsed) and the output. A gate's
 // run (a person's step) called no agent: it shows what ran, the transition and the output.
 // Built with switchyard.el, so model text is always shown as text.
 (function () {
   "use strict";
 
-  const { el, fmt, budget } = window.switchyard;
+  const { el, fmt, budget, cost } = window.switchyard;
 
   function fact(label, ...value) {
     return el("div", {}, el("dt", {}, label), el("dd", {}, ...value));
@@ -41,10 +42,14 @@
         fact("Backend / model", model || "—"),
         fact("Worker", run.worker ? el("span", { class: "mono small" }, run.worker) : "—"),
         fact("Tokens in / out", `${fmt.n(run.tokens_in)} / ${fmt.n(run.tokens_out)}`),
+        fact("Cost", (run.calls || []).length ? el("span", { class: "run-cost" }, cost.ofCalls(run.calls, run.cost, run.cost_complete))
+          : el("span", { class: "run-cost muted" }, "no model call")),
         fact("Duration", run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : "—"),
         fact("Started · ended", `${fmt.time(run.started_at) || "—"} · ${fmt.time(run.completed_at) || "—"}`),
         run.dispatches > 1 ? fact("Dispatches", String(run.dispatches)) : null),
       run.error_code || run.error ? el("p", { class: "error attempt-error" }, run.error_code ? el("code", {}, run.error_code) : "", " ", run.error || "") : null,
+      (run.calls || []).length || run.status !== "running"
+        ? section(`Model calls (${(run.calls || []).length})`, cost.callsTable(run.calls, run.cost, run.cost_complete)) : null,
       section("Context budget", budget.bar(run.context_management)),
       section("Actions", budget.actions(run.context_management)),
       section("Resolution failures", budget.failures(run.resolution_failures)),

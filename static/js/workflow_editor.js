@@ -7,7 +7,9 @@
 // POST /api/workflows or PUT /api/workflows/{id}, runs with POST /api/executions.
 // Node positions are saved in each node's `layout` ({x, y}); a workflow whose nodes have
 // none (an imported one) is laid out automatically, left to right. A node's `gate` (a
-// person's step, engine/gates.py) is edited as JSON and drawn as a hexagon.
+// person's step, engine/gates.py) is edited as JSON and drawn as a hexagon. The limits of a
+// run include what it, and each node run, may spend on model calls (max_cost, max_node_cost:
+// USD as text, kept exact) and what a run whose budget is reached does (on_budget).
 (function () {
   "use strict";
 
@@ -22,6 +24,8 @@
   const FAILURE_ACTIONS = ["escalate", "abort", "skip"];
   const RESERVED_INPUTS = ["data_references", "transfer_config"];
   const VALIDATE_DELAY_MS = 350;
+  const DOLLARS = /^[0-9]{1,9}(\.[0-9]{1,6})?$/; // a cost limit: USD as decimal text, as the API takes it
+  const ON_BUDGET = [["", "fail the run (the default)"], ["fail", "fail the run"], ["escalate", "escalate to a person"]];
   const TOPOLOGY_HELP = {
     seq: "Nodes run one after another, in the order they are listed (move a node earlier or later in its settings).",
     par: "All nodes run at once; none may depend on another.",
@@ -52,6 +56,11 @@
     limits: {
       max_steps: String((initial.limits || {}).max_steps ?? ""),
       max_wall_seconds: String((initial.limits || {}).max_wall_seconds ?? ""),
+      // What a run, and each node run, may spend on model calls (USD as text, "" = no
+      // limit), and what a run whose budget is reached does ("" = the default, fail).
+      max_cost: String((initial.limits || {}).max_cost ?? ""),
+      max_node_cost: String((initial.limits || {}).max_node_cost ?? ""),
+      on_budget: (initial.limits || {}).on_budget || "",
     },
     domain: initial.domain || "",
     judge_agent: (initial.evaluation || {}).judge_agent || "",
@@ -166,6 +175,13 @@
     const maxWall = integer(state.limits.max_wall_seconds, "limits.max_wall_seconds", null);
     if (maxSteps !== null) document.limits.max_steps = maxSteps;
     if (maxWall !== null) document.limits.max_wall_seconds = maxWall;
+    for (const name of ["max_cost", "max_node_cost"]) {
+      const value = String(state.limits[name]).trim().replace(/^\$\s*/, "");
+      if (value === "") continue;
+      if (DOLLARS.test(value)) document.limits[name] = value; // text, never a float: kept exact
+      else add(`limits.${name}`, `'${value}' is not an amount of USD: digits, with up to six after the point (e.g. 0.50)`);
+    }
+    if (state.limits.on_budget) document.limits.on_budget = state.limits.on_budget;
     document.domain = state.domain.trim();
     const gate = {};
     GATE_SCORES.forEach((score) => {
@@ -720,6 +736,19 @@
           oninput: (event) => { limits.max_steps = event.target.value; changed(); } }), "limits.max_steps"),
         field("Max seconds", el("input", { type: "number", min: "1", value: limits.max_wall_seconds,
           oninput: (event) => { limits.max_wall_seconds = event.target.value; changed(); } }), "limits.max_wall_seconds")),
+      el("h3", {}, "Cost limits"),
+      el("p", { class: "small muted" }, "In USD, e.g. 0.50; empty: no limit. Before each model call its cost is bounded "
+        + "(its input and the most it may write, priced); a call that could take the run, or a node run, past its limit "
+        + "is not made: the node fails with BUDGET_EXCEEDED."),
+      el("div", { class: "two" },
+        field("Max cost of a run (USD)", textInput(limits.max_cost, (value) => { limits.max_cost = value; changed(); },
+          { inputmode: "decimal", placeholder: "no limit", "data-field": "max_cost" }), "limits.max_cost"),
+        field("Max cost of a node run (USD)", textInput(limits.max_node_cost, (value) => { limits.max_node_cost = value; changed(); },
+          { inputmode: "decimal", placeholder: "no limit", "data-field": "max_node_cost" }), "limits.max_node_cost")),
+      field("When a limit is reached", el("select", { "data-field": "on_budget",
+        onchange: (event) => { limits.on_budget = event.target.value; changed(); } },
+      ...ON_BUDGET.map(([value, label]) => el("option", { value, selected: value === limits.on_budget }, label))),
+      "limits.on_budget", "Escalating needs an agent to escalate to, under Error handling."),
       el("h3", {}, "Evaluation"),
       el("p", { class: "small muted" }, "Each run is scored when it ends. A judge agent adds its score to accuracy; "
         + "a quality gate sets the minimum scores a run must reach to pass."),
