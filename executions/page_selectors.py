@@ -9,12 +9,12 @@ Everything else the page shows is read by its script from `GET /api/executions/{
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 from itertools import pairwise
 from typing import Any
 
 from django.db.models import Case, Count, OuterRef, Q, QuerySet, Subquery, Value, When
 
+from agents.backends.metering import usd
 from executions.evaluations import run_evaluation
 from executions.models import Evaluation, Execution, NodeRun
 from agents.models import Agent
@@ -193,7 +193,7 @@ def cost_text(cost_units: int | None) -> str:
     """A cost in units of 10⁻¹² USD as the pages show it: exact, without the trailing zeros
     past the cents ("$0.00004815", "$1.50", "$0.00"); "" for None. static/js/cost.js writes
     the same."""
-    return "" if cost_units is None else _usd_text(f"{Decimal(cost_units).scaleb(-12):.12f}")
+    return "" if cost_units is None else _usd_text(usd(cost_units))
 
 
 def _usd_text(value: str) -> str:
