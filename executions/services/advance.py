@@ -104,17 +104,18 @@ def _start_layer(execution: Execution, plan: Plan, node_ids: list[str], graph: G
     now = timezone.now()
     last = execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0
     pinned = execution.agent_versions
-    gates = {node_id: _gate_opened(execution, graph, node_id, now) for node_id in node_ids
+    opened = {node_id: _gate_opened(execution, graph, node_id, now) for node_id in node_ids
              if graph.nodes[node_id].gate is not None}
     inline = (getattr(_inline, "open", False) and not getattr(_inline, "reserved", False)
               and time.monotonic() < getattr(_inline, "until", 0))
-    claimed = next((node_id for node_id in node_ids if node_id not in gates), None) if inline else None
+    claimed = next((node_id for node_id in node_ids if node_id not in opened), None) if inline else None
     claim = f"{getattr(_inline, 'worker', '')}/{uuid.uuid4().hex[:8]}"
     runs = NodeRun.objects.bulk_create([
         NodeRun(execution=execution, node_id=node_id, agent_id=plan.agents[node_id],
                 agent_version_id=pinned.get(node_id) or graph.versions.get(plan.agents[node_id]), kind="first",
-                attempt=1, sequence=last + offset, available_at=now, heartbeat_at=now, dispatches=int(node_id not in gates),
-                **(gates.get(node_id) or ({"status": NodeRun.Status.RUNNING, "worker": claim, "started_at": now}
+                attempt=1, sequence=last + offset, available_at=now, heartbeat_at=now,
+                dispatches=int(node_id not in opened),
+                **(opened.get(node_id) or ({"status": NodeRun.Status.RUNNING, "worker": claim, "started_at": now}
                                           if node_id == claimed else {"status": NodeRun.Status.PENDING})))
         for offset, node_id in enumerate(node_ids, start=1)
     ])
@@ -127,7 +128,7 @@ def _start_layer(execution: Execution, plan: Plan, node_ids: list[str], graph: G
 
         transaction.on_commit(keep)
     for run in runs:
-        if run.node_id != claimed and run.node_id not in gates:
+        if run.node_id != claimed and run.node_id not in opened:
             _dispatch(run.pk)
 
 
