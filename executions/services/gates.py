@@ -21,9 +21,8 @@ from core.roles import Forbidden, roles_of
 from core.states import change_status, transition
 from engine import gates
 from executions.models import Execution, NodeRun
-from executions.runner import contract_results
 from executions.services.advance import _advance, _apply_output_mapping, _locked, _unpaused
-from executions.services.graph import execution_graph
+from executions.services.graph import check_contracts_of, execution_graph
 
 ENDED = (Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED)
 
@@ -111,10 +110,7 @@ def _checked_edit(execution: Execution, run: NodeRun, output: Any) -> Any:
     if output is None:
         raise DocumentError("the decision edit passes on the output given here: give one", where="output")
     check_storable(output, where="output")
-    graph = execution_graph(execution)
-    for contract, error in contract_results(graph.nodes[run.node_id], graph.plan, output, graph.contracts):
-        if error:
-            raise DocumentError(f"breaks the contract '{contract.key}' {error}", where="output")
+    check_contracts_of(execution_graph(execution), run.node_id, output, where="output")
     return output
 
 

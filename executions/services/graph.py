@@ -16,6 +16,7 @@ from agents.models import Agent, AgentVersion
 from core.errors import DocumentError, NotFound
 from engine.scheduling import Plan
 from engine.validation import dependency_edges, validate_workflow
+from executions.runner import contract_results
 from executions.models import Execution
 from workflows.documents import workflow_document
 from workflows.models import Contract, Node, Workflow, WorkflowVersion
@@ -156,3 +157,11 @@ def run_graph(workflow: Workflow, number: int | None = None) -> tuple[WorkflowVe
         except NotFound as missing:  # a field of the run asked for, not a path: the request is wrong
             raise DocumentError(missing.message, where="workflow_version") from None
     return version, (version_graph(workflow, version) if version else workflow_graph(workflow))
+
+
+def check_contracts_of(graph: Graph, node_id: str, output: Any, *, where: str) -> None:
+    """Refuse an output a person gives for `node_id` (an edit, a re-run's edited output) that
+    breaks a contract of the node towards the nodes after it, naming the schema error."""
+    for contract, error in contract_results(graph.nodes[node_id], graph.plan, output, graph.contracts):
+        if error:
+            raise DocumentError(f"breaks the contract '{contract.key}' {error}", where=where)

@@ -23,9 +23,8 @@ from core.errors import DocumentError, IllegalTransition
 from core.jsonutil import check_storable
 from engine.replay import PastRun, RerunRefused, shape_changes, split
 from executions.models import Execution, NodeRun
-from executions.runner import contract_results
 from executions.services.advance import _advance, _locked, mapped_state
-from executions.services.graph import Graph, execution_graph, run_graph
+from executions.services.graph import Graph, check_contracts_of, execution_graph, run_graph
 from executions.services.start import new_execution_id
 from workflows.models import Workflow
 
@@ -141,9 +140,7 @@ def _checked_outputs(outputs: dict, graph: Graph, *, allowed: set[str], refusal:
             raise DocumentError(f"node '{node_id}' {refusal}; outputs can be given for "
                                 + (", ".join(f"'{n}'" for n in sorted(allowed)) or "no node"), where=where)
         check_storable(output, where=where)
-        for contract, error in contract_results(graph.nodes[node_id], graph.plan, output, graph.contracts):
-            if error:
-                raise DocumentError(f"breaks the contract '{contract.key}' {error}", where=where)
+        check_contracts_of(graph, node_id, output, where=where)
     return outputs
 
 
