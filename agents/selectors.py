@@ -4,31 +4,18 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from typing import Any, Callable
+from typing import Any
 
 from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
 
 from agents.documents import ID, agent_document, derive_request_document
 from agents.models import Agent, AgentVersion, DeriveRequest
+from core.api_support import Rendered
 from core.errors import NotFound
 from agents.run_records import run_records
 from core.jsonutil import iso
 
 _ID = re.compile(ID["pattern"])
-
-
-class Rendered:
-    """A queryset whose windows come out rendered, so `Page` slices and counts in SQL."""
-
-    def __init__(self, queryset: QuerySet, render: Callable[[Any], dict[str, Any]]):
-        self.queryset = queryset
-        self.render = render
-
-    def count(self) -> int:
-        return self.queryset.count()
-
-    def __getitem__(self, window: slice) -> list[dict[str, Any]]:
-        return [self.render(row) for row in self.queryset[window]]
 
 
 def _agents() -> QuerySet:
@@ -46,7 +33,7 @@ def agent_list(*, status: str | None = None, type: str | None = None, root: str 
         agents = agents.filter(root__agent_id=root)
     if q:
         agents = agents.filter(Q(agent_id__icontains=q) | Q(name__icontains=q))
-    return Rendered(agents.order_by("agent_id"), agent_document)
+    return Rendered(agents.order_by("agent_id"), lambda rows: [agent_document(row) for row in rows])
 
 
 def agent_get(agent_id: str) -> Agent:
@@ -119,7 +106,8 @@ def derive_request_list(*, status: str | None = None, trigger: str | None = None
         requests = requests.filter(trigger=trigger)
     if parent_agent_id:
         requests = requests.filter(parent_agent__agent_id=parent_agent_id)
-    return Rendered(requests.order_by("-created_at", "-id"), derive_request_full_document)
+    return Rendered(requests.order_by("-created_at", "-id"),
+                    lambda rows: [derive_request_full_document(row) for row in rows])
 
 
 def derive_request_get(derive_request_id: str) -> DeriveRequest:

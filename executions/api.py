@@ -6,18 +6,20 @@ run) and record evaluations; a gate's deciders (a role, or named users) decide i
 or steering a run sends its node runs to the workers once the transaction commits.
 """
 
+from django.http import StreamingHttpResponse
 from ninja import Body, Path, Query, Router, Status
 from ninja.pagination import paginate
 
 from agents.selectors import agent_get
 from core.api_support import Page, responses
 from core.roles import ADMIN, AUTHOR, require_role
-from executions import evaluations, selectors, services
+from executions import evaluations, run_summary, selectors, services
 from executions.comparison import execution_comparison, executions_for_comparison
 from executions.schemas import (
     ID_PATTERN, MAX_ROW_ID, ComparisonOut, ComparisonQuery, CostQuery, EvaluationFilters, EvaluationIn, EvaluationOut,
-    ExecutionFilters, ExecutionIn, ExecutionOut, ExecutionSummaryOut, GateDecisionIn, GateOut, GatesQuery, NodeRunOut,
-    RerunIn, ResumeIn, RunCostOut, ThoughtTreeOut, TryIn,
+    ExecutionFilters, ExecutionIn, ExecutionOut, ExecutionQuery, ExecutionSummaryOut, GateDecisionIn, GateOut, GatesQuery,
+    NodeRunFilters, NodeRunLightOut, NodeRunOut, RerunIn, ResumeIn, RunCostOut, ThoughtTreeOut, TimelineOut, TimelineQuery,
+    TryIn,
 )
 from executions.preview import node_context_plan
 from workflows.schemas import PlanIn, PlanOut
@@ -56,16 +58,32 @@ def executions_compare(request, query: Query[ComparisonQuery]):
 
 
 @router.get("/executions/{execution_id}", response=responses(200, ExecutionOut),
-            summary="One run: its §5 record, state, escalation and every node run in full")
-def executions_detail(request, execution_id: str = execution_id_param()):
-    return selectors.execution_detail(selectors.execution_get(execution_id))
+            summary="One run: its §5 record, state, escalation and its node runs summarised (each node's runs by "
+                    "status, its cost and its latest run); `?node_runs=all`: every node run in full, streamed")
+def executions_detail(request, query: Query[ExecutionQuery], execution_id: str = execution_id_param()):
+    execution = selectors.execution_get(execution_id)
+    if query.node_runs == "all":
+        return StreamingHttpResponse(selectors.execution_record_stream(execution), content_type="application/json")
+    return selectors.execution_detail(execution)
 
 
-@router.get("/executions/{execution_id}/node-runs", response=responses(200, list[NodeRunOut]),
-            summary="A run's node runs (every attempt), in the order they were made")
+@router.get("/executions/{execution_id}/node-runs", response=responses(200, list[NodeRunLightOut]),
+            summary="A run's node runs (every attempt), in the order they were made or newest first, filtered by "
+                    "node, status, kind or a window of time; light records unless `full=true`")
 @paginate(Page)
-def node_runs_list(request, execution_id: str = execution_id_param()):
-    return selectors.node_runs_list(selectors.execution_get(execution_id))
+def node_runs_list(request, filters: Query[NodeRunFilters], execution_id: str = execution_id_param()):
+    return run_summary.node_runs_page(selectors.execution_get(execution_id), node=filters.node,
+                                      status=filters.status, kind=filters.kind, since=filters.since,
+                                      until=filters.until, newest_first=filters.order == "-sequence",
+                                      full=filters.full)
+
+
+@router.get("/executions/{execution_id}/timeline", response=responses(200, TimelineOut),
+            summary="A window of the run's timeline: each node's runs counted in slices of time by status, and "
+                    "the runs themselves when few enough fall in the window")
+def executions_timeline(request, query: Query[TimelineQuery], execution_id: str = execution_id_param()):
+    return run_summary.timeline(selectors.execution_get(execution_id), since=query.since, until=query.until,
+                                buckets=query.buckets)
 
 
 @router.get("/executions/{execution_id}/node-runs/{node_run_id}", response=responses(200, NodeRunOut),

@@ -68,6 +68,7 @@ def node_run_record(run: NodeRun, *, with_id: bool = False) -> dict[str, Any]:
     show; `with_id` adds the node run's id (which the API's `GET …/node-runs/{id}` takes)."""
     return {
         **({"node_run_id": run.pk} if with_id else {}),
+        "sequence": run.sequence,
         "node_id": run.node_id,
         "agent_ref": run.agent.agent_id,
         "agent_version": run.agent_version.version if run.agent_version else None,
@@ -94,6 +95,7 @@ def node_run_record(run: NodeRun, *, with_id: bool = False) -> dict[str, Any]:
         "reused_from": run.reused_from_id,
         "gate": run.gate,
         "decide_by": iso(run.decide_by),
+        "called": bool(run.calls),
         "calls": run.calls,
         "cost": usd(run.cost),
         "cost_complete": run.cost_complete,
@@ -102,16 +104,12 @@ def node_run_record(run: NodeRun, *, with_id: bool = False) -> dict[str, Any]:
     }
 
 
-def execution_record(execution: Execution, *, node_run_ids: bool = False) -> dict[str, Any]:
-    """The §5 document plus the run's state, why it ended, its domain and quality gate, and
-    every node run in full (with its id when `node_run_ids`).
-
-    The node runs are read once, so `results` and `node_runs` agree while the run goes on,
-    and the record costs the same queries for three node runs or three thousand."""
-    runs = [node_run_record(run, with_id=node_run_ids)
-            for run in execution.node_runs.select_related("agent", "agent_version")]
+def execution_head(execution: Execution, results: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """The §5 document (its `results` made from the node run records given) plus the run's
+    state, why it ended, its domain, quality gate, re-runs and cost: everything of the
+    record but its node runs."""
     return {
-        **execution_document(execution, runs),
+        **execution_document(execution, results or []),
         "state": execution.state,
         "ended_reason": execution.ended_reason,
         "escalation": execution.escalation,
@@ -125,5 +123,14 @@ def execution_record(execution: Execution, *, node_run_ids: bool = False) -> dic
         "cost": usd(execution.cost),
         "cost_complete": execution.cost_complete,
         "calls": execution.calls,
-        "node_runs": runs,
     }
+
+
+def execution_record(execution: Execution, *, node_run_ids: bool = False) -> dict[str, Any]:
+    """The record whole: the head and every node run in full (with its id when
+    `node_run_ids`), as `run_workflow --wait` prints it.
+
+    The node runs are read once, so `results` and `node_runs` agree while the run goes on."""
+    runs = [node_run_record(run, with_id=node_run_ids)
+            for run in execution.node_runs.select_related("agent", "agent_version")]
+    return {**execution_head(execution, runs), "node_runs": runs}

@@ -178,10 +178,16 @@ class NodeRun(models.Model):
     class Meta:
         ordering = ["execution", "sequence", "id"]
         indexes = [
-            models.Index(fields=["execution", "node_id"]),
+            # A node's runs (advancing a run, the node panel), and the run's summary: its node
+            # runs grouped by node and status, read from the index alone on PostgreSQL.
+            models.Index(fields=["execution", "node_id", "status"], name="noderun_node_status",
+                         include=["sequence", "cost", "cost_complete", "tokens_in", "tokens_out"]),
             # What advancing a run reads: the last sequence number, and whether any run is still active.
             models.Index(fields=["execution", "sequence"]),
             models.Index(fields=["execution", "status"]),
+            # The timeline: the runs going in a window of time, and when the run's first and last ran.
+            models.Index(fields=["execution", "started_at"], name="noderun_started"),
+            models.Index(fields=["execution", "completed_at"], name="noderun_completed"),
             models.Index(fields=["status", "heartbeat_at"]),  # the sweep
             models.Index(fields=["status", "decide_by"]),  # gates that time out
         ]

@@ -1,10 +1,11 @@
 """Reads for the execution pages (the list, a run's inspection page, a node's plan) and
 the evaluation pages (an evaluation explained: each score's formula and figures).
 
-The inspection page is rendered from a fixed number of queries whatever the number of
-node runs: the graph's colours come from one grouped read of each node's latest run, and
-the table of node runs is one page, without the heavy fields (prompts, context records).
-Everything else the page shows is read by its script from `GET /api/executions/{id}`.
+The inspection page is rendered from a fixed number of queries, in a time that does not
+grow faster than the run's index entries, whatever the number of node runs: the graph's
+colours and the counts come from the run's summary (`run_summary.node_summary`), and the
+table of node runs is one page, without the heavy fields (prompts, context records).
+Everything else the page shows is read by its script from the API, a window at a time.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import json
 from itertools import pairwise
 from typing import Any
 
-from django.db.models import Case, Count, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import Case, Q, QuerySet, Value, When
 
 from agents.backends.metering import usd
 from executions.evaluations import run_evaluation
@@ -41,11 +42,9 @@ LIST_ORDERS = {
 
 def executions_for_list(*, workflow: str = "", status: str = "", since=None, until=None,
                         sort: str = "") -> QuerySet[Execution]:
-    """Runs, newest first or ordered by cost (`sort`: one of LIST_ORDERS), with their node
-    runs counted by status (one grouped query per page, whatever the order)."""
-    counts = {f"runs_{value}": Count("node_runs", filter=Q(node_runs__status=value)) for value in NodeRun.Status.values}
+    """Runs, newest first or ordered by cost (`sort`: one of LIST_ORDERS); their node runs
+    are counted a page at a time (`selectors.node_run_counts`)."""
     executions = (Execution.objects.filter(trial=False).select_related("workflow")
-                  .annotate(node_runs_total=Count("node_runs"), **counts)
                   .order_by(*LIST_ORDERS.get(sort, LIST_ORDERS[""])))
     if workflow:
         executions = executions.filter(workflow__workflow_id=workflow)
@@ -160,22 +159,12 @@ def rerun_downstream(graph: dict[str, Any]) -> dict[str, list[str]]:
     return {node_id: sorted(descendants(plan, node_id)) for node_id in plan.nodes}
 
 
-def node_states(execution: Execution) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
-    """Each node's latest run (its status colours the graph) and how many runs it had, and
-    the run's node runs counted by status: two grouped queries, whatever their number."""
-    latest = (NodeRun.objects.filter(execution=execution, node_id=OuterRef("node_id"))
-              .order_by("-sequence", "-id").values("pk")[:1])
-    states: dict[str, dict[str, Any]] = {}
-    for node_id, status, kind, attempt in (NodeRun.objects.filter(execution=execution, pk=Subquery(latest))
-                                           .values_list("node_id", "status", "kind", "attempt")):
-        states[node_id] = {"status": status, "kind": kind, "attempt": attempt, "runs": 0}
-    counts = dict.fromkeys(NodeRun.Status.values, 0)
-    for node_id, status, n in (NodeRun.objects.filter(execution=execution).order_by()
-                               .values_list("node_id", "status").annotate(n=Count("id"))):
-        states.setdefault(node_id, {"status": status, "kind": "first", "attempt": 1, "runs": 0})["runs"] += n
-        counts[status] += n
-    counts["total"] = sum(counts.values())
-    return states, counts
+def node_states(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each node's latest run (its status colours the graph) and how many runs it had,
+    from the run's summary (`run_summary.node_summary`)."""
+    return {node["node_id"]: {"status": node["latest"]["status"], "kind": node["latest"]["kind"],
+                              "attempt": node["latest"]["attempt"], "runs": node["runs"]}
+            for node in summary["nodes"]}
 
 
 def progress(graph: dict[str, Any], states: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -184,9 +173,26 @@ def progress(graph: dict[str, Any], states: dict[str, dict[str, Any]]) -> dict[s
     return {"done": done, "total": total, "percent": round(100 * done / total) if total else 0}
 
 
-def node_runs_for_table(execution: Execution) -> QuerySet[NodeRun]:
-    """A run's node runs in the order they were made, without the fields only the panel shows."""
-    return execution.node_runs.select_related("agent").defer(*HEAVY_FIELDS).order_by("sequence", "id")
+class Counted:
+    """Rows whose number is known already: the paginator slices them without counting."""
+
+    def __init__(self, rows: QuerySet, count: int):
+        self.rows, self.total = rows, count
+
+    def count(self) -> int:
+        return self.total
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __getitem__(self, window: slice) -> list:
+        return list(self.rows[window])
+
+
+def node_runs_for_table(execution: Execution, total: int) -> Counted:
+    """A run's `total` node runs in the order they were made, without the fields only the
+    panel shows."""
+    return Counted(execution.node_runs.select_related("agent").defer(*HEAVY_FIELDS).order_by("sequence", "id"), total)
 
 
 def cost_text(cost_units: int | None) -> str:

@@ -181,11 +181,12 @@ class ExecutionDocument(Shape):
     results: Omittable[list[ExecutionResult]] = None
 
 
-class NodeRunOut(Record):
-    """One attempt of one node, with what inspection shows: the §7.2 context record
-    (`context_management`), resolution failures, compression and the transition taken."""
+class NodeRunLightOut(Record):
+    """One attempt of one node, light: what a table row, a timeline bar or an attempt's
+    heading shows. The whole record: `full=true`, or the node run by its id."""
 
     node_run_id: int
+    sequence: int = Field(..., description="its place among the run's node runs, from 1")
     node_id: str
     agent_ref: str
     agent_version: str | None
@@ -194,7 +195,6 @@ class NodeRunOut(Record):
     status: NodeRunStatus
     error_code: str
     error: str
-    error_details: dict[str, Any] | None = Field(..., description="the failure's figures, e.g. BUDGET_EXCEEDED's")
     worker: str
     backend: str
     model: str
@@ -204,24 +204,97 @@ class NodeRunOut(Record):
     tokens_in: int | None
     tokens_out: int | None
     dispatches: int
+    called: bool = Field(..., description="whether it called a model (its calls are in the whole record)")
+    cost: str = Field(..., description="USD, exact: the sum of its priced calls")
+    cost_complete: bool = Field(..., description="false when a call's model had no prices")
+    reused_from: int | None = Field(..., description="a reused or edited run (a re-run's copy): the node run it "
+                                                     "copies, in the run this one was re-run from")
+    decide_by: str | None = Field(..., description="a waiting gate's time-out")
+
+
+class NodeRunOut(NodeRunLightOut):
+    """One attempt of one node, whole, with what inspection shows: the §7.2 context record
+    (`context_management`), resolution failures, compression and the transition taken."""
+
+    error_details: dict[str, Any] | None = Field(..., description="the failure's figures, e.g. BUDGET_EXCEEDED's")
     context_management: dict[str, Any] | None
     resolution_failures: list[Any]
     resolved_inputs: list[Any]
     compression: dict[str, Any] | None
     decision: dict[str, Any] | None
-    reused_from: int | None = Field(..., description="a reused or edited run (a re-run's copy): the node run it "
-                                                     "copies, in the run this one was re-run from")
     gate: dict[str, Any] | None = Field(..., description="a gate's run: prompt, decisions, deciders, the data shown "
                                                          "and missing, time-out; decision, decided_by, decided_at, "
                                                          "comment, timed_out once decided")
-    decide_by: str | None = Field(..., description="a waiting gate's time-out")
     calls: list[dict[str, Any]] = Field(..., description="every model call: purpose, backend, model, tokens_in, "
                                                          "tokens_out, cached_in, usage (reported by the server, "
                                                          "counted here, or builtin), cost (USD, null: not priced)")
-    cost: str = Field(..., description="USD, exact: the sum of its priced calls")
-    cost_complete: bool = Field(..., description="false when a call's model had no prices")
     prompt: str
     output: Any = None
+
+
+class NodeRunFilters(Schema):
+    node: str = Field("", max_length=100, description="only this node's runs")
+    status: NodeRunStatus | Literal[""] = Field("", description="only runs with this status")
+    kind: NodeRunKind | Literal[""] = Field("", description="only runs of this kind")
+    since: datetime | None = Field(None, description="only runs going at some moment from then on")
+    until: datetime | None = Field(None, description="only runs going at some moment before then")
+    order: Literal["sequence", "-sequence"] = Field("sequence", description="in the order they were made, or newest "
+                                                                            "first")
+    full: bool = Field(False, description="whole records rather than light ones")
+
+
+class TimelineQuery(Schema):
+    since: datetime | None = Field(None, description="the window's start (default: the first node run's start)")
+    until: datetime | None = Field(None, description="the window's end (default: the last one's end, or now)")
+    buckets: int = Field(120, ge=1, le=1000, description="the equal slices of time the window is counted in")
+
+
+class TimelineLaneOut(Schema):
+    node_id: str
+    runs: int = Field(..., description="its runs in the window")
+    buckets: list[tuple[int, dict[str, int]]] = Field(..., description="[slice, {status: runs}], the slices with runs "
+                                                                       "(a run counts in the slice it started in)")
+
+
+class TimelineOut(Schema):
+    start: str | None = Field(..., description="when the run's first node run started")
+    end: str | None = Field(..., description="when its last one completed, or now while it goes on")
+    since: str | None
+    until: str | None
+    buckets: int
+    bucket_ms: float | None
+    total: int = Field(..., description="the node runs going in the window")
+    lanes: list[TimelineLaneOut]
+    node_runs: list[NodeRunLightOut] | None = Field(..., description="the window's node runs one by one, when no "
+                                                                      "more than 400; else null: count them in lanes")
+
+
+class NodeLatestOut(NodeRunLightOut):
+    error_details: dict[str, Any] | None
+    gate: dict[str, Any] | None
+    decision: dict[str, Any] | None
+    output: Any = None
+
+
+class NodeSummaryOut(Schema):
+    node_id: str
+    runs: int
+    counts: dict[str, int] = Field(..., description="its runs by status (statuses it has runs in)")
+    cost: str = Field(..., description="USD, exact: what its runs cost")
+    cost_complete: bool
+    called: bool = Field(..., description="whether any of its runs called a model")
+    tokens_in: int
+    tokens_out: int
+    next: list[str] = Field(..., description="the nodes its runs' transitions chose (a state machine's)")
+    latest: NodeLatestOut = Field(..., description="its latest run, light, with its output, error details, gate "
+                                                   "and decision")
+
+
+class NodeRunsSummaryOut(Schema):
+    total: int
+    counts: NodeRunCounts
+    nodes: list[NodeSummaryOut] = Field(..., description="each node that ran, in the order it first ran")
+    url: str = Field(..., description="the run's node runs, a page at a time (`GET …/node-runs`)")
 
 
 class ThoughtNodeOut(Record):
@@ -251,7 +324,9 @@ class ThoughtTreeOut(Record):
 
 
 class ExecutionOut(ExecutionDocument):
-    """The §5 document, the run's state, why it ended, its escalation, every node run."""
+    """The §5 document (`results`: each node's latest run), the run's state, why it ended,
+    its escalation, and its node runs summarised; every node run: `GET …/node-runs`, or
+    the whole record with `?node_runs=all`."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -273,7 +348,12 @@ class ExecutionOut(ExecutionDocument):
     cost_complete: bool = Field(..., description="false when a call's model had no prices")
     calls: list[dict[str, Any]] = Field(..., description="model calls made for the run outside its node runs: the "
                                                          "judge's")
-    node_runs: list[NodeRunOut]
+    node_runs_summary: NodeRunsSummaryOut
+
+
+class ExecutionQuery(Schema):
+    node_runs: Literal["summary", "all"] = Field(
+        "summary", description="`all`: every node run in full (`node_runs`) and every one in `results`, streamed")
 
 
 # -- two runs compared ---------------------------------------------------------------------

@@ -6,36 +6,28 @@ record reads its node runs once.
 """
 from __future__ import annotations
 
+import json
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Iterator
 from datetime import datetime, timezone as dt_timezone
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet, Sum
 from django.urls import reverse
 
 from agents.backends.metering import usd
+from core.api_support import Rendered
 from core.errors import DocumentError, NotFound
 from core.jsonutil import iso
-from executions.documents import evaluation_document, execution_record, node_run_record, thought_tree_document
+from executions.documents import (
+    evaluation_document, execution_head, node_run_record, node_run_result, thought_tree_document,
+)
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
+from executions.run_summary import node_summary
 
-
-class Rendered:
-    """A queryset whose rows are rendered a page at a time: what `core.api_support.Page`
-    slices and counts. `render` takes the page's rows and gives their JSON forms, so it
-    can read what the page needs in one more query rather than one per row."""
-
-    def __init__(self, queryset: QuerySet, render: Callable[[list], list]):
-        self.queryset = queryset
-        self.render = render
-
-    def count(self) -> int:
-        return self.queryset.count()
-
-    def __getitem__(self, window: slice) -> list:
-        return self.render(list(self.queryset[window]))
+STREAM_CHUNK = 500  # node runs read at a time when the whole record is streamed
 
 
 # -- executions ---------------------------------------------------------------------------
@@ -71,13 +63,19 @@ def executions_list(*, workflow: str | None = None, status: str | None = None,
     return Rendered(rows, _summaries)
 
 
-def _summaries(rows: list[dict]) -> list[dict[str, Any]]:
-    counts: dict[int, dict[str, int]] = defaultdict(lambda: {status: 0 for status in NodeRun.Status.values})
-    if rows:
-        grouped = (NodeRun.objects.filter(execution_id__in=[row["pk"] for row in rows]).order_by()
+def node_run_counts(execution_pks: list[int]) -> dict[int, dict[str, int]]:
+    """The node runs of a page of runs counted by status, in one grouped query."""
+    counts: dict[int, dict[str, int]] = defaultdict(lambda: dict.fromkeys(NodeRun.Status.values, 0))
+    if execution_pks:
+        grouped = (NodeRun.objects.filter(execution_id__in=execution_pks).order_by()
                    .values_list("execution_id", "status").annotate(n=Count("id")))
         for execution_pk, status, n in grouped:
             counts[execution_pk][status] = n
+    return counts
+
+
+def _summaries(rows: list[dict]) -> list[dict[str, Any]]:
+    counts = node_run_counts([row["pk"] for row in rows])
     return [
         {
             "execution_id": row["execution_id"],
@@ -105,13 +103,33 @@ def execution_get(execution_id: str) -> Execution:
 
 
 def execution_detail(execution: Execution) -> dict[str, Any]:
-    """`executions.documents.execution_record`, with each node run's id."""
-    return execution_record(execution, node_run_ids=True)
+    """The run's record with its node runs summarised (`run_summary.node_summary`): its
+    §5 `results` are each node's latest run. A bounded read and answer, whatever the run's
+    size."""
+    summary = node_summary(execution)
+    return {**execution_head(execution, [node["latest"] for node in summary["nodes"]]),
+            "node_runs_summary": {**summary, "url": reverse("api:node_runs_list", args=[execution.execution_id])}}
 
 
-def node_runs_list(execution: Execution) -> Rendered:
-    runs = execution.node_runs.select_related("agent", "agent_version")
-    return Rendered(runs, lambda page: [node_run_record(run, with_id=True) for run in page])
+def execution_record_stream(execution: Execution) -> Iterator[str]:
+    """The record whole as JSON text, a piece at a time (`?node_runs=all`): the head, then
+    every node run's §5 result, then every node run in full with its id, each read a chunk
+    at a time. Both passes read one snapshot of the run (a repeatable read on PostgreSQL;
+    SQLite's read transaction is one), so `results` and `node_runs` agree while it goes on."""
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        head = execution_head(execution, [])
+        del head["results"]
+        yield json.dumps(head, ensure_ascii=False)[:-1] + ', "results": ['
+        runs = execution.node_runs.select_related("agent", "agent_version").order_by("sequence", "id")
+        for index, run in enumerate(runs.iterator(chunk_size=STREAM_CHUNK)):
+            yield ("," if index else "") + json.dumps(node_run_result(run), ensure_ascii=False)
+        yield '], "node_runs": ['
+        for index, run in enumerate(runs.iterator(chunk_size=STREAM_CHUNK)):
+            yield ("," if index else "") + json.dumps(node_run_record(run, with_id=True), ensure_ascii=False)
+        yield "]}"
 
 
 def node_run_get(execution: Execution, node_run_id: int) -> dict[str, Any]:

@@ -19,6 +19,8 @@ from executions.comparison import execution_comparison, executions_for_compariso
 from engine.evaluation import SCORES
 from executions.evaluations import EVALUATED, evaluation_create, evaluation_policy
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
+from executions.run_summary import node_summary
+from executions.selectors import node_run_counts
 
 
 def execution_list(request):
@@ -32,11 +34,12 @@ def execution_list(request):
                                                     sort=sort, **days)
     context = paginate(request, executions)
     now = timezone.now()
+    counts = node_run_counts([execution.pk for execution in context["page"]])
     for execution in context["page"]:
         execution.duration_text = duration_text(execution.started_at, execution.completed_at, now=now)
         execution.cost_text = page_selectors.cost_text(execution.cost)
-        execution.run_counts = [(status, getattr(execution, f"runs_{status}")) for status in NodeRun.Status.values
-                                if getattr(execution, f"runs_{status}")]
+        execution.run_counts = [(status, n) for status, n in counts[execution.pk].items() if n]
+        execution.node_runs_total = sum(counts[execution.pk].values())
     return render(request, "executions/execution_list.html", {
         **context, "filters": filters, "statuses": Execution.Status.choices,
         "workflows": page_selectors.workflow_choices(), "active_statuses": page_selectors.ACTIVE,
@@ -67,8 +70,10 @@ def execution_detail(request, execution_id: str):
     if execution is None:
         raise Http404(f"no execution '{execution_id}'")
     graph = page_selectors.workflow_graph(execution.workflow, execution.workflow_version_id)  # the version it ran
-    states, counts = page_selectors.node_states(execution)
-    context = paginate(request, page_selectors.node_runs_for_table(execution))
+    summary = node_summary(execution)
+    states = page_selectors.node_states(summary)
+    counts = {**summary["counts"], "total": summary["total"]}
+    context = paginate(request, page_selectors.node_runs_for_table(execution, summary["total"]))
     for run in context["page"]:
         run.output_preview = page_selectors.output_preview(run.output)
         run.cost_text = page_selectors.cost_text(run.cost)
