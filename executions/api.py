@@ -67,7 +67,7 @@ def executions_detail(request, query: Query[ExecutionQuery], execution_id: str =
     return selectors.execution_detail(execution)
 
 
-@router.get("/executions/{execution_id}/node-runs", response=responses(200, list[NodeRunLightOut]),
+@router.get("/executions/{execution_id}/node-runs", response=responses(200, list[NodeRunOut | NodeRunLightOut]),
             summary="A run's node runs (every attempt), in the order they were made or newest first, filtered by "
                     "node, status, kind or a window of time; light records unless `full=true`")
 @paginate(Page)

@@ -86,7 +86,13 @@ class Execution(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["status", "created_at"])]
+        indexes = [
+            # The list of runs, newest first: all of them, by status, by workflow, or by cost.
+            models.Index(fields=["status", "created_at"]),
+            models.Index(fields=["created_at", "id"], name="execution_created"),
+            models.Index(fields=["workflow", "created_at", "id"], name="execution_workflow_created"),
+            models.Index(fields=["cost", "created_at"], name="execution_cost"),
+        ]
 
     def __str__(self) -> str:
         return self.execution_id

@@ -183,6 +183,12 @@ class ApiClient:
     def post(self, path, body=None):
         return self._send("post", path, {} if body is None else body)
 
+    def record(self, execution_id: str) -> dict:
+        """A run's whole record: every node run in full (`?node_runs=all`)."""
+        response = self.get(f"/api/executions/{execution_id}", node_runs="all")
+        assert response.status_code == 200, response.content
+        return response.json()
+
     def put(self, path, body=None):
         return self._send("put", path, {} if body is None else body)
 

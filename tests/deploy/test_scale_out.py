@@ -210,7 +210,7 @@ class Deployment:
         return body["execution_id"]
 
     def run_detail(self, execution_id: str) -> dict:
-        status, body = self.api("GET", f"/api/executions/{execution_id}")
+        status, body = self.api("GET", f"/api/executions/{execution_id}?node_runs=all")  # every node run
         assert status == 200, body
         return body
 

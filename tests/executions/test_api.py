@@ -59,13 +59,15 @@ def test_it_starts_a_run_for_an_author_and_sends_its_first_nodes_to_workers_on_c
     assert response.status_code == 201, response.json()
     record = response.json()
     assert (record["workflow_ref"], record["status"], record["input"]) == ("parallel_analysis", "running", {"repository": "acme"})
-    assert sorted(run["node_id"] for run in record["node_runs"]) == ["task_a", "task_b", "task_c"]
-    assert {run["status"] for run in record["node_runs"]} == {"pending"}
-    assert [r["node_id"] for r in record["results"]] == [r["node_id"] for r in record["node_runs"]]
+    nodes = record["node_runs_summary"]["nodes"]
+    assert sorted(node["node_id"] for node in nodes) == ["task_a", "task_b", "task_c"]
+    assert {node["latest"]["status"] for node in nodes} == {"pending"}
+    assert record["node_runs_summary"]["counts"]["pending"] == record["node_runs_summary"]["total"] == 3
+    assert [r["node_id"] for r in record["results"]] == [node["node_id"] for node in nodes]
     assert len(sent) == 3  # one message per ready node, sent after commit
     execution = Execution.objects.get(execution_id=record["execution_id"])
     assert execution.created_by == api.author.user
-    assert sorted(execution.node_runs.values_list("pk", flat=True)) == sorted(r["node_run_id"] for r in record["node_runs"])
+    assert sorted(execution.node_runs.values_list("pk", flat=True)) == sorted(node["latest"]["node_run_id"] for node in nodes)
 
 
 def test_it_lets_no_viewer_or_anonymous_caller_start_a_run(api):
@@ -197,14 +199,36 @@ def many_node_runs(execution, count):
     ])
 
 
-def test_it_shows_a_run_in_full_in_a_bounded_number_of_queries_however_many_node_runs(api, django_assert_max_num_queries):
+def test_it_summarises_a_runs_node_runs_per_node_in_a_bounded_number_of_queries(api, django_assert_max_num_queries):
     execution = start()
     many_node_runs(execution, 300)
-    with django_assert_max_num_queries(5):  # authentication (≤ 2), the run with its workflow, its node runs
+    NodeRun.objects.filter(execution=execution, sequence=150).update(status="failed", error_code="TIMEOUT")
+    with django_assert_max_num_queries(8):  # authentication (≤ 2), the run, the summary (3), its re-runs
         response = api.viewer.get(f"/api/executions/{execution.execution_id}")
     assert response.status_code == 200
     record = response.json()
+    summary = record["node_runs_summary"]
+    assert summary["total"] == 303 and summary["counts"] == {**dict.fromkeys(NodeRun.Status.values, 0),
+                                                             "pending": 3, "success": 299, "failed": 1}
+    assert summary["url"] == f"/api/executions/{execution.execution_id}/node-runs"
+    task_a = next(node for node in summary["nodes"] if node["node_id"] == "task_a")
+    assert (task_a["runs"], task_a["counts"], task_a["next"]) == (301, {"pending": 1, "success": 299, "failed": 1}, ["task_d"])
+    assert (task_a["latest"]["sequence"], task_a["latest"]["output"]) == (399, {"i": 299})
+    assert "prompt" not in task_a["latest"] and "context_management" not in task_a["latest"]
+    assert [r["node_id"] for r in record["results"]] == [node["node_id"] for node in summary["nodes"]]
+    assert next(r for r in record["results"] if r["node_id"] == "task_a")["output"] == {"i": 299}
+    assert "node_runs" not in record
+
+
+def test_it_streams_a_runs_whole_record_when_asked_for_every_node_run(api, django_assert_max_num_queries):
+    execution = start()
+    many_node_runs(execution, 300)
+    with django_assert_max_num_queries(8):  # authentication (≤ 2), the run, its re-runs, two chunked passes
+        response = api.viewer.client.get(f"/api/executions/{execution.execution_id}", {"node_runs": "all"})
+        record = json.loads(b"".join(response.streaming_content))
+    assert response.status_code == 200 and response["Content-Type"] == "application/json"
     assert len(record["node_runs"]) == len(record["results"]) == 303
+    assert [r["node_id"] for r in record["results"]] == [r["node_id"] for r in record["node_runs"]]
     last = record["node_runs"][-1]
     assert last["context_management"]["context_limit"] == 4050
     assert last["resolution_failures"][0]["error_code"] == "REF_NOT_FOUND"
@@ -214,7 +238,7 @@ def test_it_shows_a_run_in_full_in_a_bounded_number_of_queries_however_many_node
 
 def test_it_shows_the_same_record_as_execution_record_with_node_run_ids(api):
     execution = escalate(start("release_review", topic="v2"), "draft")
-    record = api.viewer.get(f"/api/executions/{execution.execution_id}").json()
+    record = api.viewer.record(execution.execution_id)
     ids = [run.pop("node_run_id") for run in record["node_runs"]]
     assert ids == list(execution.node_runs.values_list("pk", flat=True))
     assert record == json.loads(json.dumps(execution_record(execution)))
@@ -228,16 +252,76 @@ def test_it_says_which_run_does_not_exist(api):
     assert api.viewer.get("/api/executions/bad%20id").status_code == 422
 
 
-def test_it_lists_a_runs_node_runs_and_shows_one(api):
+def test_it_lists_a_runs_node_runs_light_a_page_at_a_time_and_shows_one_whole(api):
     execution = start()
     many_node_runs(execution, 4)
     page = api.viewer.get(f"/api/executions/{execution.execution_id}/node-runs", limit=2, offset=2).json()
     assert page["count"] == 7 and len(page["items"]) == 2
     stored = list(execution.node_runs.values_list("pk", flat=True))
     assert [run["node_run_id"] for run in page["items"]] == stored[2:4]
+    assert "output" not in page["items"][0] and "context_management" not in page["items"][0]
+    full = api.viewer.get(f"/api/executions/{execution.execution_id}/node-runs", limit=1, offset=6, full="true").json()
+    assert full["items"][0]["output"] == {"i": 3} and full["items"][0]["sequence"] == 103
     one = api.viewer.get(f"/api/executions/{execution.execution_id}/node-runs/{stored[-1]}").json()
     assert (one["node_run_id"], one["agent_ref"], one["status"], one["output"]) == (stored[-1], "Code_Analyzer", "success", {"i": 3})
     assert one["context_management"] == {"context_limit": 4050, "resolution": {"within_limit": True}}
+    assert one == full["items"][0]
+
+
+def test_it_filters_a_runs_node_runs_by_node_status_kind_and_window_newest_first(api):
+    execution = start()
+    many_node_runs(execution, 6)
+    now = timezone.now()
+    for index, run in enumerate(execution.node_runs.filter(node_id="task_a", status="success").order_by("sequence")):
+        NodeRun.objects.filter(pk=run.pk).update(started_at=now + timedelta(seconds=10 * index),
+                                                 completed_at=now + timedelta(seconds=10 * index + 5))
+    path = f"/api/executions/{execution.execution_id}/node-runs"
+    newest = api.viewer.get(path, node="task_a", status="success", order="-sequence", limit=2).json()
+    assert newest["count"] == 6 and [run["sequence"] for run in newest["items"]] == [105, 104]
+    assert api.viewer.get(path, node="task_b").json()["count"] == 1
+    assert api.viewer.get(path, kind="manual").json()["count"] == 0
+    # Going at some moment of [+12 s, +31 s): the runs started at +10 (until +15), +20 and +30.
+    window = api.viewer.get(path, since=(now + timedelta(seconds=12)).isoformat(),
+                            until=(now + timedelta(seconds=31)).isoformat()).json()
+    assert [run["sequence"] for run in window["items"]] == [101, 102, 103]
+    backwards = api.viewer.get(path, since=(now + timedelta(seconds=5)).isoformat(), until=now.isoformat())
+    assert backwards.status_code == 422 and "until" in backwards.json()["message"]
+    for bad in ({"status": "done"}, {"order": "random"}, {"kind": "x"}):
+        assert api.viewer.get(path, **bad).status_code == 422, bad
+
+
+def test_it_draws_a_window_of_the_timeline_counted_per_node_or_run_by_run(api, monkeypatch):
+    execution = start()
+    many_node_runs(execution, 40)
+    start_at = timezone.now()
+    for index, run in enumerate(execution.node_runs.order_by("sequence")):
+        NodeRun.objects.filter(pk=run.pk).update(started_at=start_at + timedelta(seconds=index, milliseconds=250),
+                                                 completed_at=start_at + timedelta(seconds=index, milliseconds=750))
+    Execution.objects.filter(pk=execution.pk).update(status="success")
+    path = f"/api/executions/{execution.execution_id}/timeline"
+    whole = api.viewer.get(path, buckets=4).json()
+    assert (whole["total"], whole["buckets"], whole["since"], whole["start"]) == (43, 4, whole["start"], whole["start"])
+    lanes = {lane["node_id"]: lane for lane in whole["lanes"]}
+    assert {node_id: lane["runs"] for node_id, lane in lanes.items()} == {"task_a": 41, "task_b": 1, "task_c": 1}
+    assert sum(sum(counts.values()) for _, counts in lanes["task_a"]["buckets"]) == 41
+    assert [index for index, _ in lanes["task_a"]["buckets"]] == [0, 1, 2, 3]
+    assert len(whole["node_runs"]) == 43  # few enough to draw one by one
+    # The seconds +10 to +12: the runs started at +10.25 and +11.25 (+9.25's ended at +9.75, before).
+    since, until = start_at + timedelta(seconds=10), start_at + timedelta(seconds=12)
+    part = api.viewer.get(path, since=since.isoformat(), until=until.isoformat(), buckets=2).json()
+    assert [run["sequence"] for run in part["node_runs"]] == [100 + 7, 100 + 8]
+    assert part["bucket_ms"] == 1000 and part["lanes"] == [{"node_id": "task_a", "runs": 2,
+                                                            "buckets": [[0, {"success": 1}], [1, {"success": 1}]]}]
+    monkeypatch.setattr("executions.run_summary.TIMELINE_RUNS", 10)  # more runs in the window than it draws
+    counted = api.viewer.get(path).json()
+    assert counted["node_runs"] is None and counted["total"] == 43
+    assert api.viewer.get(path, buckets=0).status_code == 422
+
+
+def test_a_run_without_a_started_node_run_has_an_empty_timeline(api):
+    execution = start()
+    timeline = api.viewer.get(f"/api/executions/{execution.execution_id}/timeline").json()
+    assert (timeline["start"], timeline["total"], timeline["lanes"], timeline["node_runs"]) == (None, 0, [], [])
 
 
 def test_it_shows_no_node_run_through_another_run(api):
@@ -260,7 +344,8 @@ def test_it_cancels_a_run_once(api):
     assert response.status_code == 200
     record = response.json()
     assert (record["status"], record["ended_reason"]) == ("cancelled", "cancelled by author-user")
-    assert {run["status"] for run in record["node_runs"]} == {"cancelled"}
+    assert set(record["node_runs_summary"]["counts"].items()) >= {("cancelled", 3)}
+    assert {run["status"] for run in api.viewer.record(execution.execution_id)["node_runs"]} == {"cancelled"}
     before = snapshot(execution)
     again = api.author.post(f"/api/executions/{execution.execution_id}/cancel")
     assert again.status_code == 409 and again.json()["code"] == "ILLEGAL_TRANSITION"
@@ -297,7 +382,7 @@ def test_it_resumes_an_escalated_run_with_the_output_a_person_gives(api):
     assert response.status_code == 200
     record = response.json()
     assert (record["status"], record["escalation"]) == ("success", None)  # compliance is the last state
-    manual = record["node_runs"][-1]
+    manual = api.viewer.record(execution.execution_id)["node_runs"][-1]
     assert (manual["node_id"], manual["kind"], manual["status"], manual["worker"]) == ("compliance", "manual", "success", "author-user")
     assert manual["output"] == {"compliant": True, "by": "a person"}
 
@@ -311,7 +396,7 @@ def test_it_resumes_with_any_json_output_but_names_a_missing_or_unstorable_one(a
     assert snapshot(execution) == before
     with_text = api.author.post(f"/api/executions/{execution.execution_id}/resume", {"output": "a plain string"})
     assert with_text.status_code == 200 and with_text.json()["status"] == "running"
-    assert with_text.json()["node_runs"][-1]["node_id"] == "review"  # the run went on to the next state
+    assert api.viewer.record(execution.execution_id)["node_runs"][-1]["node_id"] == "review"  # on to the next state
 
 
 def test_it_refuses_a_resume_output_with_a_lone_surrogate_and_keeps_the_run(api):
@@ -331,8 +416,8 @@ def test_it_retries_the_escalated_node_from_its_first_attempt(api, django_captur
     assert response.status_code == 200
     record = response.json()
     assert (record["status"], record["escalation"]) == ("running", None)
-    assert (record["node_runs"][-1]["node_id"], record["node_runs"][-1]["kind"], record["node_runs"][-1]["status"]) == \
-        ("publish", "first", "pending")
+    last = api.viewer.record(execution.execution_id)["node_runs"][-1]
+    assert (last["node_id"], last["kind"], last["status"]) == ("publish", "first", "pending")
     assert len(sent) == 1
 
 

@@ -39,9 +39,7 @@ def poll(client, execution_id, until, workers, timeout=60):
     """Read the run through the API until its status is one of `until`."""
     deadline = time.monotonic() + timeout
     while True:
-        response = client.get(f"/api/executions/{execution_id}")
-        assert response.status_code == 200, response.json()
-        record = response.json()
+        record = client.record(execution_id)
         if record["status"] in until:
             return record
         if time.monotonic() > deadline:

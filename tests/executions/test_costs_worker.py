@@ -107,7 +107,7 @@ def test_the_demo_chain_on_two_named_backends_costs_what_the_prices_and_usage_sa
     assert (latest["execution_id"], Decimal(latest["cost"])) == (execution.execution_id, total)
     (vault_cost,) = api.viewer.get("/api/agents/Knowledge_Vault/costs").json()
     assert Decimal(vault_cost["cost"]) == Decimal(vault.cost) / 10**12 and vault_cost["tokens_in"] == vault.tokens_in
-    record = api.viewer.get(f"/api/executions/{execution.execution_id}").json()
+    record = api.viewer.record(execution.execution_id)
     assert Decimal(record["cost"]) == total and record["node_runs"][0]["calls"][0]["backend"] == "hosted"
 
 
@@ -139,6 +139,6 @@ def test_a_run_with_a_cost_limit_stops_before_the_call_that_would_cross_it(demo,
     assert spent + Decimal(vault.error_details["estimate"]) > Decimal("0.0015") >= spent
     assert execution.cost_reserved == 0  # every claim on the limit released
 
-    record = api.viewer.get(f"/api/executions/{execution.execution_id}").json()
+    record = api.viewer.record(execution.execution_id)
     assert record["ended_reason"] == execution.ended_reason and record["cost"] == f"{spent:.12f}"
     assert record["node_runs"][-1]["error_code"] == "BUDGET_EXCEEDED"

@@ -50,7 +50,7 @@ def test_an_approver_lists_the_gate_waiting_for_them_and_approves_it(api):
     assert record["gate"]["decision"] == "approve" and record["gate"]["decided_by"] == "approver-user"
     assert record["gate"]["comment"] == "ship it"
     assert api.approver.get("/api/gates").json() == []
-    detail = api.viewer.get(f"/api/executions/{execution.execution_id}").json()
+    detail = api.viewer.record(execution.execution_id)
     assert detail["status"] == "running"  # publishing was sent to a worker
     assert [r["node_id"] for r in detail["node_runs"]][-1] == "publish"
 

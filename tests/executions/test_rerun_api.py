@@ -26,7 +26,7 @@ def test_an_author_reruns_from_a_node_and_the_source_lists_the_rerun(api, source
     assert record["rerun_of"] == source.execution_id and record["trial"] is False
     assert record["rerun"]["reused"] == ["task_scholar_001", "task_validator_001"]
     assert record["rerun"]["edited"] == ["task_validator_001"]
-    copies = {run["node_id"]: run for run in record["node_runs"]}
+    copies = {run["node_id"]: run for run in api.viewer.record(record["execution_id"])["node_runs"]}
     originals = {run.node_id: run.pk for run in source.node_runs.all()}
     assert copies["task_scholar_001"]["kind"] == "reused"
     assert copies["task_scholar_001"]["reused_from"] == originals["task_scholar_001"]
@@ -72,7 +72,7 @@ def test_an_author_tries_a_node_and_polls_the_trial_as_a_run(api, source):
     trial = response.json()
     assert trial["trial"] is True and trial["rerun"]["from_node"] == "task_vault_001"
     drain(Execution.objects.get(execution_id=trial["execution_id"]))
-    done = api.viewer.get(f"/api/executions/{trial['execution_id']}").json()
+    done = api.viewer.record(trial['execution_id'])
     tried = done["node_runs"][-1]
     assert done["status"] == "success" and tried["node_id"] == "task_vault_001" and tried["context_management"]
     assert trial["execution_id"] not in [e["execution_id"] for e in api.viewer.get("/api/executions").json()["items"]]

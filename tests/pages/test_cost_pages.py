@@ -110,7 +110,7 @@ def test_a_run_on_priced_models_shows_each_calls_each_nodes_and_the_runs_cost(pa
     workflow = Workflow.objects.get(workflow_id="thesis_reading")
     execution = wait_for(execution_start(workflow=workflow, actor=api.author.user), workers=priced.workers, timeout=120)
     assert execution.status == "success", (execution.ended_reason, priced.workers.logs())
-    record = api.viewer.get(f"/api/executions/{execution.execution_id}").json()
+    record = api.viewer.record(execution.execution_id)
     runs = {run["node_id"]: run for run in record["node_runs"]}
     assert record["cost_complete"] is True and Decimal(record["cost"]) > 0
     assert sum(units(run["cost"]) for run in runs.values()) == units(record["cost"])  # no judge on this workflow
