@@ -91,16 +91,14 @@ def responses(status: int, schema: Any) -> dict[int, Any]:
 class Rendered:
     """A queryset whose rows are rendered a page at a time: what `Page` slices and counts
     (in SQL). `render` takes the page's rows and gives their JSON forms, so that it can read
-    what the page needs in one more query rather than one per row. `counted`: the same rows
-    without the joins the page reads, to count them cheaply."""
+    what the page needs in one more query rather than one per row."""
 
-    def __init__(self, queryset, render: Callable[[list], list], counted=None):
+    def __init__(self, queryset, render: Callable[[list], list]):
         self.queryset = queryset
         self.render = render
-        self.counted = queryset if counted is None else counted
 
     def count(self) -> int:
-        return self.counted.count()
+        return self.queryset.count()
 
     def __getitem__(self, window: slice) -> list:
         return self.render(list(self.queryset[window]))

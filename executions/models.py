@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models.fields.json import KeyTextTransform
 from django.utils import timezone
 
 from agents.models import Agent, AgentVersion, identifier
+from core.db_functions import JSONArrayLength
 from core.states import StateMachine
 from workflows.models import Workflow
 
@@ -131,7 +133,8 @@ class NodeRun(models.Model):
         },
     )
 
-    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="node_runs")
+    # Indexed as the first column of the indexes below, which serve every read by execution.
+    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="node_runs", db_index=False)
     node_id = models.CharField(max_length=100)
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="node_runs")
     agent_version = models.ForeignKey(AgentVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
@@ -180,19 +183,27 @@ class NodeRun(models.Model):
                                                                  "tokens (reported or counted), cost")
     cost = models.BigIntegerField(default=0, help_text="Its priced calls' cost, in units of 10⁻¹² USD")
     cost_complete = models.BooleanField(default=True, help_text="False once a call's model had no prices")
+    # Kept by the database from the columns above, for the run's summary to read from an index.
+    next_node = models.GeneratedField(expression=KeyTextTransform("node_id", "decision"),
+                                      output_field=models.CharField(max_length=100, null=True), db_persist=True,
+                                      help_text="The node the transition taken after this run chose")
+    call_count = models.GeneratedField(expression=JSONArrayLength("calls"), output_field=models.IntegerField(),
+                                       db_persist=True, help_text="The model calls it made")
 
     class Meta:
         ordering = ["execution", "sequence", "id"]
         indexes = [
             # A node's runs (advancing a run, the node panel), and the run's summary: its node
             # runs grouped by node and status, read from the index alone on PostgreSQL.
-            models.Index(fields=["execution", "node_id", "status"], name="noderun_node_status",
-                         include=["sequence", "cost", "cost_complete", "tokens_in", "tokens_out"]),
-            # What advancing a run reads: the last sequence number, and whether any run is still active.
-            models.Index(fields=["execution", "sequence"]),
+            models.Index(fields=["execution", "node_id", "status", "next_node"], name="noderun_node_status",
+                         include=["sequence", "cost", "cost_complete", "tokens_in", "tokens_out", "call_count"]),
+            # What advancing a run reads: the last sequence number, and whether any run is still
+            # active; and a page of the run's node runs, its ids read from the index alone.
+            models.Index(fields=["execution", "sequence", "id"], name="noderun_sequence"),
             models.Index(fields=["execution", "status"]),
             # The timeline: the runs going in a window of time, and when the run's first and last ran.
-            models.Index(fields=["execution", "started_at"], name="noderun_started"),
+            models.Index(fields=["execution", "started_at"], name="noderun_started",
+                         include=["completed_at", "node_id", "status"]),
             models.Index(fields=["execution", "completed_at"], name="noderun_completed"),
             models.Index(fields=["status", "heartbeat_at"]),  # the sweep
             models.Index(fields=["status", "decide_by"]),  # gates that time out

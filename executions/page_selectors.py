@@ -173,11 +173,14 @@ def progress(graph: dict[str, Any], states: dict[str, dict[str, Any]]) -> dict[s
     return {"done": done, "total": total, "percent": round(100 * done / total) if total else 0}
 
 
-class Counted:
-    """Rows whose number is known already: the paginator slices them without counting."""
+class TablePage:
+    """A run's node runs for the paginator, in the order they were made and without the
+    fields only the panel shows; their number is known already, so it slices them without
+    counting. A page is read by its ids first, from an index, then its rows: a page far
+    into a large run skips the runs before it in the index, not in the table."""
 
-    def __init__(self, rows: QuerySet, count: int):
-        self.rows, self.total = rows, count
+    def __init__(self, execution: Execution, total: int):
+        self.execution, self.total = execution, total
 
     def count(self) -> int:
         return self.total
@@ -185,14 +188,10 @@ class Counted:
     def __len__(self) -> int:
         return self.total
 
-    def __getitem__(self, window: slice) -> list:
-        return list(self.rows[window])
-
-
-def node_runs_for_table(execution: Execution, total: int) -> Counted:
-    """A run's `total` node runs in the order they were made, without the fields only the
-    panel shows."""
-    return Counted(execution.node_runs.select_related("agent").defer(*HEAVY_FIELDS).order_by("sequence", "id"), total)
+    def __getitem__(self, window: slice) -> list[NodeRun]:
+        ids = list(self.execution.node_runs.order_by("sequence", "id").values_list("id", flat=True)[window])
+        found = NodeRun.objects.select_related("agent").defer(*HEAVY_FIELDS).in_bulk(ids)
+        return [found[pk] for pk in ids if pk in found]
 
 
 def cost_text(cost_units: int | None) -> str:

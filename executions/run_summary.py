@@ -13,13 +13,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import BooleanField, Count, ExpressionWrapper, FloatField, Func, Max, Min, Q, QuerySet, Sum
-from django.db.models.fields.json import KeyTextTransform
+from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.db.models.functions import Floor
 from django.utils import timezone
 
 from agents.backends.metering import usd
 from core.api_support import Rendered
+from core.db_functions import Epoch
 from core.errors import DocumentError
 from core.jsonutil import iso
 from executions.documents import node_run_record
@@ -30,8 +30,8 @@ from executions.models import Execution, NodeRun
 # node run by its id.
 LIGHT_COLUMNS = ("id", "sequence", "node_id", "agent__agent_id", "agent_version__version", "kind", "attempt",
                  "status", "error_code", "error", "worker", "backend", "model", "started_at", "completed_at",
-                 "duration_ms", "tokens_in", "tokens_out", "dispatches", "cost", "cost_complete", "reused_from_id",
-                 "decide_by")
+                 "duration_ms", "tokens_in", "tokens_out", "dispatches", "call_count", "cost", "cost_complete",
+                 "reused_from_id", "decide_by")
 # What the summary reads of each node's latest run besides: what the page shows of a gate
 # that waits, of a failure (BUDGET_EXCEEDED's figures) and of the transition it took, and
 # its output (the node's §5 result).
@@ -41,31 +41,13 @@ MAX_TIMELINE_BUCKETS = 1000
 TIMELINE_RUNS = 400  # up to this many node runs in a window, the timeline gets them one by one
 
 
-class Epoch(Func):
-    """A datetime as seconds since 1970 (a float), on PostgreSQL and SQLite alike."""
-
-    output_field = FloatField()
-
-    def as_postgresql(self, compiler, connection, **extra):
-        return self.as_sql(compiler, connection, template="EXTRACT(EPOCH FROM %(expressions)s)", **extra)
-
-    def as_sqlite(self, compiler, connection, **extra):
-        return self.as_sql(compiler, connection, template="((julianday(%(expressions)s) - 2440587.5) * 86400.0)",
-                           **extra)
-
-
-def _called() -> Q:
-    """A node run that called a model: a gate, a copy or a run not yet done has not."""
-    return ~Q(calls=[])
-
-
 def _light(runs: QuerySet[NodeRun]) -> QuerySet:
-    """`runs` as rows of LIGHT_COLUMNS and whether each called a model."""
-    return runs.annotate(called=ExpressionWrapper(_called(), output_field=BooleanField())).values(*LIGHT_COLUMNS, "called")
+    """`runs` as rows of LIGHT_COLUMNS."""
+    return runs.values(*LIGHT_COLUMNS)
 
 
 def light_record(row: dict[str, Any]) -> dict[str, Any]:
-    """A node run's light record, from a row of LIGHT_COLUMNS and `called`."""
+    """A node run's light record, from a row of LIGHT_COLUMNS."""
     return {
         "node_run_id": row["id"], "sequence": row["sequence"], "node_id": row["node_id"],
         "agent_ref": row["agent__agent_id"], "agent_version": row["agent_version__version"], "kind": row["kind"],
@@ -73,7 +55,7 @@ def light_record(row: dict[str, Any]) -> dict[str, Any]:
         "worker": row["worker"], "backend": row["backend"], "model": row["model"],
         "started_at": iso(row["started_at"]), "completed_at": iso(row["completed_at"]),
         "duration_ms": row["duration_ms"], "tokens_in": row["tokens_in"], "tokens_out": row["tokens_out"],
-        "dispatches": row["dispatches"], "called": row["called"], "cost": usd(row["cost"]),
+        "dispatches": row["dispatches"], "called": row["call_count"] > 0, "cost": usd(row["cost"]),
         "cost_complete": row["cost_complete"], "reused_from": row["reused_from_id"], "decide_by": iso(row["decide_by"]),
     }
 
@@ -82,47 +64,43 @@ def node_summary(execution: Execution) -> dict[str, Any]:
     """The run's node runs counted, by status; and for each node that ran, in the order it
     first ran: its runs by status, what they cost, the tokens they took, the nodes its runs'
     transitions chose (`next`: a state machine's), and its latest run, light, with its
-    output, error details, gate and decision. Three queries whatever the number of node
-    runs: one grouped read of the run's index entries, the latest runs by their sequence
-    numbers, and the transitions taken."""
+    output, error details, gate and decision. Two queries whatever the number of node runs:
+    one grouped read of the run's entries in an index (`noderun_node_status`, which holds
+    every column it reads on PostgreSQL), and the latest runs by their sequence numbers."""
     runs = NodeRun.objects.filter(execution=execution).order_by()
-    groups = (runs.values_list("node_id", "status")
-              .annotate(n=Count("id"), first=Min("sequence"), last=Max("sequence"), cost=Sum("cost"),
-                        unpriced=Count("id", filter=Q(cost_complete=False)), called=Count("id", filter=_called()),
+    groups = (runs.values_list("node_id", "status", "next_node")
+              .annotate(n=Count("*"), first=Min("sequence"), last=Max("sequence"), cost=Sum("cost"),
+                        unpriced=Count("sequence", filter=Q(cost_complete=False)),
+                        called=Count("sequence", filter=Q(call_count__gt=0)),
                         tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out")))
     counts = dict.fromkeys(NodeRun.Status.values, 0)
     nodes: dict[str, dict[str, Any]] = {}
-    for node_id, status, n, first, last, cost, unpriced, called, tokens_in, tokens_out in groups:
+    for node_id, status, next_node, n, first, last, cost, unpriced, called, tokens_in, tokens_out in groups:
         node = nodes.setdefault(node_id, {"node_id": node_id, "runs": 0, "counts": {}, "cost": 0, "cost_complete": True,
-                                          "called": False, "tokens_in": 0, "tokens_out": 0, "next": [],
+                                          "called": False, "tokens_in": 0, "tokens_out": 0, "next": set(),
                                           "first": first, "last": last})
         node["runs"] += n
-        node["counts"][status] = n
+        node["counts"][status] = node["counts"].get(status, 0) + n
         node["cost"] += cost or 0
         node["cost_complete"] = node["cost_complete"] and not unpriced
         node["called"] = node["called"] or bool(called)
         node["tokens_in"] += tokens_in or 0
         node["tokens_out"] += tokens_out or 0
         node["first"], node["last"] = min(node["first"], first), max(node["last"], last)
+        if next_node and status == NodeRun.Status.SUCCESS:
+            node["next"].add(next_node)
         counts[status] += n
     latest: dict[str, dict[str, Any]] = {}
     if nodes:
         wanted = {(node_id, node["last"]) for node_id, node in nodes.items()}
-        rows = (runs.filter(sequence__in={last for _, last in wanted})
-                .annotate(called=ExpressionWrapper(_called(), output_field=BooleanField()))
-                .values(*LATEST_COLUMNS, "called"))
+        rows = runs.filter(sequence__in={last for _, last in wanted}).values(*LATEST_COLUMNS)
         latest = {row["node_id"]: row for row in rows if (row["node_id"], row["sequence"]) in wanted}
-        taken = (runs.filter(status=NodeRun.Status.SUCCESS, decision__isnull=False)
-                 .values_list("node_id", KeyTextTransform("node_id", "decision")).distinct())
-        for node_id, target in taken:
-            if target and node_id in nodes:
-                nodes[node_id]["next"].append(target)
     summary = []
     for node in sorted(nodes.values(), key=lambda node: node["first"]):
         row = latest[node["node_id"]]
         del node["first"], node["last"]
         node["cost"] = usd(node["cost"])
-        node["next"].sort()
+        node["next"] = sorted(node["next"])
         node["latest"] = {**light_record(row), "error_details": row["error_details"], "gate": row["gate"],
                           "decision": row["decision"], "output": row["output"]}
         summary.append(node)
@@ -134,7 +112,8 @@ def node_runs_page(execution: Execution, *, node: str = "", status: str = "", ki
                    full: bool = False):
     """The run's node runs in the order they were made (newest first if asked), filtered by
     node, status, kind and a window of time (the runs that were going at some moment of
-    it), as a queryset `Rendered` pages: light records, or whole ones when `full`."""
+    it), for `Page` to slice and count: light records, or whole ones when `full`. A page is
+    two queries: its ids, then its rows."""
     runs = NodeRun.objects.filter(execution=execution)
     if node:
         runs = runs.filter(node_id=node)
@@ -144,10 +123,18 @@ def node_runs_page(execution: Execution, *, node: str = "", status: str = "", ki
         runs = runs.filter(kind=kind)
     runs = _in_window(runs, since, until)
     runs = runs.order_by(*(("-sequence", "-id") if newest_first else ("sequence", "id")))
+    return Rendered(runs.values_list("id", flat=True), lambda ids: _node_runs_by_id(ids, full))
+
+
+def _node_runs_by_id(ids: list[int], full: bool) -> list[dict[str, Any]]:
+    """The node runs of a page, in the page's order, read by their ids: a page far into a
+    large run skips the runs before it in an index, not in the table."""
+    runs = NodeRun.objects.filter(pk__in=ids)
     if full:
-        return Rendered(runs.select_related("agent", "agent_version"),
-                        lambda page: [node_run_record(run, with_id=True) for run in page], counted=runs)
-    return Rendered(_light(runs), lambda page: [light_record(row) for row in page], counted=runs)
+        found = {run.pk: node_run_record(run, with_id=True) for run in runs.select_related("agent", "agent_version")}
+    else:
+        found = {row["id"]: light_record(row) for row in _light(runs)}
+    return [found[pk] for pk in ids if pk in found]
 
 
 def _in_window(runs: QuerySet[NodeRun], since: datetime | None, until: datetime | None) -> QuerySet[NodeRun]:
@@ -196,7 +183,7 @@ def timeline(execution: Execution, *, since: datetime | None = None, until: date
     width = (until - since).total_seconds() / buckets
     runs = _in_window(NodeRun.objects.filter(execution=execution), since, until).order_by()
     grouped = (runs.annotate(bucket=Floor((Epoch("started_at") - since.timestamp()) / width))
-               .values_list("node_id", "status", "bucket").annotate(n=Count("id")))
+               .values_list("node_id", "status", "bucket").annotate(n=Count("*")))
     lanes: dict[str, dict[str, Any]] = {}
     for node_id, status, bucket, n in grouped:
         lane = lanes.setdefault(node_id, {"node_id": node_id, "runs": 0, "buckets": {}})

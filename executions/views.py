@@ -73,7 +73,7 @@ def execution_detail(request, execution_id: str):
     summary = node_summary(execution)
     states = page_selectors.node_states(summary)
     counts = {**summary["counts"], "total": summary["total"]}
-    context = paginate(request, page_selectors.node_runs_for_table(execution, summary["total"]))
+    context = paginate(request, page_selectors.TablePage(execution, summary["total"]))
     for run in context["page"]:
         run.output_preview = page_selectors.output_preview(run.output)
         run.cost_text = page_selectors.cost_text(run.cost)
