@@ -116,8 +116,9 @@ def execution_record_stream(execution: Execution) -> Iterator[str]:
     every node run's §5 result, then every node run in full with its id, each read a chunk
     at a time. Both passes read one snapshot of the run (a repeatable read on PostgreSQL;
     SQLite's read transaction is one), so `results` and `node_runs` agree while it goes on."""
+    outermost = not connection.in_atomic_block  # (inside another transaction, that one's snapshot holds)
     with transaction.atomic():
-        if connection.vendor == "postgresql":
+        if outermost and connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         head = execution_head(execution, [])
