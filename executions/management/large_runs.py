@@ -13,8 +13,8 @@ on SQLite and PostgreSQL alike:
   a few failed attempts each followed by a retry, consecutive times of 50–400 ms, tokens,
   and a priced call (the records name an OpenAI-compatible model so that the pages have
   costs to show; the agents themselves stay builtin so the workflow is runnable offline);
-- `light_executions_create` writes many small finished runs of a few node runs each, for
-  the list of executions.
+- `light_executions_create` writes many small runs of a few node runs each, for the list
+  of executions.
 
 Nothing is random from run to run: a seeded generator makes the same records every time.
 """
@@ -115,17 +115,18 @@ def large_run_create(*, workflow: Workflow, node_runs: int, execution_id: str | 
 
 
 def light_executions_create(*, workflows: list[Workflow], count: int, node_runs_each: int = 3,
-                            batch_size: int = BATCH) -> None:
-    """`count` small finished runs for the list of executions, newest last: mostly successes,
-    some failed or cancelled, a few still running; the workflows taken in turn, the first
-    three times as often as each other; `node_runs_each` short node runs each."""
+                            ending: datetime | None = None, batch_size: int = BATCH) -> None:
+    """`count` small runs for the list of executions, one a minute, the newest created at
+    `ending` (by default now): mostly successes, some failed or cancelled, a few still
+    running; the workflows taken in turn, the first three times as often as each other;
+    `node_runs_each` short node runs each."""
     rng = random.Random(count)
     statuses = [Execution.Status.SUCCESS] * 16 + [Execution.Status.FAILED] * 2 + [
         Execution.Status.CANCELLED, Execution.Status.RUNNING]
     turns = [workflows[0]] * 3 + list(workflows[1:])
     agents = {workflow.pk: _agents_by_node(workflow) for workflow in workflows}
     versions = {workflow.pk: _latest_version(workflow) for workflow in workflows}
-    first = timezone.now() - timedelta(minutes=count)
+    first = (ending or timezone.now()) - timedelta(minutes=count - 1)
     with transaction.atomic():
         for offset in range(0, count, batch_size):
             executions = []

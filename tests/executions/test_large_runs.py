@@ -1,7 +1,9 @@
 """The large runs the page benchmark and the query-plan tests write: realistic records, in order."""
 import json
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from executions.management.large_runs import (
     LOOP, LAST_RUN_STATUS, large_run_create, light_executions_create, loop_workflow_create,
@@ -61,10 +63,12 @@ def test_it_writes_a_run_in_sequence_with_each_failure_retried_and_realistic_rec
 
 def test_it_writes_light_runs_for_the_list_spread_over_the_workflows():
     workflows = [loop_workflow_create(workflow_id="loop_c"), loop_workflow_create(workflow_id="loop_d")]
-    light_executions_create(workflows=workflows, count=120, node_runs_each=3, batch_size=50)
+    ending = timezone.now() - timedelta(days=1)
+    light_executions_create(workflows=workflows, count=120, node_runs_each=3, ending=ending, batch_size=50)
 
     executions = list(Execution.objects.order_by("created_at").prefetch_related("node_runs"))
     assert len(executions) == 120 and NodeRun.objects.count() == 360
+    assert executions[-1].created_at == ending and executions[0].created_at == ending - timedelta(minutes=119)
     assert [e.workflow.workflow_id for e in executions].count("loop_c") == 90  # three turns in four
     assert {e.status for e in executions} >= {"success", "failed"}
     for execution in executions:
