@@ -40,10 +40,11 @@ def insert_select(model: type[Model], expressions: dict[str, str], source: str, 
                   source_params: tuple = ()) -> None:
     """INSERT INTO the model's table SELECT the SQL `expressions` (by column, their
     placeholders filled from `params`) FROM `source`; every other column that cannot be NULL
-    takes its field's default, so that a column added later does not break the insert."""
+    takes its field's default (the database computes generated ones), so that a column
+    added later does not break the insert."""
     defaults = {field.column: field.get_db_prep_save(field.get_default(), connection)
                 for field in model._meta.concrete_fields
-                if not field.primary_key and not field.null and field.column not in expressions}
+                if not (field.primary_key or field.null or field.generated or field.column in expressions)}
     columns = [*expressions, *defaults]
     values = [*expressions.values(), *["%s"] * len(defaults)]
     with connection.cursor() as cursor:
