@@ -13,11 +13,11 @@ import json
 from itertools import pairwise
 from typing import Any
 
-from django.db.models import Case, Q, QuerySet, Value, When
+from django.db.models import Case, F, Q, QuerySet, Value, When
 
 from agents.backends.metering import usd
 from executions.evaluations import run_evaluation
-from executions.models import Evaluation, Execution, NodeRun
+from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from agents.models import Agent
 from workflows.models import Workflow, WorkflowVersion
 from workflows.selectors import ID_PATTERN
@@ -192,6 +192,14 @@ class TablePage:
         ids = list(self.execution.node_runs.order_by("sequence", "id").values_list("id", flat=True)[window])
         found = NodeRun.objects.select_related("agent").defer(*HEAVY_FIELDS).in_bulk(ids)
         return [found[pk] for pk in ids if pk in found]
+
+
+def thought_searches(execution: Execution) -> QuerySet[ThoughtSearch]:
+    """The run's Tree-of-Thoughts searches as its page lists them, each with the node, kind
+    and attempt of the node run that made it (one query, read only if the page lists them;
+    the trees and messages are left to the search's own page)."""
+    return (execution.thought_searches.defer("tree", "messages")
+            .annotate(run_node=F("node_run__node_id"), run_kind=F("node_run__kind"), run_attempt=F("node_run__attempt")))
 
 
 def cost_text(cost_units: int | None) -> str:

@@ -97,6 +97,7 @@ def execution_detail(request, execution_id: str):
         "cost_text": page_selectors.cost_text(execution.cost),
         "input_json": json.dumps(execution.input, indent=2, ensure_ascii=False),
         "state_json": json.dumps(execution.state, indent=2, ensure_ascii=False),
+        "thought_searches": page_selectors.thought_searches(execution),
         "page_data": {
             "execution_id": execution.execution_id,
             "status": execution.status,

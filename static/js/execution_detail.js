@@ -1,13 +1,22 @@
 // A run's inspection page. The server renders the header and a page of node runs; this
-// script reads the whole record from GET /api/executions/{id} and keeps the page live
-// while the run goes on (one request a second, no reload): the status, the graph's
-// colours, the timeline, the progress, the escalation, and the open node's panel; once the
-// run has ended, its evaluation and quality gate as soon as a worker has scored it. The
-// node panel draws a node run with node_run.js; authors re-run the run from a node there
-// (rerun_form.js), and a re-run's copies say which node run they were copied from. A gate's
-// run (a person's step) shows what it asks, the data shown, who may decide and its time-out,
-// and to those who may decide it (the server says who: `gates`) a form that posts the
-// decision to POST /api/executions/{id}/node-runs/{node_run_id}/decision.
+// script keeps the page live while the run goes on (one round of requests a second, no
+// reload), reading what it shows in bounded pieces, so that a run of 100,000 node runs
+// opens and follows as fast as one of three:
+// - GET /api/executions/{id}: the run with its node runs summarised per node (counts by
+//   status, cost, tokens, the nodes its transitions chose, its latest run). The header,
+//   the graph's colours and labels, the edges taken, the progress, the escalation, a stop
+//   by the budget and the gates waiting come from it.
+// - GET …/timeline: a window of time, each node's runs counted in slices, or the runs
+//   themselves when few enough fall in it (the timeline below zooms and moves the window).
+// - GET …/node-runs?node=…: the open node's runs, newest first, a page at a time; each
+//   attempt's whole record (GET …/node-runs/{node_run_id}) when it is opened.
+// - GET …/node-runs?limit=&offset=: the table's page, when the run's node runs change.
+// Once the run has ended, its evaluation and quality gate show as soon as a worker has
+// scored it. The node panel draws a node run with node_run.js; authors re-run the run from
+// a node there (rerun_form.js), and a re-run's copies say which node run they were copied
+// from. A gate's run (a person's step) shows what it asks, the data shown, who may decide
+// and its time-out, and to those who may decide it (the server says who: `gates`) a form
+// that posts the decision to POST /api/executions/{id}/node-runs/{node_run_id}/decision.
 // What the run cost is shown beside its tokens (cost.js): its total in the header (with the
 // judge's calls), each node's in the graph's label and tooltip, the timeline and the table,
 // and each node run's calls in its panel; a run stopped by its budget (BUDGET_EXCEEDED)
@@ -23,19 +32,23 @@
   const ACTIVE = new Set(["pending", "running", "escalated", "waiting"]); // waiting: gates open for people
   const DONE = new Set(["success", "skipped"]);
   const COPIES = new Set(["reused", "edited"]); // a re-run's copies of the runs it reuses
+  const GOING = new Set(["pending", "running", "waiting"]); // a node run that may still change
   const POLL_MS = 1000;
-  const MAX_ATTEMPTS_SHOWN = 20;
+  const MAX_ATTEMPTS_SHOWN = 20; // a node's runs read at a time into its panel
+  const MAX_PANEL_RUNS = 500; // the most the panel lists (the API's largest page); the table has every one
   const MAX_TRAIL = 12;
+  const MAX_KEPT_RECORDS = 200; // whole node run records kept for the panel
   const apiPath = `/executions/${encodeURIComponent(data.execution_id)}`;
   // Node runs that ran a Tree-of-Thoughts search (the template lists them): their tree's page.
   const thoughtTrees = new Map([...document.querySelectorAll("tr[data-thought-tree-run]")].map((row) =>
     [Number(row.dataset.thoughtTreeRun), row.querySelector("a[data-thought-tree]").getAttribute("href")]));
 
   const page = {
-    record: null,
+    record: null, // the last GET /api/executions/{id}
+    nodes: new Map(), // node id → its summary (record.node_runs_summary.nodes)
     selected: null, // node id
     selectedRun: null, // node run id asked for (timeline bar, table link)
-    panelKey: "",
+    scrollToRun: null, // a node run to bring into view once the panel has it
     escalationKey: undefined,
     open: new Map(), // node run id → open? (kept across live re-renders)
     gateDrafts: new Map(), // a gate's node run id → {comment, output} as typed (kept across re-renders)
@@ -58,21 +71,18 @@
     return value || fallback;
   }
 
-  function runsByNode(record) {
-    const map = new Map();
-    for (const run of record.node_runs || []) {
-      if (!map.has(run.node_id)) map.set(run.node_id, []);
-      map.get(run.node_id).push(run);
-    }
-    return map;
+  // An ISO time of the API as milliseconds. The server writes microseconds, which not every
+  // date parser reads: milliseconds are enough to draw.
+  function when(iso) {
+    return iso ? Date.parse(String(iso).replace(/(\.\d{3})\d+/, "$1")) : NaN;
   }
 
   // The status a node is drawn in: its latest run's, or "escalated" for the node a run
   // waits on, or "none" when it has not run.
-  function nodeStatus(nodeId, runs, record) {
+  function nodeStatus(nodeId, record) {
     if (record && record.status === "escalated" && record.escalation && record.escalation.node_id === nodeId) return "escalated";
-    const list = runs.get(nodeId);
-    return list && list.length ? list[list.length - 1].status : "none";
+    const node = page.nodes.get(nodeId);
+    return node ? node.latest.status : "none";
   }
 
   function nodeStatusFromServer(nodeId) {
@@ -80,19 +90,13 @@
     return state ? state.status : "none";
   }
 
-  // What node runs cost together, added exactly: {value (USD decimal), complete, called
-  // (whether any of them called a model), tokens in and out}.
-  function costOf(list) {
-    const total = { sum: 0n, complete: true, called: false, tokensIn: 0, tokensOut: 0 };
-    for (const run of list) {
-      if (run.calls && run.calls.length) total.called = true;
-      total.sum += money.units(run.cost) ?? 0n;
-      if (run.cost_complete === false) total.complete = false;
-      total.tokensIn += run.tokens_in || 0;
-      total.tokensOut += run.tokens_out || 0;
-    }
-    return { value: money.decimal(total.sum), complete: total.complete, called: total.called,
-      tokensIn: total.tokensIn, tokensOut: total.tokensOut };
+  // What a node's runs cost together (the summary adds it exactly): {value (USD decimal),
+  // complete, called (whether any of them called a model), tokens in and out, runs}.
+  function costOf(nodeId) {
+    const node = page.nodes.get(nodeId);
+    if (!node) return { value: money.decimal(0n), complete: true, called: false, tokensIn: 0, tokensOut: 0, runs: 0 };
+    return { value: node.cost, complete: node.cost_complete, called: node.called, tokensIn: node.tokens_in,
+      tokensOut: node.tokens_out, runs: node.runs };
   }
 
   // A cost in one short line: "$0.0012", "≥ $0.0012" when not every call was priced.
@@ -102,8 +106,13 @@
 
   // A node run's cost, or a dash when it called no model (a gate, a copy, a run not yet done).
   function runCost(run) {
-    return run.calls && run.calls.length ? money.shown(run.cost, run.cost_complete)
+    return run.called ? money.shown(run.cost, run.cost_complete)
       : el("span", { class: "muted", title: "No model call" }, "—");
+  }
+
+  // Each node's latest run, in the order they were made.
+  function latestRuns() {
+    return [...page.nodes.values()].map((node) => node.latest).sort((a, b) => a.sequence - b.sequence);
   }
 
   // -- the graph ---------------------------------------------------------------------------
@@ -201,29 +210,30 @@
     window.addEventListener("resize", () => page.cy && page.cy.fit(undefined, 24));
   }
 
-  function paintGraph(record, runs) {
+  function paintGraph(record) {
     if (!page.cy) return;
     page.cy.batch(() => {
       page.cy.nodes().forEach((node) => {
-        const status = nodeStatus(node.id(), runs, record);
+        const status = nodeStatus(node.id(), record);
         node.data("status", status);
-        const list = runs.get(node.id()) || [];
-        const cost = costOf(list);
+        const cost = costOf(node.id());
         const shown = cost.called ? costLine(cost.value, cost.complete) : "";
         const box = nodeBox(data.graph.nodes.find((item) => item.id === node.id()) || { id: node.id(), agent: "" }, shown);
         if (node.data("label") !== box.label) node.data(box);
         node.data("cost", cost.called ? cost.value : "");
-        node.data("title", `${node.id()}: ${status}${list.length > 1 ? ` (${list.length} runs)` : ""}` +
-          (list.length ? ` · ${fmt.n(cost.tokensIn)} → ${fmt.n(cost.tokensOut)} tokens` : "") +
+        node.data("title", `${node.id()}: ${status}${cost.runs > 1 ? ` (${fmt.n(cost.runs)} runs)` : ""}` +
+          (cost.runs ? ` · ${fmt.n(cost.tokensIn)} → ${fmt.n(cost.tokensOut)} tokens` : "") +
           (cost.called ? ` · cost ${cost.complete ? "" : "at least "}${money.text(cost.value)}` +
             `${cost.complete ? "" : " (not every call priced)"}` : ""));
         node.toggleClass("selected", node.id() === page.selected);
       });
+      // An edge was taken when its source succeeded and its target ran; a transition, when
+      // one of its source's runs chose its target (the summary's `next`).
       page.cy.edges().forEach((edge) => {
-        const source = runs.get(edge.data("source")) || [];
-        const target = runs.get(edge.data("target")) || [];
-        const taken = source.some((run) => run.status === "success") && target.length > 0 &&
-          (edge.data("kind") !== "transition" || source.some((run) => run.decision && run.decision.node_id === edge.data("target")));
+        const source = page.nodes.get(edge.data("source"));
+        const target = page.nodes.get(edge.data("target"));
+        const taken = Boolean(source && target && source.counts.success) &&
+          (edge.data("kind") !== "transition" || source.next.includes(edge.data("target")));
         edge.toggleClass("taken", taken);
       });
     });
@@ -231,8 +241,9 @@
 
   // -- the header --------------------------------------------------------------------------
 
-  function renderHeader(record, runs) {
+  function renderHeader(record) {
     const status = record.status;
+    const summary = record.node_runs_summary;
     const badgeEl = document.getElementById("run-status");
     badgeEl.className = `badge big ${status}`;
     badgeEl.textContent = status;
@@ -249,8 +260,8 @@
     const reason = document.getElementById("run-ended-reason");
     reason.hidden = !record.ended_reason;
     reason.querySelector("span").textContent = record.ended_reason || "";
-    const failed = (record.node_runs || []).filter((run) => run.status === "failed").length;
-    document.getElementById("run-counts").replaceChildren(String((record.node_runs || []).length),
+    const failed = summary.counts.failed || 0;
+    document.getElementById("run-counts").replaceChildren(String(summary.total),
       failed ? el("span", { class: "muted small" }, ` (${failed} failed)`) : "");
     renderCost(record);
     document.getElementById("run-input").textContent = JSON.stringify(record.input || {}, null, 2);
@@ -260,12 +271,12 @@
     const progress = document.getElementById("run-progress");
     progress.hidden = !active;
     const total = data.graph.nodes.length;
-    const done = data.graph.nodes.filter((node) => DONE.has(nodeStatus(node.id, runs, record))).length;
-    const running = data.graph.nodes.filter((node) => nodeStatus(node.id, runs, record) === "running").map((node) => node.id);
+    const done = data.graph.nodes.filter((node) => DONE.has(nodeStatus(node.id, record))).length;
+    const running = data.graph.nodes.filter((node) => nodeStatus(node.id, record) === "running").map((node) => node.id);
     progress.querySelector(".progress > span").style.width = `${total ? Math.round((100 * done) / total) : 0}%`;
     progress.querySelector(".progress").setAttribute("aria-valuenow", String(done));
     progress.querySelector(".progress-text").textContent = `${done} of ${total} nodes done`;
-    const waiting = data.graph.nodes.filter((node) => nodeStatus(node.id, runs, record) === "waiting").map((node) => node.id);
+    const waiting = data.graph.nodes.filter((node) => nodeStatus(node.id, record) === "waiting").map((node) => node.id);
     progress.querySelector(".progress-running").textContent = [running.length ? `· running: ${running.join(", ")}` : "",
       waiting.length ? `· waiting for a person's decision: ${waiting.join(", ")}` : ""].filter(Boolean).join(" ");
   }
@@ -276,10 +287,10 @@
   function renderCost(record) {
     const judge = record.calls || [];
     const judgeCost = judge.reduce((sum, call) => sum + (money.units(call.cost) ?? 0n), 0n);
-    const nodes = costOf(record.node_runs || []);
+    const nodes = [...page.nodes.values()].reduce((sum, node) => sum + (money.units(node.cost) ?? 0n), 0n);
     document.getElementById("run-cost").replaceChildren(money.shown(record.cost, record.cost_complete),
       judge.length ? el("span", { class: "muted small run-cost-split" },
-        ` (nodes ${money.text(nodes.value)}, the judge's calls ${money.text(money.decimal(judgeCost))})`) : "");
+        ` (nodes ${money.text(money.decimal(nodes))}, the judge's calls ${money.text(money.decimal(judgeCost))})`) : "");
     const key = JSON.stringify(judge);
     if (key === page.judgeKey) return;
     page.judgeKey = key;
@@ -291,10 +302,11 @@
 
   // A run stopped by its budget: a call that could have crossed max_cost (the run's) or
   // max_node_cost (a node run's) was refused before it was made (agents/backends/metering.py);
-  // its node run failed with BUDGET_EXCEEDED and the figures in its error_details.
+  // its node run failed with BUDGET_EXCEEDED and the figures in its error_details. Such a
+  // run is the last of its node (nothing was retried), so the nodes' latest runs hold it.
   function renderBudgetStop(record) {
     const box = document.getElementById("budget-stop");
-    const refused = (record.node_runs || []).filter((run) => run.error_code === "BUDGET_EXCEEDED");
+    const refused = latestRuns().filter((run) => run.error_code === "BUDGET_EXCEEDED");
     const run = refused.length ? refused[refused.length - 1] : null;
     const key = JSON.stringify(run ? [run.node_run_id, run.error_details, record.status] : null);
     if (key === page.budgetKey) return;
@@ -423,7 +435,7 @@
     try {
       const record = await api.post(`${apiPath}/${action}`, body);
       update(record);
-      schedule(POLL_MS);
+      schedule(0); // the run goes on: read the rest of it now
     } catch (error) {
       buttons.forEach((b) => { b.disabled = false; });
       button.textContent = label;
@@ -440,72 +452,317 @@
   }
 
   // -- the timeline ------------------------------------------------------------------------
+  // One lane per node (the graph's order, then any other node that ran), drawn a window of
+  // time at a time from GET …/timeline: the whole run by default (following it while it
+  // goes on), or a window zoomed into (the buttons, a click on a slice, ctrl + the wheel)
+  // and moved (the buttons, dragging the lanes, a sideways scroll). When no more than 400
+  // node runs fall in the window the server gives them, and each is a bar (a click opens
+  // its node's panel on it); else each lane shows its runs counted in slices of time, each
+  // slice coloured by the worst status among its runs and darker the more runs it holds.
+  // Either way what is drawn is bounded: lanes × slices, or 400 bars.
 
-  function timelineRows(runs) {
+  const SLICE_PX = 8; // the narrowest a slice is drawn: the track's width decides how many
+  const MIN_WINDOW_MS = 10; // zooming in stops here
+  const ZOOM_STEP = 4; // a button's zoom
+  const DRAG_PX = 4; // a press that moves less than this is a click
+  const WORST_FIRST = ["failed", "cancelled", "waiting", "running", "pending", "skipped", "success"];
+  const timeline = {
+    since: null, until: null, // the window asked for (ms); null: the whole run
+    answer: null, // the last answer drawn
+    asked: 0, // the latest request's number: an answer to an older one is dropped
+    wheelTimer: null,
+    drag: null, // a press on the lanes: {x, pointerId, moved}
+    dragged: false, // the press that just ended moved the window: its click is not a click
+  };
+
+  // Before the lanes are drawn, their track is the timeline's width but for the label and
+  // cost columns (execution.css: 190 px and 104 px, and a margin).
+  const LANE_COLUMNS_PX = 300;
+
+  function sliceCount() {
+    const track = document.querySelector("#timeline .tl-track");
+    const width = track ? track.clientWidth : document.getElementById("timeline").clientWidth - LANE_COLUMNS_PX;
+    return Math.max(10, Math.min(400, Math.floor(width / SLICE_PX)));
+  }
+
+  /** The timeline of the window asked for, or null when another was asked for meanwhile. */
+  async function fetchTimeline() {
+    const asked = ++timeline.asked;
+    const query = new URLSearchParams({ buckets: String(sliceCount()) });
+    if (timeline.since !== null) {
+      query.set("since", new Date(timeline.since).toISOString());
+      query.set("until", new Date(timeline.until).toISOString());
+    }
+    const answer = await api.get(`${apiPath}/timeline?${query}`);
+    return asked === timeline.asked ? answer : null;
+  }
+
+  async function loadTimeline() {
+    const box = document.getElementById("timeline");
+    box.classList.add("loading");
+    try {
+      const answer = await fetchTimeline();
+      if (answer) {
+        timeline.answer = answer;
+        renderTimeline();
+      }
+    } catch (error) {
+      document.getElementById("timeline-span").textContent = `Could not read the timeline (${error.message}).`;
+    } finally {
+      box.classList.remove("loading");
+    }
+  }
+
+  // The window shown, or asked for and not yet shown: [since, until] in ms.
+  function currentWindow() {
+    if (timeline.since !== null) return [timeline.since, timeline.until];
+    return [when(timeline.answer.since), when(timeline.answer.until)];
+  }
+
+  // The run's span as far as the page knows: from its first node run's start to its last
+  // one's end (now, while one is going).
+  function runSpan() {
+    const answer = timeline.answer;
+    const start = when(answer.start);
+    let end = when(answer.end);
+    if (page.record && ACTIVE.has(page.record.status) && page.record.status !== "escalated") end = Math.max(end, Date.now());
+    return [start, Math.max(end, start + 1)];
+  }
+
+  /** Show [since, until] of the run (kept within it; all of it: the whole run, live).
+   *  `soon`: wait for the wheel to stop before asking the server. */
+  function showWindow(since, until, soon) {
+    if (!timeline.answer || !timeline.answer.start) return;
+    const [start, end] = runSpan();
+    const span = Math.max(MIN_WINDOW_MS, until - since);
+    if (span >= end - start) {
+      timeline.since = null;
+      timeline.until = null;
+    } else {
+      timeline.since = Math.min(Math.max(since, start), end - span);
+      timeline.until = timeline.since + span;
+    }
+    clearTimeout(timeline.wheelTimer);
+    if (soon) timeline.wheelTimer = setTimeout(loadTimeline, 150);
+    else loadTimeline();
+  }
+
+  /** Zoom by `factor` (below 1: in) around the moment `at` (the window's middle by default). */
+  function zoom(factor, at) {
+    const [since, until] = currentWindow();
+    const centre = at ?? (since + until) / 2;
+    showWindow(centre - (centre - since) * factor, centre + (until - centre) * factor, at !== undefined);
+  }
+
+  /** Move the window by `fraction` of its width (below 0: earlier). */
+  function pan(fraction, soon) {
+    const [since, until] = currentWindow();
+    const shift = (until - since) * fraction;
+    showWindow(since + shift, until + shift, soon);
+  }
+
+  function laneIds(lanes) {
     const ids = data.graph.nodes.map((node) => node.id);
-    for (const nodeId of runs.keys()) if (!ids.includes(nodeId)) ids.push(nodeId);
+    for (const nodeId of [...page.nodes.keys(), ...lanes.keys()]) if (!ids.includes(nodeId)) ids.push(nodeId);
     return ids;
   }
 
-  function renderTimeline(record, runs) {
+  function percent(fraction) {
+    return `${(100 * fraction).toFixed(3)}%`;
+  }
+
+  function countsText(counts) {
+    return WORST_FIRST.filter((status) => counts[status]).map((status) => `${fmt.n(counts[status])} ${status}`).join(", ");
+  }
+
+  function renderTimeline() {
     const box = document.getElementById("timeline");
-    const all = record.node_runs || [];
-    const started = all.filter((run) => run.started_at);
-    if (!started.length) {
-      const queued = all.filter((run) => run.status === "pending").map((run) => run.node_id);
+    const spanText = document.getElementById("timeline-span");
+    const answer = timeline.answer;
+    const record = page.record;
+    if (!answer || !record) return;
+    renderTimelineControls();
+    if (!answer.start) {
+      const queued = [...page.nodes.values()].filter((node) => node.counts.pending).map((node) => node.node_id);
       box.replaceChildren(el("p", { class: "muted small" }, ACTIVE.has(record.status)
         ? `Waiting for the first node to start…${queued.length ? ` (queued: ${queued.join(", ")})` : ""}` : "No node run started."));
-      document.getElementById("timeline-span").textContent = "";
+      spanText.textContent = "";
       return;
     }
     const now = Date.now();
-    const t0 = Math.min(...started.map((run) => Date.parse(run.started_at)));
-    const queued = record.started_at ? t0 - Date.parse(record.started_at) : 0;
-    const ends = started.map((run) => (run.completed_at ? Date.parse(run.completed_at) : now));
-    let t1 = Math.max(...ends, record.completed_at ? Date.parse(record.completed_at) : 0);
-    if (ACTIVE.has(record.status) && record.status !== "escalated") t1 = Math.max(t1, now);
-    const span = Math.max(1, t1 - t0);
-    document.getElementById("timeline-span").textContent = `${fmt.ms(span)} from the first node's start` +
-      (queued >= 1000 ? `, which waited ${fmt.ms(queued)} for a worker` : "");
-    const position = (time) => `${((100 * (time - t0)) / span).toFixed(3)}%`;
+    const start = when(answer.start);
+    const since = when(answer.since);
+    const until = when(answer.until);
+    const span = Math.max(1, until - since);
+    const whole = timeline.since === null;
+    const offset = (time) => `+${fmt.ms(Math.max(0, time - start))}`;
+    if (whole) {
+      const queued = record.started_at ? start - Date.parse(record.started_at) : 0;
+      spanText.textContent = `${fmt.ms(span)} from the first node's start` +
+        (queued >= 1000 ? `, which waited ${fmt.ms(queued)} for a worker` : "");
+    } else {
+      spanText.textContent = `${offset(since)} to ${offset(until)} (${fmt.ms(span)}) of ${fmt.ms(when(answer.end) - start)}`;
+    }
+    spanText.textContent += answer.node_runs ? "" : ` · ${fmt.n(answer.total)} node runs, counted in slices of ${fmt.ms(answer.bucket_ms)}: click one to zoom in`;
+    box.dataset.since = answer.since;
+    box.dataset.until = answer.until;
+    box.dataset.drawn = answer.node_runs ? "runs" : "slices";
 
+    const marks = (...content) => el("div", { class: "tl-marks" }, ...content);
     const axis = el("div", { class: "tl-axis" }, el("div", { class: "tl-label" }),
-      el("div", { class: "tl-track" }, [0, 0.25, 0.5, 0.75, 1].map((f) => el("span", { class: "tl-tick", style: { left: `${(f * 100).toFixed(1)}%` } }, `+${fmt.ms(f * span)}`))),
+      el("div", { class: "tl-track" }, marks([0, 0.25, 0.5, 0.75, 1].map((f) =>
+        el("span", { class: "tl-tick", style: { left: percent(f) } }, offset(since + f * span))))),
       el("div", { class: "tl-cost muted" }, "cost"));
-    const rows = timelineRows(runs).map((nodeId) => {
-      const list = runs.get(nodeId) || [];
-      const bars = list.filter((run) => run.started_at).map((run) => {
-        const start = Date.parse(run.started_at);
-        const end = run.completed_at ? Date.parse(run.completed_at) : (run.status === "running" || run.status === "waiting" ? now : start);
-        const label = `${run.kind === "first" ? "" : `${run.kind} `}#${run.attempt}${run.status === "waiting" ? " waiting" : ""}`;
-        return el("button", {
-          type: "button", class: `tl-bar ${run.status} kind-${run.kind}${run.node_run_id === page.selectedRun ? " chosen" : ""}`,
-          // A gate that still waits ends now, at the right edge: drawn from there, so its
-          // width (at least what its label takes) never runs past the track.
-          style: run.status === "waiting" && end === now
-            ? { right: "0", width: `${((100 * Math.max(0, end - start)) / span).toFixed(3)}%` }
-            : { left: position(start), width: `${((100 * Math.max(0, end - start)) / span).toFixed(3)}%` },
-          "data-run": run.node_run_id,
-          title: `${run.node_id} · ${run.kind} #${run.attempt}${COPIES.has(run.kind) ? " (not run in this execution)" : ""}` +
-            ` · ${run.agent_ref} · ${run.status}` +
-            ` · ${run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : fmt.ms(end - start) + " so far"}` +
-            (run.tokens_in !== null && run.tokens_in !== undefined ? ` · ${fmt.n(run.tokens_in)} → ${fmt.n(run.tokens_out)} tokens` : "") +
-            (run.calls && run.calls.length ? ` · ${costLine(run.cost, run.cost_complete)}` : "") +
-            (run.error_code ? ` · ${run.error_code}` : ""),
-          onclick: () => select(nodeId, run.node_run_id, true),
-        }, el("span", {}, label));
+    const lanes = new Map(answer.lanes.map((lane) => [lane.node_id, lane]));
+    const runsOf = new Map();
+    for (const run of answer.node_runs || []) {
+      if (!runsOf.has(run.node_id)) runsOf.set(run.node_id, []);
+      runsOf.get(run.node_id).push(run);
+    }
+    // How dark a slice is: by its runs, against the fullest slice of the window (on a log
+    // scale, so that a slice of a few runs still shows beside one of thousands).
+    let fullest = 1;
+    for (const lane of answer.lanes) {
+      for (const [, counts] of lane.buckets) fullest = Math.max(fullest, Object.values(counts).reduce((a, b) => a + b, 0));
+    }
+
+    const bar = (nodeId, run) => {
+      const runStart = when(run.started_at);
+      const runEnd = run.completed_at ? when(run.completed_at) : (run.status === "running" || run.status === "waiting" ? now : runStart);
+      const from = Math.max(runStart, since);
+      const to = Math.min(Math.max(runEnd, from), until);
+      const width = percent((to - from) / span);
+      const label = `${run.kind === "first" ? "" : `${run.kind} `}#${run.attempt}${run.status === "waiting" ? " waiting" : ""}`;
+      return el("button", {
+        type: "button", class: `tl-bar ${run.status} kind-${run.kind}${run.node_run_id === page.selectedRun ? " chosen" : ""}`,
+        // A gate that still waits ends now, at the right edge of the whole run: drawn from
+        // there, so its width (at least what its label takes) never runs past the track.
+        style: run.status === "waiting" && whole && runEnd === now ? { right: "0", width } : { left: percent((from - since) / span), width },
+        "data-run": run.node_run_id,
+        title: `${run.node_id} · ${run.kind} #${run.attempt}${COPIES.has(run.kind) ? " (not run in this execution)" : ""}` +
+          ` · ${run.agent_ref} · ${run.status}` +
+          ` · ${run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : fmt.ms(runEnd - runStart) + " so far"}` +
+          (run.tokens_in !== null && run.tokens_in !== undefined ? ` · ${fmt.n(run.tokens_in)} → ${fmt.n(run.tokens_out)} tokens` : "") +
+          (run.called ? ` · ${costLine(run.cost, run.cost_complete)}` : "") +
+          (run.error_code ? ` · ${run.error_code}` : ""),
+        onclick: () => select(nodeId, run.node_run_id, true),
+      }, el("span", {}, label));
+    };
+
+    const slice = (nodeId, index, counts) => {
+      const runs = Object.values(counts).reduce((a, b) => a + b, 0);
+      const worst = WORST_FIRST.find((status) => counts[status]) || Object.keys(counts)[0];
+      const from = since + index * answer.bucket_ms;
+      return el("button", {
+        type: "button", class: `tl-slice ${worst}`, "data-slice": index, "data-runs": runs,
+        style: { left: percent(index / answer.buckets), width: percent(1 / answer.buckets),
+          opacity: (0.35 + (0.65 * Math.log1p(runs)) / Math.log1p(fullest)).toFixed(2) },
+        title: `${nodeId} · ${offset(from)} to ${offset(from + answer.bucket_ms)} · ${countsText(counts)} · click to zoom in`,
+        onclick: () => showWindow(from, from + answer.bucket_ms),
       });
-      const queued = list.filter((run) => !run.started_at && run.status === "pending").length;
-      const cost = costOf(list);
+    };
+
+    const rows = laneIds(lanes).map((nodeId) => {
+      const lane = lanes.get(nodeId);
+      const node = page.nodes.get(nodeId);
+      const cost = costOf(nodeId);
+      const queued = node ? node.counts.pending || 0 : 0;
+      const drawn = answer.node_runs ? (runsOf.get(nodeId) || []).map((run) => bar(nodeId, run))
+        : (lane ? lane.buckets.map(([index, counts]) => slice(nodeId, index, counts)) : []);
       return el("div", { class: `tl-row${nodeId === page.selected ? " chosen" : ""}`, "data-node": nodeId },
-        el("button", { type: "button", class: "tl-label mono", title: `${nodeId}: ${list.length} run(s)`, onclick: () => select(nodeId, null, true) },
-          el("i", { class: `dot ${nodeStatus(nodeId, runs, record)}` }), nodeId),
-        el("div", { class: "tl-track" }, bars, queued ? el("span", { class: "tl-queued small" }, `${queued} queued`) : ""),
+        el("button", { type: "button", class: "tl-label mono", onclick: () => select(nodeId, null, true),
+          title: `${nodeId}: ${fmt.n(cost.runs)} run(s)${whole ? "" : `, ${fmt.n(lane ? lane.runs : 0)} in this window`}` },
+        el("i", { class: `dot ${nodeStatus(nodeId, record)}` }), nodeId,
+        answer.node_runs ? null : el("span", { class: "tl-runs", "data-runs": lane ? lane.runs : 0 }, fmt.n(lane ? lane.runs : 0))),
+        el("div", { class: "tl-track" }, marks(drawn),
+          queued && whole ? el("span", { class: "tl-queued small" }, `${fmt.n(queued)} queued`) : ""),
         el("div", { class: "tl-cost", "data-cost": cost.called ? cost.value : "",
           title: cost.called ? `What ${nodeId}'s runs cost${cost.complete ? "" : " at least: not every call was priced"}` : "No model call" },
         cost.called ? costLine(cost.value, cost.complete) : el("span", { class: "muted" }, "—")));
     });
     box.replaceChildren(axis, ...rows);
+  }
+
+  function renderTimelineControls() {
+    const started = Boolean(timeline.answer && timeline.answer.start);
+    const controls = document.getElementById("timeline-controls");
+    controls.hidden = !started;
+    if (!started) return;
+    const [start, end] = runSpan();
+    const [since, until] = currentWindow();
+    const whole = timeline.since === null;
+    controls.querySelector("[data-timeline=whole]").disabled = whole;
+    controls.querySelector("[data-timeline=out]").disabled = whole;
+    controls.querySelector("[data-timeline=in]").disabled = until - since <= MIN_WINDOW_MS;
+    controls.querySelector("[data-timeline=earlier]").disabled = whole || since <= start;
+    controls.querySelector("[data-timeline=later]").disabled = whole || until >= end;
+  }
+
+  function initTimeline() {
+    const box = document.getElementById("timeline");
+    const actions = {
+      in: () => zoom(1 / ZOOM_STEP), out: () => zoom(ZOOM_STEP), earlier: () => pan(-0.5), later: () => pan(0.5),
+      whole: () => showWindow(-Infinity, Infinity),
+    };
+    document.getElementById("timeline-controls").addEventListener("click", (event) => {
+      const button = event.target.closest("button[data-timeline]");
+      if (button && timeline.answer) actions[button.dataset.timeline]();
+    });
+    // Ctrl + the wheel (a trackpad's pinch too) zooms around the pointer; a sideways scroll
+    // (shift + the wheel) moves the window. The wheel alone scrolls the page, as everywhere.
+    box.addEventListener("wheel", (event) => {
+      const track = box.querySelector(".tl-axis .tl-track");
+      const sideways = Math.abs(event.deltaX) > Math.abs(event.deltaY);
+      if (!track || !timeline.answer || !timeline.answer.start || (!event.ctrlKey && !sideways)) return;
+      event.preventDefault();
+      const rect = track.getBoundingClientRect();
+      if (event.ctrlKey) {
+        const [since, until] = currentWindow();
+        const at = since + ((event.clientX - rect.left) / rect.width) * (until - since);
+        zoom(Math.exp(event.deltaY * 0.002), Math.min(until, Math.max(since, at)));
+      } else {
+        pan(event.deltaX / rect.width, true);
+      }
+    }, { passive: false });
+    // Dragging the lanes moves the window: they follow the pointer, and the window it ends on
+    // is read when the button is let go.
+    box.addEventListener("pointerdown", (event) => {
+      timeline.dragged = false;
+      if (event.button !== 0 || !event.target.closest(".tl-track") || !timeline.answer || !timeline.answer.start) return;
+      timeline.drag = { x: event.clientX, pointerId: event.pointerId, moved: false };
+    });
+    box.addEventListener("pointermove", (event) => {
+      const drag = timeline.drag;
+      if (!drag || event.pointerId !== drag.pointerId) return;
+      const dx = event.clientX - drag.x;
+      if (!drag.moved && Math.abs(dx) < DRAG_PX) return;
+      if (!drag.moved) {
+        drag.moved = true;
+        box.setPointerCapture(event.pointerId);
+        box.classList.add("dragging");
+      }
+      box.querySelectorAll(".tl-marks").forEach((layer) => { layer.style.transform = `translateX(${dx}px)`; });
+    });
+    const release = (event, moveWindow) => {
+      const drag = timeline.drag;
+      if (!drag || event.pointerId !== drag.pointerId) return;
+      timeline.drag = null;
+      box.classList.remove("dragging");
+      if (!drag.moved) return;
+      timeline.dragged = true;
+      const width = box.querySelector(".tl-axis .tl-track").clientWidth || 1;
+      if (moveWindow) pan(-(event.clientX - drag.x) / width);
+      else box.querySelectorAll(".tl-marks").forEach((layer) => { layer.style.transform = ""; });
+    };
+    box.addEventListener("pointerup", (event) => release(event, true));
+    box.addEventListener("pointercancel", (event) => release(event, false));
+    // The click that ends a drag is not a click on the bar or slice under the pointer.
+    box.addEventListener("click", (event) => {
+      if (!timeline.dragged) return;
+      timeline.dragged = false;
+      event.stopPropagation();
+      event.preventDefault();
+    }, true);
   }
 
   // -- gates: a person's step --------------------------------------------------------------
@@ -688,10 +945,11 @@
     }
   }
 
-  // The gates waiting for a decision, above the graph: each links to its panel.
-  function renderGatesWaiting(record) {
+  // The gates waiting for a decision, above the graph: each links to its panel. A gate that
+  // waits is its node's latest run (the run goes no further on that branch until decided).
+  function renderGatesWaiting() {
     const section = document.getElementById("gates-waiting");
-    const open = (record.node_runs || []).filter((run) => run.status === "waiting" && run.gate);
+    const open = latestRuns().filter((run) => run.status === "waiting" && run.gate);
     const key = JSON.stringify(open.map((run) => run.node_run_id));
     if (key === page.gatesKey) return;
     page.gatesKey = key;
@@ -710,6 +968,35 @@
           run.decide_by ? ` · time-out ${fmt.time(run.decide_by)}, then ${ON_TIMEOUT_TEXT[run.gate.on_timeout] || run.gate.on_timeout}` : ""),
         gateInfo(run.node_id).may_decide ? el("strong", { class: "gate-yours small" }, " · yours to decide") : null))));
     keepGraphAligned();
+  }
+
+  // -- whole node run records ----------------------------------------------------------------
+  // The panel lists a node's runs light; an attempt opened shows its whole record, read by
+  // its id and kept while its light record says it has not changed since.
+
+  const wholeRecords = new Map(); // node run id → its whole record
+
+  // What changes in a node run while it goes: a whole record read before is stale when its
+  // light record no longer agrees on these.
+  function version(run) {
+    return JSON.stringify([run.status, run.completed_at, run.tokens_in, run.tokens_out, run.cost, run.dispatches, run.decide_by]);
+  }
+
+  function keepRecord(run) {
+    wholeRecords.delete(run.node_run_id);
+    wholeRecords.set(run.node_run_id, run);
+    if (wholeRecords.size > MAX_KEPT_RECORDS) wholeRecords.delete(wholeRecords.keys().next().value);
+  }
+
+  function freshRecord(run) {
+    const kept = wholeRecords.get(run.node_run_id);
+    return kept && version(kept) === version(run) ? kept : null;
+  }
+
+  async function wholeRecord(nodeRunId) {
+    const run = await api.get(`${apiPath}/node-runs/${nodeRunId}`);
+    keepRecord(run);
+    return run;
   }
 
   // -- the node panel ----------------------------------------------------------------------
@@ -738,6 +1025,7 @@
     return nodeRun.record(run, run.gate ? gateBlock(run) : null, copyOrigin(run), thoughtTree);
   }
 
+  // An attempt's heading (from its light record) and, once opened, its whole record.
   function attemptBlock(run, open) {
     const details = el("details", { class: `attempt ${run.status}${COPIES.has(run.kind) ? " copy" : ""}`, "data-run": run.node_run_id, id: `run-${run.node_run_id}` },
       el("summary", {},
@@ -747,14 +1035,21 @@
         el("span", { class: "muted small" }, run.gate ? gateSummaryText(run)
           : ` · ${run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : run.status}` +
           ` · ${fmt.n(run.tokens_in)} → ${fmt.n(run.tokens_out)} tokens` +
-          (run.calls && run.calls.length ? ` · ${costLine(run.cost, run.cost_complete)}` : "")),
+          (run.called ? ` · ${costLine(run.cost, run.cost_complete)}` : "")),
         run.error_code ? el("code", { class: "error-code" }, run.error_code) : ""));
     let built = false;
     const build = () => {
-      if (!built && details.open) {
-        built = true;
-        details.append(attemptBody(run));
+      if (built || !details.open) return;
+      built = true;
+      const whole = freshRecord(run);
+      if (whole) {
+        details.append(attemptBody(whole));
+        return;
       }
+      const loading = el("p", { class: "muted small attempt-loading" }, "Reading this node run…");
+      details.append(loading);
+      wholeRecord(run.node_run_id).then((record) => loading.replaceWith(attemptBody(record)),
+        (error) => { loading.textContent = `Could not read this node run: ${error.message}`; });
     };
     details.addEventListener("toggle", () => {
       page.open.set(run.node_run_id, details.open);
@@ -767,17 +1062,14 @@
     return details;
   }
 
-  function trail(list, escalation) {
-    const chips = [];
-    // A node that ran many times (a loop) shows its first runs and its last ones.
-    const skipped = list.length > MAX_TRAIL ? list.length - MAX_TRAIL + 1 : 0;
-    const shown = skipped ? [...list.slice(0, 2), null, ...list.slice(2 + skipped)] : list;
-    shown.forEach((run, index) => {
-      if (index) chips.push(el("span", { class: "trail-arrow" }, "→"));
-      if (run === null) {
-        chips.push(el("span", { class: "trail-chip" }, `… ${skipped} more runs …`));
-        return;
-      }
+  // The node's runs in order, oldest first: the last ones read, after a chip for the
+  // earlier ones when there are more.
+  function trail(runs, count, escalation) {
+    const shown = runs.slice(-MAX_TRAIL);
+    const earlier = count - shown.length;
+    const chips = earlier > 0 ? [el("span", { class: "trail-chip" }, `… ${fmt.n(earlier)} earlier run${earlier === 1 ? "" : "s"} …`)] : [];
+    shown.forEach((run) => {
+      if (chips.length) chips.push(el("span", { class: "trail-arrow" }, "→"));
       chips.push(el("a", { class: `trail-chip ${run.status}`, href: `#run-${run.node_run_id}`,
         onclick: (event) => { event.preventDefault(); select(run.node_id, run.node_run_id, true); } },
       `${run.kind} #${run.attempt} `, el("span", { class: "mono" }, run.agent_ref), ` ${run.status}`));
@@ -797,49 +1089,124 @@
 
   function openRerun(nodeId) {
     window.switchyard.rerunForm.open({ section: rerunSection, record: page.record, nodeId, graph: data.graph,
-      downstream: data.downstream });
+      downstream: data.downstream, apiPath });
   }
 
-  function renderPanel(record, runs, force) {
-    const panel = document.getElementById("node-panel");
+  // The open node's runs, newest first (GET …/node-runs?node=…): `runs` the newest `limit`
+  // of its `count`, and `chosen`, a run asked for that is older than those.
+  const panel = { nodeId: null, limit: MAX_ATTEMPTS_SHOWN, runs: null, count: 0, chosen: null, nodeKey: null, key: "", asked: 0 };
+
+  // What the summary says of a node: when it changes, its panel reads its runs again.
+  function nodeKey(nodeId) {
+    const node = page.nodes.get(nodeId);
+    return JSON.stringify(node ? [node.runs, node.counts, node.latest.node_run_id, version(node.latest)] : null);
+  }
+
+  async function loadPanel() {
     const nodeId = page.selected;
     if (!nodeId) return;
-    const list = runs.get(nodeId) || [];
-    const escalation = record.status === "escalated" && record.escalation && record.escalation.node_id === nodeId ? record.escalation : null;
-    // (Whether it may be re-run changes when the run ends, maybe after this node's last change.)
-    const key = JSON.stringify([nodeId, page.selectedRun, list, escalation, rerunnable(record)]);
-    if (!force && key === page.panelKey) return;
-    page.panelKey = key;
-    const node = data.graph.nodes.find((item) => item.id === nodeId);
-    const status = nodeStatus(nodeId, runs, record);
-    const planHref = data.plan_url.replace("/NODE/", `/${encodeURIComponent(nodeId)}/`);
-    const shown = list.length > MAX_ATTEMPTS_SHOWN ? list.slice(-MAX_ATTEMPTS_SHOWN) : list;
-    if (page.selectedRun && !shown.some((run) => run.node_run_id === page.selectedRun)) {
-      const chosen = list.find((run) => run.node_run_id === page.selectedRun);
-      if (chosen) shown.unshift(chosen);
+    const asked = ++panel.asked;
+    const key = nodeKey(nodeId);
+    const graphNode = data.graph.nodes.find((item) => item.id === nodeId);
+    const query = new URLSearchParams({ node: nodeId, order: "-sequence", limit: String(panel.limit) });
+    // A gate's runs called no model: no prompt nor context, small whole records, read at once
+    // (their headings say what was decided).
+    if (graphNode && graphNode.gate) query.set("full", "true");
+    const found = await api.get(`${apiPath}/node-runs?${query}`);
+    const wanted = page.selectedRun;
+    let chosen = null;
+    if (wanted && !found.items.some((run) => run.node_run_id === wanted)) {
+      chosen = await wholeRecord(wanted).catch((error) => { if (error.status === 404) return null; throw error; });
+      if (chosen && chosen.node_id !== nodeId) chosen = null;
     }
-    const openId = page.selectedRun || (list.length ? list[list.length - 1].node_run_id : null);
-    const cost = costOf(list);
-    panel.replaceChildren(...[
+    if (asked !== panel.asked || nodeId !== page.selected) return;
+    if (query.has("full")) found.items.forEach(keepRecord);
+    Object.assign(panel, { nodeId, runs: found.items, count: found.count, chosen, nodeKey: key });
+    renderPanel(false);
+  }
+
+  // Read the open node's runs again when the summary says they changed; else draw what the
+  // panel has (whether the node may be re-run changes when the run ends, maybe after this
+  // node's last change).
+  async function refreshPanel() {
+    if (!page.selected) return;
+    if (panel.nodeId !== page.selected || panel.nodeKey !== nodeKey(page.selected)) await loadPanel();
+    else renderPanel(false);
+  }
+
+  function renderPanel(force) {
+    const box = document.getElementById("node-panel");
+    const nodeId = page.selected;
+    const record = page.record;
+    if (!nodeId) return;
+    if (!record || panel.nodeId !== nodeId || !panel.runs) {
+      if (!box.querySelector(".panel-loading")) {
+        box.replaceChildren(el("h2", {}, "Node ", el("span", { class: "mono" }, nodeId)), el("p", { class: "muted panel-loading" }, "Loading…"));
+      }
+      return;
+    }
+    const escalation = record.status === "escalated" && record.escalation && record.escalation.node_id === nodeId ? record.escalation : null;
+    const cost = costOf(nodeId);
+    const key = JSON.stringify([nodeId, page.selectedRun, panel.runs.map((run) => [run.node_run_id, version(run)]), panel.count,
+      panel.chosen && panel.chosen.node_run_id, escalation, rerunnable(record), cost, nodeStatus(nodeId, record)]);
+    if (!force && key === panel.key) return;
+    panel.key = key;
+    const node = data.graph.nodes.find((item) => item.id === nodeId);
+    const status = nodeStatus(nodeId, record);
+    const planHref = data.plan_url.replace("/NODE/", `/${encodeURIComponent(nodeId)}/`);
+    const newestFirst = panel.chosen ? [...panel.runs, panel.chosen] : panel.runs;
+    const openId = page.selectedRun || (panel.runs.length ? panel.runs[0].node_run_id : null);
+    const older = panel.count - panel.runs.length;
+    const more = Math.min(MAX_ATTEMPTS_SHOWN, older, MAX_PANEL_RUNS - panel.runs.length);
+    box.replaceChildren(...[
       el("div", { class: "row panel-head" },
         el("h2", {}, "Node ", el("span", { class: "mono" }, nodeId)), badge(status === "none" ? "not run" : status, status === "none" ? "pending" : ""),
         node && node.gate ? el("span", { class: "gate-tag", title: "The run stops here for a person to approve, reject or edit" }, "gate: a person decides") : null,
         el("span", { class: "muted" }, node ? `agent ${node.agent}` : ""),
         cost.called ? el("span", { class: "node-cost small", title: "What this node's runs cost together" },
-          `cost ${costLine(cost.value, cost.complete)}${list.length > 1 ? ` over ${list.length} runs` : ""}`) : null,
+          `cost ${costLine(cost.value, cost.complete)}${cost.runs > 1 ? ` over ${fmt.n(cost.runs)} runs` : ""}`) : null,
         el("span", { class: "spacer" }),
         node ? el("a", { class: "button small-button", href: planHref, title: "The context a run of this node would get now, without calling a model" }, "Plan this node") : null,
         node && rerunnable(record) ? el("button", { type: "button", class: "small-button", "data-rerun-from": nodeId,
           title: "A new run that reuses this run's outputs before this node (edited if you like) and runs it and what follows",
           onclick: () => openRerun(nodeId) }, "Re-run from here") : null,
         el("button", { type: "button", class: "small-button", onclick: () => select(null) }, "Close")),
-      list.length ? trail(list, escalation) : el("p", { class: "muted" }, ACTIVE.has(record.status) ? "This node has not run yet; it will show here when it does." : "This node did not run."),
-      list.length > shown.length ? el("p", { class: "muted small" }, `Showing the last ${MAX_ATTEMPTS_SHOWN} of ${list.length} runs of this node.`) : null,
-      ...shown.slice().reverse().map((run) => attemptBlock(run, page.open.has(run.node_run_id) ? page.open.get(run.node_run_id) : run.node_run_id === openId)),
+      panel.count ? trail(panel.runs.slice().reverse(), panel.count, escalation)
+        : el("p", { class: "muted" }, ACTIVE.has(record.status) ? "This node has not run yet; it will show here when it does." : "This node did not run."),
+      older > 0 ? el("p", { class: "muted small panel-more" },
+        `Showing the last ${fmt.n(panel.runs.length)} of ${fmt.n(panel.count)} runs of this node. `,
+        more > 0 ? el("button", { type: "button", class: "small-button", "data-older": more,
+          onclick: (event) => { event.currentTarget.disabled = true; panel.limit += more; loadPanel().catch(panelTrouble); } },
+        `Show ${fmt.n(more)} older`) : "The table below lists every one.") : null,
+      ...newestFirst.map((run) => attemptBlock(run, page.open.has(run.node_run_id) ? page.open.get(run.node_run_id) : run.node_run_id === openId)),
     ].filter(Boolean));
+    if (page.scrollToRun) {
+      const target = document.getElementById(`run-${page.scrollToRun}`);
+      page.scrollToRun = null;
+      if (target) target.scrollIntoView({ behavior: "smooth", block: "start" });
+    }
   }
 
-  // -- the node runs table (one page, kept in step with the record) --------------------------
+  function panelTrouble(error) {
+    const box = document.getElementById("node-panel");
+    box.append(el("p", { class: "error small panel-error" }, `Could not read this node's runs: ${error.message}`));
+  }
+
+  // -- the node runs table (one page, kept in step with the run) ------------------------------
+
+  const table = {
+    element: document.querySelector("table.node-runs"),
+    key: null, // the counts the page was last read at
+    previews: new Map(), // node run id → {status, text}: the start of its output
+  };
+  // The server's rows come with their previews.
+  for (const row of table.element.tBodies[0].rows) {
+    const link = row.querySelector("a[data-run]");
+    if (link) {
+      table.previews.set(Number(link.dataset.run), { status: row.querySelector(".badge").textContent,
+        text: row.querySelector(".output-preview").textContent });
+    }
+  }
 
   function preview(output) {
     if (output === null || output === undefined) return "";
@@ -847,10 +1214,11 @@
     return text.length <= 160 ? text : `${text.slice(0, 159)}…`;
   }
 
-  function tableRow(run, number) {
+  function tableRow(run) {
     const error = run.error && run.error.length > 160 ? `${run.error.slice(0, 159)}…` : run.error || "";
+    const known = table.previews.get(run.node_run_id);
     return el("tr", {},
-      el("td", {}, String(run.sequence ?? number)),
+      el("td", {}, String(run.sequence)),
       el("td", {}, el("a", { class: "mono", href: `?node=${encodeURIComponent(run.node_id)}&run=${run.node_run_id}#node-panel`,
         "data-node": run.node_id, "data-run": run.node_run_id }, run.node_id)),
       el("td", { class: "mono" }, run.agent_ref),
@@ -860,7 +1228,7 @@
       el("td", { class: "cost-cell" }, runCost(run)),
       el("td", {}, run.duration_ms !== null && run.duration_ms !== undefined ? `${run.duration_ms} ms` : el("span", { class: "muted" }, "—")),
       el("td", { class: "small error-cell" }, run.error_code ? el("code", {}, run.error_code) : "", run.error_code ? " " : "", error),
-      el("td", { class: "small output-preview" }, preview(run.output)));
+      el("td", { class: "small output-preview", "data-run": run.node_run_id }, known && known.status === run.status ? known.text : ""));
   }
 
   function pager(total, perPage) {
@@ -874,27 +1242,40 @@
       current < pages ? link(current + 1, "Next →") : "");
   }
 
-  let tableKey = "";
-  function renderTable(record) {
-    const table = document.querySelector("table.node-runs");
-    const offset = Math.max(0, Number(table.dataset.offset) || 0);
-    const perPage = Number(table.dataset.perPage) || 50;
-    const all = record.node_runs || [];
-    const rows = all.slice(offset, offset + perPage);
-    const key = JSON.stringify([all.length, rows.map((run) => [run.node_run_id, run.status, run.completed_at])]);
-    if (key === tableKey) return;
-    const first = !tableKey;
-    tableKey = key;
-    if (first && Number(table.dataset.total) === all.length && table.tBodies[0].rows.length === rows.length &&
-        all.every((run) => !ACTIVE.has(run.status))) return; // the server's rows are these
-    table.tBodies[0].replaceChildren(...(rows.length ? rows.map((run, index) => tableRow(run, offset + index + 1))
+  // The table's page is read again (light) when the run's counts change; a run's output,
+  // which light records leave out, is read once it has one (an ended run's whole record).
+  async function refreshTable(record) {
+    const summary = record.node_runs_summary;
+    const key = JSON.stringify([summary.total, summary.counts]);
+    if (key === table.key) return;
+    const going = summary.counts.pending + summary.counts.running + summary.counts.waiting;
+    if (table.key === null && Number(table.element.dataset.total) === summary.total && !going) {
+      table.key = key; // the server's rows are these
+      return;
+    }
+    const offset = Math.max(0, Number(table.element.dataset.offset) || 0);
+    const perPage = Number(table.element.dataset.perPage) || 50;
+    const found = await api.get(`${apiPath}/node-runs?limit=${perPage}&offset=${offset}`);
+    table.key = key;
+    table.element.tBodies[0].replaceChildren(...(found.items.length ? found.items.map(tableRow)
       : [el("tr", {}, el("td", { colspan: "10", class: "muted" }, "No node has run yet."))]));
-    document.getElementById("runs-pager").replaceChildren(pager(all.length, perPage));
+    document.getElementById("runs-pager").replaceChildren(pager(found.count, perPage));
+    const unknown = found.items.filter((run) => {
+      const known = table.previews.get(run.node_run_id);
+      return !(known && known.status === run.status);
+    });
+    await Promise.all(unknown.map(async (run) => {
+      const text = GOING.has(run.status) ? "" : preview((freshRecord(run) || await wholeRecord(run.node_run_id)).output);
+      table.previews.set(run.node_run_id, { status: run.status, text });
+      const cell = table.element.querySelector(`.output-preview[data-run="${run.node_run_id}"]`);
+      if (cell) cell.textContent = text;
+    }));
   }
 
   // -- selection ----------------------------------------------------------------------------
 
   function select(nodeId, runId, scroll) {
+    const sameNode = nodeId === page.selected;
     page.selected = nodeId;
     page.selectedRun = runId || null;
     if (runId) page.open.set(runId, true);
@@ -908,42 +1289,41 @@
       url.searchParams.delete("run");
     }
     window.history.replaceState(null, "", url.toString());
-    const panel = document.getElementById("node-panel");
+    const box = document.getElementById("node-panel");
     if (!nodeId) {
-      page.panelKey = "";
-      panel.replaceChildren(el("h2", {}, "Node"), el("p", { class: "muted" }, "Click a node in the graph or a bar in the timeline to see it here."));
+      Object.assign(panel, { nodeId: null, runs: null, key: "" });
+      box.replaceChildren(el("h2", {}, "Node"), el("p", { class: "muted" }, "Click a node in the graph or a bar in the timeline to see it here."));
+    } else {
+      if (!sameNode) Object.assign(panel, { nodeId: null, runs: null, limit: MAX_ATTEMPTS_SHOWN, chosen: null, key: "" });
+      page.scrollToRun = scroll && runId ? runId : null;
+      const listed = panel.runs && panel.nodeId === nodeId &&
+        (!runId || panel.runs.some((run) => run.node_run_id === runId) || (panel.chosen && panel.chosen.node_run_id === runId));
+      if (listed) renderPanel(true);
+      else {
+        renderPanel(false);
+        if (page.record) loadPanel().catch(panelTrouble); // else the first round reads it, with the summary it goes by
+      }
     }
     if (page.record) {
-      const runs = runsByNode(page.record);
-      paintGraph(page.record, runs);
-      renderTimeline(page.record, runs);
-      if (nodeId) renderPanel(page.record, runs, true);
-    } else if (nodeId) {
-      panel.replaceChildren(el("h2", {}, "Node ", el("span", { class: "mono" }, nodeId)), el("p", { class: "muted" }, "Loading…"));
+      paintGraph(page.record);
+      renderTimeline();
     }
-    if (scroll && nodeId) {
-      const target = runId ? document.getElementById(`run-${runId}`) : panel;
-      (target || panel).scrollIntoView({ behavior: "smooth", block: "start" });
-    }
+    // A run asked for is brought into view by the panel once drawn; until then, the panel.
+    if (scroll && nodeId && !(runId && page.scrollToRun === null)) box.scrollIntoView({ behavior: "smooth", block: "start" });
   }
 
   // -- live updates -------------------------------------------------------------------------
 
   function update(record) {
     page.record = record;
-    for (const run of record.node_runs || []) { // name the runs of the thought trees' table
-      const cell = thoughtTrees.has(run.node_run_id) && document.querySelector(`tr[data-thought-tree-run="${run.node_run_id}"] .thought-tree-run`);
-      if (cell) cell.textContent = `${run.node_id} · ${run.kind} #${run.attempt}`;
-    }
-    const runs = runsByNode(record);
-    renderHeader(record, runs);
+    page.nodes = new Map(record.node_runs_summary.nodes.map((node) => [node.node_id, node]));
+    renderHeader(record);
     renderEscalation(record);
     renderBudgetStop(record);
-    renderGatesWaiting(record);
-    paintGraph(record, runs);
-    renderTimeline(record, runs);
-    renderPanel(record, runs, false);
-    renderTable(record);
+    renderGatesWaiting();
+    paintGraph(record);
+    renderTimeline();
+    renderPanel(false);
     keepGraphAligned();
   }
 
@@ -1058,17 +1438,25 @@
     timer = setTimeout(poll, ms);
   }
 
+  // One round: the run's summary and, while it goes on (or on the first round), the
+  // timeline's window, read together; then the open panel and the table, when the summary
+  // says they changed.
   async function poll() {
     const began = performance.now();
     const connection = document.getElementById("run-connection");
     try {
-      const record = await api.get(apiPath);
+      const following = !page.record || ACTIVE.has(page.record.status);
+      const [record, answer] = await Promise.all([api.get(apiPath), following ? fetchTimeline() : null]);
+      if (answer) timeline.answer = answer;
+      const ended = page.record && ACTIVE.has(page.record.status) && !ACTIVE.has(record.status);
+      update(record);
+      // The round that sees the run end reads its timeline once more, as it ended.
+      await Promise.all([refreshPanel(), refreshTable(record), ended ? loadTimeline() : null]);
       page.failures = 0;
       connection.hidden = true;
-      update(record);
       if (ACTIVE.has(record.status)) {
         evaluationState.expected = true;
-        // A large record takes longer to read: never ask more often than twice its cost.
+        // A large run takes longer to read: never ask more often than twice what a round costs.
         schedule(Math.max(POLL_MS, 2 * (performance.now() - began)));
       } else if (EVALUATED.has(record.status) && evaluationState.expected) {
         awaitEvaluation();
@@ -1087,7 +1475,7 @@
     const button = event.target.closest("button[data-steer]");
     if (button) steer(button);
   });
-  document.querySelector("table.node-runs").addEventListener("click", (event) => {
+  table.element.addEventListener("click", (event) => {
     const link = event.target.closest("a[data-node]");
     if (!link) return;
     event.preventDefault();
@@ -1095,6 +1483,7 @@
   });
 
   initGraph();
+  initTimeline();
   const params = new URLSearchParams(window.location.search);
   if (params.get("node")) select(params.get("node"), Number(params.get("run")) || null, false);
   poll();

@@ -4,8 +4,9 @@
 // the calls, their tokens, the assumption it rests on, and the model's prices with where
 // each came from.
 // Authors may also try the node (POST …/try): it runs once, alone, on a worker, with the
-// same values the plan was given; the page follows the trial until it ends, then shows
-// its node run's record as a run's node panel does.
+// same values the plan was given; the page follows the trial (its record summarises its
+// node runs) until it ends, then reads its node run's whole record and shows it as a
+// run's node panel does.
 (function () {
   "use strict";
 
@@ -185,27 +186,34 @@
     return el("a", { href: `/executions/${encodeURIComponent(trial.execution_id)}/` }, text || trial.execution_id);
   }
 
+  // The tried node in the trial's summary (its latest run, how many it made), or null
+  // before it has a run. A trial's other node runs are copies of what it reads.
+  function triedNode(trial) {
+    return trial.node_runs_summary.nodes.find((node) => node.node_id === data.node_id) || null;
+  }
+
   // While the trial waits for a worker or runs: its status, its node run's, and for how long.
   function following(trial, began) {
-    const run = triedRun(trial);
+    const node = triedNode(trial);
+    const run = node && node.latest;
     const doing = !run || run.status === "pending" ? "waiting for a worker"
       : `${run.status}${run.worker ? ` on ${run.worker}` : ""}`;
     tryProgress(el("span", { class: "spinner" }), " Trial ", trialLink(trial), ` ${trial.status}: ${doing} · ${fmt.ms(Date.now() - began)}`);
   }
 
-  // The tried node's runs (a trial's other node runs are copies of what it reads).
-  function triedRuns(trial) {
-    return (trial.node_runs || []).filter((run) => run.node_id === data.node_id && run.kind !== "reused" && run.kind !== "edited");
+  // The tried node's last run, whole (not a copy), and how many attempts it made.
+  async function triedRun(trial) {
+    if (!triedNode(trial)) return { run: null, attempts: 0 };
+    const query = new URLSearchParams({ node: data.node_id, order: "-sequence", limit: "50" });
+    const found = await api.get(`/executions/${encodeURIComponent(trial.execution_id)}/node-runs?${query}`);
+    const ran = found.items.filter((run) => run.kind !== "reused" && run.kind !== "edited");
+    if (!ran.length) return { run: null, attempts: 0 };
+    const run = await api.get(`/executions/${encodeURIComponent(trial.execution_id)}/node-runs/${ran[0].node_run_id}`);
+    return { run, attempts: ran.length };
   }
 
-  function triedRun(trial) {
-    const runs = triedRuns(trial);
-    return runs.length ? runs[runs.length - 1] : null;
-  }
-
-  function showTrial(trial) {
-    const run = triedRun(trial);
-    const attempts = triedRuns(trial).length;
+  async function showTrial(trial) {
+    const { run, attempts } = await triedRun(trial);
     tryProgress(el("span", { class: `badge ${trial.status}` }, trial.status), " Trial ", trialLink(trial),
       trial.started_at && trial.completed_at ? ` ended after ${fmt.ms(Date.parse(trial.completed_at) - Date.parse(trial.started_at))}` : "",
       " · ", trialLink(trial, "its page →"));
@@ -233,7 +241,11 @@
         }
       }
     }
-    showTrial(trial);
+    try {
+      await showTrial(trial);
+    } catch (error) {
+      tryProgress("Could not read trial ", trialLink(trial), `: ${error.message}.`);
+    }
   }
 
   async function tryNode() {

@@ -4,13 +4,19 @@
 // (each editable; only a changed one is sent, in `outputs`) and, for each node that runs
 // again, its agent version ("as in this run" unless another is picked: `agent_versions`).
 // The server checks everything again; its errors are shown at the field they name.
+// The run's record summarises its node runs (each node's latest run, with its output); a
+// state machine's form reads the run's node runs, light, a page at a time to find its
+// recorded path, and the outputs it reuses by their node run.
 (function () {
   "use strict";
 
-  const { api, el } = window.switchyard;
+  const { api, el, fmt } = window.switchyard;
   const DONE = new Set(["success", "skipped"]);
   const ROUND_STARTS = new Set(["first", "reused", "edited"]);
   const CURRENT = "current";
+  const PAGE = 500; // node runs read at a time (the API's largest page)
+  const READERS = 4; // pages read at once
+  const PATH_SHOWN = 8; // the steps a step's option names (the last ones, after "…")
 
   // A state machine's steps, in order (engine/replay.py `recorded_path`): each node's round
   // (its first attempt, then any retry, fallback or person's output) ends with the run
@@ -32,8 +38,7 @@
   // topologies run the node and everything downstream of it (`downstream`, from the
   // server) and reuse the latest run of every other node, which must be done.
   function outline(form, step) {
-    const { record, nodeId, graph, downstream } = form;
-    const runs = record.node_runs || [];
+    const { runs, nodeId, graph, downstream } = form;
     const nodes = graph.nodes.map((node) => node.id);
     if (graph.topology === "state_machine") {
       const path = recordedPath(runs);
@@ -65,12 +70,62 @@
     return { reused, again: [nodeId, ...nodes.filter((id) => id !== nodeId && again.has(id))], refused };
   }
 
-  // The version a node runs by default: the one its agent ran it with in this run (its
-  // last such run), or the agent's latest when it did not run here.
-  function versionInThisRun(form, nodeId) {
-    const agent = form.graph.nodes.find((node) => node.id === nodeId).agent;
-    const runs = (form.record.node_runs || []).filter((run) => run.node_id === nodeId && run.agent_ref === agent && run.agent_version);
-    return runs.length ? runs[runs.length - 1].agent_version : null;
+  // The version each node runs by default: the one its agent ran it with in this run (its
+  // last such run: most often the node's latest, else one of its last hundred), or the
+  // agent's latest when it did not run here (no entry).
+  async function versionsInThisRun(form, nodeIds) {
+    const found = new Map();
+    await Promise.all(nodeIds.map(async (nodeId) => {
+      const agent = form.graph.nodes.find((node) => node.id === nodeId).agent;
+      const node = form.summary.get(nodeId);
+      if (!node) return;
+      const ranBy = (run) => run.agent_ref === agent && run.agent_version;
+      if (ranBy(node.latest)) {
+        found.set(nodeId, node.latest.agent_version);
+        return;
+      }
+      const query = new URLSearchParams({ node: nodeId, order: "-sequence", limit: "100" });
+      const page = await api.get(`${form.apiPath}/node-runs?${query}`).catch(() => null);
+      const run = page && page.items.find(ranBy);
+      if (run) found.set(nodeId, run.agent_version);
+    }));
+    return found;
+  }
+
+  // Every node run of the run, light, in order: a state machine's recorded path is made of
+  // them. `progress(read, count)` is told as pages come.
+  async function allRuns(form, progress) {
+    const first = await api.get(`${form.apiPath}/node-runs?limit=${PAGE}`);
+    const pages = [first.items];
+    progress(first.items.length, first.count);
+    const offsets = [];
+    for (let offset = PAGE; offset < first.count; offset += PAGE) offsets.push(offset);
+    let read = first.items.length;
+    const reader = async () => {
+      while (offsets.length) {
+        const offset = offsets.shift();
+        const page = await api.get(`${form.apiPath}/node-runs?limit=${PAGE}&offset=${offset}`);
+        pages[offset / PAGE] = page.items;
+        read += page.items.length;
+        progress(read, first.count);
+      }
+    };
+    await Promise.all(Array.from({ length: READERS }, reader));
+    return pages.flat();
+  }
+
+  // The run whose output a reused node shows: its last one (a state machine may reuse a
+  // node at several steps; an edit replaces the output of each).
+  function shownRuns(plan) {
+    return [...new Map(plan.reused.map((run) => [run.node_id, run])).values()];
+  }
+
+  /** Read the outputs the plan shows that the form does not have; whether any was read. */
+  async function readOutputs(form, plan) {
+    const missing = shownRuns(plan).filter((run) => !form.outputs.has(run.node_run_id));
+    const records = await Promise.all(missing.map((run) => api.get(`${form.apiPath}/node-runs/${run.node_run_id}`)));
+    records.forEach((record) => form.outputs.set(record.node_run_id, record.output));
+    return records.length > 0;
   }
 
   async function agentVersions(graph, nodeIds) {
@@ -104,8 +159,10 @@
       const stepsText = plan.path && runs.length > 1
         ? ` · steps ${runs.map((item) => plan.path.indexOf(item) + 1).join(", ")}: an edit replaces the output of each`
         : "";
-      const textarea = el("textarea", { "data-output": nodeId, spellcheck: "false", rows: "6",
-        "aria-label": `Output of ${nodeId}` }, form.typed.has(nodeId) ? form.typed.get(nodeId) : pretty(run.output));
+      const known = form.outputs.has(run.node_run_id);
+      const textarea = el("textarea", { "data-output": nodeId, spellcheck: "false", rows: "6", disabled: !known,
+        "aria-label": `Output of ${nodeId}` }, form.typed.has(nodeId) ? form.typed.get(nodeId)
+        : known ? pretty(form.outputs.get(run.node_run_id)) : "Reading its output…");
       return el("div", { class: "rerun-output", "data-node": nodeId },
         el("div", { class: "row" },
           el("strong", { class: "mono" }, nodeId),
@@ -121,7 +178,7 @@
     const rows = called.map((nodeId) => {
       const agent = form.graph.nodes.find((node) => node.id === nodeId).agent;
       const known = versions.get(agent);
-      const ran = versionInThisRun(form, nodeId);
+      const ran = form.ran.get(nodeId);
       const select = el("select", { "data-version": nodeId, "aria-label": `Agent version of ${nodeId}` },
         el("option", { value: "" }, ran ? `as in this run (${ran})` : "the agent's latest (it did not run here)"),
         (known || []).map((version, index) => el("option", { value: version.version },
@@ -138,15 +195,43 @@
       el("tbody", {}, rows));
   }
 
+  // A step's path in its option: the nodes up to it, the last PATH_SHOWN of a long one.
+  function pathText(path, number) {
+    const nodes = path.slice(Math.max(0, number - PATH_SHOWN), number).map((run) => run.node_id);
+    return `${number > PATH_SHOWN ? "… → " : ""}${nodes.join(" → ")}`;
+  }
+
+  function chooseStep(form, step) {
+    keepTyped(form);
+    draw(form, step);
+    readOutputs(form, form.plan).then((read) => {
+      if (read && shown === form && !form.section.hidden) {
+        keepTyped(form);
+        draw(form, form.plan.step);
+      }
+    }, (error) => showError(form, "", `Could not read the outputs reused: ${error.message}`));
+  }
+
   function draw(form, step) {
-    const plan = outline(form, step);
-    form.plan = plan;
     const { section, nodeId } = form;
     const machine = form.graph.topology === "state_machine";
+    if (!form.runs) { // a state machine's path, still being read
+      section.replaceChildren(
+        el("div", { class: "row" },
+          el("h2", {}, "Re-run from ", el("span", { class: "mono" }, nodeId)),
+          el("span", { class: "spacer" }),
+          el("button", { type: "button", class: "small-button", onclick: () => close(form) }, "Close")),
+        el("p", { class: "muted small", id: "rerun-reading" }, form.reading || "Reading the run's path…"),
+        el("p", { class: "error rerun-error", hidden: true }));
+      return;
+    }
+    const plan = outline(form, step);
+    form.plan = plan;
+    const outputsKnown = shownRuns(plan).every((run) => form.outputs.has(run.node_run_id));
     const stepSelect = machine && plan.steps.length ? el("label", {}, "Start at step ",
-      el("select", { id: "rerun-step", onchange: (event) => { keepTyped(form); draw(form, Number(event.target.value)); } },
+      el("select", { id: "rerun-step", onchange: (event) => chooseStep(form, Number(event.target.value)) },
         plan.steps.map((number) => el("option", { value: String(number), selected: number === plan.step },
-          `step ${number} of ${plan.path.length}: ${plan.path.slice(0, number).map((run) => run.node_id).join(" → ")}`))),
+          `step ${number} of ${plan.path.length}: ${pathText(plan.path, number)}`))),
       fieldError("step")) : null;
     section.replaceChildren(...[
       el("div", { class: "row" },
@@ -164,7 +249,7 @@
       el("h3", {}, `Runs again (${plan.again.length})`),
       form.versions ? versionsTable(form, plan, form.versions) : el("p", { class: "muted small" }, "Reading the agents' versions…"),
       el("div", { class: "row rerun-actions" },
-        el("button", { type: "button", class: "primary", id: "rerun-submit", disabled: Boolean(plan.refused) || !form.versions,
+        el("button", { type: "button", class: "primary", id: "rerun-submit", disabled: Boolean(plan.refused) || !form.versions || !outputsKnown,
           onclick: () => submit(form) }, `Re-run from ${nodeId}`),
         el("span", { class: "muted small", id: "rerun-status" })),
     ].filter(Boolean));
@@ -172,7 +257,7 @@
 
   // What was typed in the outputs survives choosing another step.
   function keepTyped(form) {
-    for (const box of form.section.querySelectorAll("textarea[data-output]")) form.typed.set(box.dataset.output, box.value);
+    for (const box of form.section.querySelectorAll("textarea[data-output]:not(:disabled)")) form.typed.set(box.dataset.output, box.value);
   }
 
   // -- sending ---------------------------------------------------------------------------------
@@ -208,7 +293,7 @@
     const body = { from_node: form.nodeId };
     if (form.plan.step) body.step = form.plan.step;
     const outputs = {};
-    const latest = new Map(form.plan.reused.map((run) => [run.node_id, run]));
+    const latest = new Map(shownRuns(form.plan).map((run) => [run.node_id, run]));
     for (const box of form.section.querySelectorAll("textarea[data-output]")) {
       const nodeId = box.dataset.output;
       let value;
@@ -218,7 +303,7 @@
         showError(form, `outputs.${nodeId}`, `The output of ${nodeId} is not JSON: ${error.message}`);
         return;
       }
-      if (JSON.stringify(value) !== JSON.stringify(latest.get(nodeId).output ?? null)) outputs[nodeId] = value;
+      if (JSON.stringify(value) !== JSON.stringify(form.outputs.get(latest.get(nodeId).node_run_id) ?? null)) outputs[nodeId] = value;
     }
     if (Object.keys(outputs).length) body.outputs = outputs;
     const versions = {};
@@ -232,7 +317,7 @@
     button.disabled = true;
     status.textContent = "Starting the re-run…";
     try {
-      const started = await api.post(`/executions/${encodeURIComponent(form.record.execution_id)}/rerun`, body);
+      const started = await api.post(`${form.apiPath}/rerun`, body);
       status.textContent = `Started ${started.execution_id}; opening it…`;
       window.location.assign(`/executions/${encodeURIComponent(started.execution_id)}/`);
     } catch (error) {
@@ -255,13 +340,40 @@
   let shown = null; // the form in the section now (another node's may have replaced it)
 
   async function open({ section, record, nodeId, graph, downstream }) {
-    const form = { section, record, nodeId, graph, downstream, typed: new Map(), versions: null };
+    const summary = new Map(record.node_runs_summary.nodes.map((node) => [node.node_id, node]));
+    const latest = [...summary.values()].map((node) => node.latest).sort((a, b) => a.sequence - b.sequence);
+    const machine = graph.topology === "state_machine";
+    const form = {
+      section, record, nodeId, graph, downstream, summary,
+      apiPath: `/executions/${encodeURIComponent(record.execution_id)}`,
+      runs: machine ? null : latest, // the runs the plan is made of: a state machine's every one, else each node's latest
+      outputs: new Map(latest.map((run) => [run.node_run_id, run.output])), // node run id → its output, as read
+      ran: new Map(), typed: new Map(), versions: null, reading: "",
+    };
     shown = form;
     section.hidden = false;
     draw(form);
     section.scrollIntoView({ behavior: "smooth", block: "start" });
-    form.versions = await agentVersions(graph, form.plan.again);
-    if (shown === form && !section.hidden) {
+    const still = () => shown === form && !section.hidden;
+    try {
+      if (machine) {
+        form.runs = await allRuns(form, (read, count) => {
+          form.reading = `Reading the run's path: ${fmt.n(read)} of ${fmt.n(count)} node runs…`;
+          const line = section.querySelector("#rerun-reading");
+          if (line && still()) line.textContent = form.reading;
+        });
+        if (still()) draw(form);
+      }
+      const called = graph.nodes.filter((node) => !node.gate).map((node) => node.id);
+      const again = outline(form).again.filter((id) => called.includes(id));
+      const [versions, ran] = await Promise.all([agentVersions(graph, again), versionsInThisRun(form, again),
+        readOutputs(form, outline(form))]);
+      Object.assign(form, { versions, ran });
+    } catch (error) {
+      if (still()) showError(form, "", `Could not read this run: ${error.message}`);
+      return;
+    }
+    if (still()) {
       keepTyped(form);
       draw(form, form.plan.step);
     }
