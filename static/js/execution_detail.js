@@ -458,7 +458,7 @@
   // and moved (the buttons, dragging the lanes, a sideways scroll). When no more than 400
   // node runs fall in the window the server gives them, and each is a bar (a click opens
   // its node's panel on it); else each lane shows its runs counted in slices of time, each
-  // slice coloured by the worst status among its runs and darker the more runs it holds.
+  // slice marked with the worst status among its runs and darker the more runs it holds.
   // Either way what is drawn is bounded: lanes × slices, or 400 bars.
 
   const SLICE_PX = 8; // the narrowest a slice is drawn: the track's width decides how many
@@ -652,10 +652,14 @@
     const slice = (nodeId, index, counts) => {
       const runs = Object.values(counts).reduce((a, b) => a + b, 0);
       const worst = WORST_FIRST.find((status) => counts[status]) || Object.keys(counts)[0];
+      const most = Object.keys(counts).reduce((a, b) => (counts[b] > counts[a] ? b : a));
       const from = since + index * answer.bucket_ms;
+      // Filled with the status most of its runs have, the worst one a band on top: a timeout
+      // among fifty successes shows, and does not paint the slice red.
       return el("button", {
         type: "button", class: `tl-slice ${worst}`, "data-slice": index, "data-runs": runs,
         style: { left: percent(index / answer.buckets), width: percent(1 / answer.buckets),
+          "--slice-most": `var(--${most})`, "--slice-worst": `var(--${worst})`,
           opacity: (0.35 + (0.65 * Math.log1p(runs)) / Math.log1p(fullest)).toFixed(2) },
         title: `${nodeId} · ${offset(from)} to ${offset(from + answer.bucket_ms)} · ${countsText(counts)} · click to zoom in`,
         onclick: () => showWindow(from, from + answer.bucket_ms),
