@@ -179,7 +179,9 @@ def timeline(execution: Execution, *, since: datetime | None = None, until: date
     if start is None:
         return window
     since = since or start
-    until = until or max(end, since + timedelta(milliseconds=1))
+    # The window is half-open: it ends just after the last run, so that a run that starts as
+    # the last ends (a copy takes no time) is in it.
+    until = until or max(end, since) + timedelta(milliseconds=1)
     width = (until - since).total_seconds() / buckets
     runs = _in_window(NodeRun.objects.filter(execution=execution), since, until).order_by()
     grouped = (runs.annotate(bucket=Floor((Epoch("started_at") - since.timestamp()) / width))

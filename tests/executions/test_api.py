@@ -306,6 +306,7 @@ def test_it_draws_a_window_of_the_timeline_counted_per_node_or_run_by_run(api, m
     assert sum(sum(counts.values()) for _, counts in lanes["task_a"]["buckets"]) == 41
     assert [index for index, _ in lanes["task_a"]["buckets"]] == [0, 1, 2, 3]
     assert len(whole["node_runs"]) == 43  # few enough to draw one by one
+    assert whole["node_runs"][-1]["completed_at"] == whole["end"] < whole["until"]
     # The seconds +10 to +12: the runs started at +10.25 and +11.25 (+9.25's ended at +9.75, before).
     since, until = start_at + timedelta(seconds=10), start_at + timedelta(seconds=12)
     part = api.viewer.get(path, since=since.isoformat(), until=until.isoformat(), buckets=2).json()

@@ -51,9 +51,9 @@ def test_it_measures_every_answer_of_each_run_and_of_the_list(scratch_place):
     assert [(a["key"], a["size"]) for a in report["answers"]] == expected
     for answer in report["answers"]:
         if answer["key"] in OPTIONAL and answer["note"]:  # not on this branch yet
-            assert answer["note"] == "skipped: not on this branch (404)" and answer["status"] == 404
+            assert answer["note"] == "skipped: not on this branch (404)" and answer["http_status"] == 404
             continue
-        assert answer["status"] == 200 and answer["error"] is None, answer
+        assert answer["http_status"] == 200 and answer["error"] is None, answer
         assert answer["queries"] > 0 and answer["bytes"] > 0 and answer["ms"] > 0, answer
         assert 1 <= answer["samples"] <= 2
         assert answer["missed"] == [] or answer["key"] in TARGETS
@@ -100,7 +100,7 @@ def test_it_stops_an_answer_past_the_timeout_reports_it_missed_and_goes_on(scrat
     assert detail["missed"] == ["stopped after 0.5 s"]
     assert report["missed"] == ["API record of the run at 10 node runs: stopped after 0.5 s"]
     after = [a for a in report["answers"] if a["key"] == "node_runs_first"]
-    assert after[0]["status"] == 200 and after[0]["error"] is None
+    assert after[0]["http_status"] == 200 and after[0]["error"] is None
     assert scratch_left_behind(scratch_place) == []
 
 

@@ -186,7 +186,7 @@ class Command(BaseCommand):
     def answer(self, client: Client, key: str, label: str, url: str, size: int, of: str, repeat: int,
                timeout: float) -> dict[str, Any]:
         """One answer's figures, and what it misses of its target (if it has one)."""
-        figures = {"key": key, "label": label, "url": url, "size": size, "of": of, "status": None, "ms": None,
+        figures = {"key": key, "label": label, "url": url, "size": size, "of": of, "http_status": None, "ms": None,
                    "samples": 0, "queries": None, "bytes": None, "error": None, "note": None, "missed": []}
         try:
             request(client, url, timeout)  # warms the caches: not counted
@@ -195,7 +195,7 @@ class Command(BaseCommand):
                 with CaptureQueriesContext(connection) as captured:
                     response, size_in_bytes, seconds = request(client, url, timeout)
                 times.append(seconds)
-                figures.update(status=response.status_code, queries=max(len(captured), figures["queries"] or 0),
+                figures.update(http_status=response.status_code, queries=max(len(captured), figures["queries"] or 0),
                                bytes=size_in_bytes)
                 if response.status_code != 200:
                     break
