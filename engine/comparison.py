@@ -5,6 +5,13 @@ the aligned pairs with their differences, each node's verdict, and the counts. T
 side (`executions/comparison.py`) reads the rows; the API, the command and the compare page
 show what this returns.
 
+Runs of any size are compared in two steps: `align_runs` pairs the node runs and judges
+each pair from its light fields (LIGHT_FIELDS and a digest of the heavy ones), which is
+enough for every count and every node's verdict; `compare_aligned` compares one pair in
+full (the output's JSON diff, the context decisions) once its heavy fields are read — for
+the pairs shown, and for those the light fields could not judge. `compare_runs` does both
+for runs given whole.
+
 A node run is matched by node id, round and attempt. The round is the node's n-th
 occurrence in the run: each run of kind first, reused or edited opens one (a loop of a state
 machine, or a person's retry of an escalated node, starts the node again), and the retries,
@@ -34,9 +41,14 @@ from engine.replay import ROUND_STARTS as ROUND_KINDS  # the kinds of run that o
 # A re-run's (or a trial's) copies of another run's outputs: not run, not billed.
 COPY_KINDS = frozenset({"reused", "edited"})
 
+# What aligning two runs reads of every node run besides its `node_id` (and a `digest` of
+# its heavy fields, when the reader has one): a few numbers and short texts.
+LIGHT_FIELDS = ("id", "kind", "attempt", "status", "error_code", "duration_ms", "tokens_in", "tokens_out",
+                "agent", "agent_version")
+# What only a full comparison reads: the output and the context decisions, of any size.
+HEAVY_FIELDS = ("output", "context_record", "resolved_inputs", "resolution_failures")
 # A node run's fields each pair shows side by side (the budget bar reads `context_record`).
-RUN_FIELDS = ("id", "kind", "attempt", "status", "error_code", "duration_ms", "tokens_in", "tokens_out",
-              "agent", "agent_version", "output", "context_record")
+RUN_FIELDS = (*LIGHT_FIELDS, "output", "context_record")
 # Of those, the ones compared: all but `id`, `attempt` (part of the key), `output` (diffed),
 # and `context_record` (compared decision by decision below).
 COMPARED_FIELDS = ("status", "error_code", "kind", "duration_ms", "tokens_in", "tokens_out", "agent", "agent_version")
@@ -52,8 +64,12 @@ FAILURE_FIELDS = ("error_code", "fallback_strategy", "fallback_value", "error_me
 # A failure's message may name a time or a host; the code and the fallback are the decision.
 COMPARED_FAILURE_FIELDS = ("error_code", "fallback_strategy", "fallback_value")
 
-# How a pair, or a node, compares: equal, different, or in one run only.
-VERDICTS = ("same", "differs", "only_a", "only_b")
+# How a pair, or a node, compares: equal, different, or in one run only; or `unverified`:
+# its light fields are the same and its heavy ones stored differently, and the caller did
+# not compare them (a bound on what one answer reads; `align_runs` never says it itself).
+VERDICTS = ("same", "differs", "only_a", "only_b", "unverified")
+# The verdicts that make a node differ.
+DIFFERING = frozenset({"differs", "only_a", "only_b"})
 
 # At most this many differences of one output are listed (`output_diff_truncated` says so):
 # two large outputs that differ everywhere would otherwise make the answer as large as both.
@@ -207,65 +223,149 @@ def compare_pair(a: Mapping | None, b: Mapping | None) -> dict[str, Any]:
     pair["output_diff"] = differences[:MAX_OUTPUT_DIFFERENCES]
     pair["output_diff_truncated"] = len(differences) > MAX_OUTPUT_DIFFERENCES
     pair.update(context)
-    copy = any(run is not None and run.get("kind") in COPY_KINDS for run in (a, b))
-    incidental = INCIDENTAL_FOR_COPIES if copy else INCIDENTAL_FIELDS
-    pair["differs"] = (a is None or b is None or bool(differences)
-                       or any(name not in incidental for name in pair["changed"])
+    pair["differs"] = (a is None or b is None or bool(differences) or _light_difference(a, b, pair["changed"])
                        or any(entry["differs"] for entries in context.values() for entry in entries))
     return pair
 
 
-def compare_runs(a_runs: list[Mapping], b_runs: list[Mapping]) -> dict[str, Any]:
-    """Two runs' node runs (each a dict with `node_id`, `kind`, `attempt`, the fields of
-    RUN_FIELDS, `resolved_inputs` and `resolution_failures`, in the order they were made),
-    compared:
+def _light_difference(a: Mapping, b: Mapping, changed: list[str]) -> bool:
+    """Whether a changed light field makes the pair differ (see the module's docstring)."""
+    if not changed:
+        return False
+    copy = a.get("kind") in COPY_KINDS or b.get("kind") in COPY_KINDS
+    incidental = INCIDENTAL_FOR_COPIES if copy else INCIDENTAL_FIELDS
+    return any(name not in incidental for name in changed)
+
+
+def _changed_light_fields(a: Mapping, b: Mapping) -> list[str]:
+    """`_compare`'s `changed` for the light fields, which hold numbers, text or None (never
+    an object or array), as it runs for every pair: two values of one type that are equal
+    are the same leaf, and only the others need `_equal_leaves` (1 and 1.0)."""
+    changed = []
+    for name in COMPARED_FIELDS:
+        x, y = a.get(name), b.get(name)
+        if x is not y and not (type(x) is type(y) and x == y) and not _equal_leaves(x, y):
+            changed.append(name)
+    return changed
+
+
+def align_runs(a_runs: list[Mapping], b_runs: list[Mapping]) -> list[dict[str, Any]]:
+    """Two runs' node runs (dicts with `node_id`, `kind`, `attempt` and the other LIGHT_FIELDS,
+    in the order they were made) aligned, and each pair judged on those fields alone:
 
     1. each run's node runs are keyed by (node id, round, attempt) and paired by key
-       (`_match`: a second run with one key pairs with the other side's second);
-    2. the pairs are grouped by node (nodes in the order they first ran in a, then those
-       only b ran), by round and attempt within a node;
-    3. each pair is compared (`compare_pair`): its fields, its output's JSON diff, its
-       context decisions;
-    4. a pair in one run only whose round the other run copied (its node run there is a
+       (`_keyed`: a second run with one key pairs with the other side's second);
+    2. the pairs are put in order: by node (nodes in the order they first ran in a, then
+       those only b ran), by round and attempt within a node;
+    3. a pair in one run only whose round the other run copied (its node run there is a
        reused or edited copy) is marked `not_repeated`: the copy stands for the round;
-    5. each node gets its verdict: `only_a` / `only_b` when one run never ran it, else
-       `differs` when any of its pairs differs (a round only one run reached does), leaving
-       out the pairs not repeated, else `same`.
+    4. each pair gets the light fields that differ (`changed`) and, where they tell, its
+       verdict: `only_a` / `only_b`, `differs` when a field that counts differs (see the
+       module's docstring), `same` when none does and both runs' `digest`s are equal. The
+       digest stands for the heavy fields compared (output, resolved inputs, resolution
+       failures, context actions): equal digests mean equal values. Else the verdict is None:
+       only the heavy fields can tell (`compare_aligned`), since texts that differ may hold
+       equal values (1 and 1.0, keys in another order) or differ only where nothing is
+       compared (a failure's message).
 
-    Returns {pairs, nodes, counts}: counts of pairs and of nodes by verdict."""
-    a_keys, b_keys = run_keys(a_runs), run_keys(b_runs)
-    matched = _match(list(zip(a_keys, a_runs)), list(zip(b_keys, b_runs)), lambda keyed: keyed[0])
+    Each pair is {index (its place in this order), node_id, round, attempt, a, b (the runs as
+    given, or None), not_repeated, changed, verdict}. The cost is a few steps per node run,
+    whatever the size of its output or record."""
+    a_keyed, b_keyed = _keyed(a_runs), _keyed(b_runs)
     order: dict[str, int] = {}
-    for node_id, _, _ in (*a_keys, *b_keys):
+    for node_id, *_ in (*a_keyed, *b_keyed):
         order.setdefault(node_id, len(order))
-
-    def position(item) -> tuple[int, int, int, int]:
-        ((node_id, round_, attempt), nth), _, _ = item
-        return order[node_id], round_, attempt, nth
-
-    matched.sort(key=position)
-
-    copied = {side: {key[:2] for key, run in zip(keys, runs) if run.get("kind") in COPY_KINDS}
-              for side, keys, runs in (("a", a_keys, a_runs), ("b", b_keys, b_runs))}
+    keys = [*a_keyed, *(key for key in b_keyed if key not in a_keyed)]
+    keys.sort(key=lambda key: (order[key[0]], *key[1:]))
+    copied = {side: {key[:2] for key, run in keyed.items() if run.get("kind") in COPY_KINDS}
+              for side, keyed in (("a", a_keyed), ("b", b_keyed))}
     pairs = []
-    for ((node_id, round_, attempt), _), a, b in matched:
-        pair = compare_pair(a and a[1], b and b[1])
-        missing = "a" if a is None else "b" if b is None else None
-        pairs.append({"node_id": node_id, "round": round_, "attempt": attempt,
-                      "verdict": _verdict(pair["a"] is not None, pair["b"] is not None, pair["differs"]),
-                      "not_repeated": missing is not None and (node_id, round_) in copied[missing], **pair})
+    for index, key in enumerate(keys):
+        node_id, round_, attempt, _ = key
+        a, b = a_keyed.get(key), b_keyed.get(key)
+        if a is None or b is None:
+            changed, verdict = [], "only_b" if a is None else "only_a"
+            not_repeated = (node_id, round_) in copied["a" if a is None else "b"]
+        else:
+            changed = _changed_light_fields(a, b)
+            verdict, not_repeated = _light_verdict(a, b, changed), False
+        pairs.append({"index": index, "node_id": node_id, "round": round_, "attempt": attempt, "a": a, "b": b,
+                      "not_repeated": not_repeated, "changed": changed, "verdict": verdict})
+    return pairs
 
-    by_node: dict[str, list[dict]] = {node_id: [] for node_id in order}
+
+def _keyed(runs: list[Mapping]) -> dict[tuple[str, int, int, int], Mapping]:
+    """Each run by (node id, round, attempt, n): the n-th run of the run's key (`run_keys`)."""
+    seen: dict[tuple[str, int, int], int] = {}
+    keyed = {}
+    for key, run in zip(run_keys(runs), runs):
+        n = seen[key] = seen.get(key, 0) + 1
+        keyed[(*key, n)] = run
+    return keyed
+
+
+def _light_verdict(a: Mapping, b: Mapping, changed: list[str]) -> str | None:
+    if _light_difference(a, b, changed):
+        return "differs"
+    digest = a.get("digest")
+    return "same" if digest is not None and digest == b.get("digest") else None
+
+
+def compare_aligned(pair: Mapping, a_heavy: Mapping | None = None, b_heavy: Mapping | None = None) -> dict[str, Any]:
+    """A pair of `align_runs` compared in full (`compare_pair`), its runs' heavy fields given
+    apart (or already in the runs): {index, node_id, round, attempt, verdict, not_repeated}
+    and `compare_pair`'s answer. A verdict `align_runs` left open is settled here; one it
+    gave is kept (the full comparison agrees with it: the tests hold it to that), as is an
+    `unverified` the caller put there (see `VERDICTS`)."""
+    a = None if pair["a"] is None else {**pair["a"], **(a_heavy or {})}
+    b = None if pair["b"] is None else {**pair["b"], **(b_heavy or {})}
+    compared = compare_pair(a, b)
+    verdict = pair["verdict"] or _verdict(a is not None, b is not None, compared["differs"])
+    return {"index": pair["index"], "node_id": pair["node_id"], "round": pair["round"], "attempt": pair["attempt"],
+            "verdict": verdict, "not_repeated": pair["not_repeated"], **compared}
+
+
+def settled_verdict(pair: Mapping, a_heavy: Mapping | None, b_heavy: Mapping | None) -> str:
+    """The verdict of a pair `align_runs` left open, from its runs' heavy fields."""
+    return compare_aligned(pair, a_heavy, b_heavy)["verdict"]
+
+
+def summarise(pairs: list[Mapping]) -> dict[str, Any]:
+    """Each node's verdict, from its pairs' (in `align_runs`'s order): `only_a` / `only_b` when
+    one run never ran it, else `differs` when any of its pairs differs or is in one run only
+    (a round only one run reached), leaving out the pairs not repeated, else `unverified`
+    when any pair is, else `same`. Each node says how many pairs it has and which one to
+    open first: its first that differs (not counting those not repeated), else its first
+    unverified, else its last (the outcome). Returns {nodes, counts}: the counts of pairs
+    and of nodes by verdict."""
+    by_node: dict[str, list[Mapping]] = {}
     for pair in pairs:
-        by_node[pair["node_id"]].append(pair)
+        by_node.setdefault(pair["node_id"], []).append(pair)
     nodes = []
     for node_id, mine in by_node.items():
         in_a = any(pair["a"] is not None for pair in mine)
         in_b = any(pair["b"] is not None for pair in mine)
-        differs = any(pair["differs"] and not pair["not_repeated"] for pair in mine)
-        nodes.append({"node_id": node_id, "verdict": _verdict(in_a, in_b, differs), "pairs": len(mine)})
-    return {"pairs": pairs, "nodes": nodes,
-            "counts": {"pairs": _count(pairs), "nodes": _count(nodes)}}
+        counted = [pair for pair in mine if not pair["not_repeated"]]
+        differing = next((pair for pair in counted if pair["verdict"] in DIFFERING), None)
+        unverified = next((pair for pair in counted if pair["verdict"] == "unverified"), None)
+        verdict = _verdict(in_a, in_b, differing is not None)
+        if verdict == "same" and unverified is not None:
+            verdict = "unverified"
+        nodes.append({"node_id": node_id, "verdict": verdict, "pairs": len(mine),
+                      "open": (differing or unverified or mine[-1])["index"]})
+    return {"nodes": nodes, "counts": {"pairs": _count(pairs), "nodes": _count(nodes)}}
+
+
+def compare_runs(a_runs: list[Mapping], b_runs: list[Mapping]) -> dict[str, Any]:
+    """Two runs' node runs compared in full, each a dict with the LIGHT_FIELDS and the
+    HEAVY_FIELDS, in the order they were made: `align_runs`, then every pair compared
+    (`compare_aligned`: its fields, its output's JSON diff, its context decisions), then
+    `summarise`. Returns {pairs, nodes, counts}.
+
+    This reads every heavy field: for runs too large to compare whole at once, the Django
+    side aligns on the light fields and compares in full only the pairs it shows."""
+    pairs = [compare_aligned(pair) for pair in align_runs(a_runs, b_runs)]
+    return {"pairs": pairs, **summarise(pairs)}
 
 
 def _verdict(in_a: bool, in_b: bool, differs: bool) -> str:
@@ -276,7 +376,7 @@ def _verdict(in_a: bool, in_b: bool, differs: bool) -> str:
     return "differs" if differs else "same"
 
 
-def _count(entries: list[dict]) -> dict[str, int]:
+def _count(entries: list[Mapping]) -> dict[str, int]:
     counts = dict.fromkeys(VERDICTS, 0)
     for entry in entries:
         counts[entry["verdict"]] += 1

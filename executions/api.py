@@ -51,10 +51,13 @@ def executions_list(request, filters: Query[ExecutionFilters]):
 
 # Before `/executions/{execution_id}`, which would take "compare" for an id.
 @router.get("/executions/compare", response=responses(200, ComparisonOut),
-            summary="Two runs of one workflow compared node run by node run: status, tokens, agent version, "
-                    "output (a JSON diff) and context decisions, each flagged where it differs")
+            summary="Two runs of one workflow compared node run by node run: every pair counted and each node "
+                    "judged on status, tokens, agent version and a digest of output and context decisions; a page "
+                    "of pairs (`offset`, `limit`, filtered by `verdict` or `node`) compared in full: output (a "
+                    "JSON diff) and context decisions, each flagged where it differs")
 def executions_compare(request, query: Query[ComparisonQuery]):
-    return execution_comparison(*executions_for_comparison(query.a, query.b))
+    return execution_comparison(*executions_for_comparison(query.a, query.b), offset=query.offset,
+                                limit=query.limit, verdict=query.verdict, node=query.node)
 
 
 @router.get("/executions/{execution_id}", response=responses(200, ExecutionOut),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import MD5, Cast, Coalesce, Concat
 from django.utils import timezone
 
 from agents.models import Agent, AgentVersion, identifier
@@ -98,6 +99,23 @@ class Execution(models.Model):
 
     def __str__(self) -> str:
         return self.execution_id
+
+
+def _compared_texts() -> list[models.Expression]:
+    """The JSON text of a node run's output, resolved inputs, resolution failures and context
+    actions (`context_record.resolution.actions`) — all that `engine.comparison` compares of
+    it beyond its light fields — joined by U+001F, a character JSON text never holds
+    unescaped, so that two different sets of texts never join to the same text. A missing
+    value is the empty text, which no JSON value is."""
+    text = models.TextField()
+    parts = [Cast("output", text), Cast("resolved_inputs", text), Cast("resolution_failures", text),
+             Cast(models.F("context_record__resolution__actions"), text)]
+    joined: list[models.Expression] = []
+    for part in parts:
+        if joined:
+            joined.append(models.Value("\x1f", output_field=text))
+        joined.append(Coalesce(part, models.Value("", output_field=text)))
+    return joined
 
 
 class NodeRun(models.Model):
@@ -189,6 +207,13 @@ class NodeRun(models.Model):
                                       help_text="The node the transition taken after this run chose")
     call_count = models.GeneratedField(expression=JSONArrayLength("calls"), output_field=models.IntegerField(),
                                        db_persist=True, help_text="The model calls it made")
+    # And for comparing two runs from an index, whatever the size of what it digests.
+    compared_digest = models.GeneratedField(
+        expression=MD5(Concat(*_compared_texts(), output_field=models.TextField())),
+        output_field=models.CharField(max_length=32), db_persist=True,
+        help_text="md5 of the stored JSON text of what comparing two runs compares beyond the light fields "
+                  "(executions/comparison.py): equal digests, equal values",
+    )
 
     class Meta:
         ordering = ["execution", "sequence", "id"]
@@ -198,8 +223,12 @@ class NodeRun(models.Model):
             models.Index(fields=["execution", "node_id", "status", "next_node"], name="noderun_node_status",
                          include=["sequence", "cost", "cost_complete", "tokens_in", "tokens_out", "call_count"]),
             # What advancing a run reads: the last sequence number, and whether any run is still
-            # active; and a page of the run's node runs, its ids read from the index alone.
-            models.Index(fields=["execution", "sequence", "id"], name="noderun_sequence"),
+            # active; a page of the run's node runs, its ids read from the index alone; and the
+            # light fields of every node run of two runs compared, in order, read from the index
+            # alone too (`executions/comparison.py`), however large the outputs and records beside them.
+            models.Index(fields=["execution", "sequence", "id"], name="noderun_sequence",
+                         include=["node_id", "kind", "attempt", "status", "error_code", "duration_ms", "tokens_in",
+                                  "tokens_out", "agent", "agent_version", "compared_digest"]),
             models.Index(fields=["execution", "status"]),
             # The timeline: the runs going in a window of time, and when the run's first and last ran.
             models.Index(fields=["execution", "started_at"], name="noderun_started",

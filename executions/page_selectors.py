@@ -229,17 +229,23 @@ COMPARED_COLUMNS = (("status", "Status"), ("kind", "Kind"), ("agent_version", "A
                     ("tokens_in", "Tokens in"), ("tokens_out", "Tokens out"), ("duration_ms", "Duration (ms)"))
 
 
+# The compare page's filter (`?verdict=`): its values and what the choice reads.
+COMPARISON_FILTERS = {"not_same": "not the same", "differs": "differ", "only_a": "only in A", "only_b": "only in B",
+                      "unverified": "unverified", "same": "the same"}
+
+
 def comparison_rows(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The compare page's table: one row per pair of node runs, each column's value in run a
-    and run b (None for a run without it) and whether they differ; how many places of the
-    output differ, and how many context decisions."""
+    """The compare page's table: one row per pair of node runs shown (each compared in
+    full), each column's value in run a and run b (None for a run without it) and whether
+    they differ; how many places of the output differ, and how many context decisions."""
     rows = []
-    for index, pair in enumerate(pairs):
+    for pair in pairs:
         a, b = pair["a"] or {}, pair["b"] or {}
         decisions = [entry for key in ("inputs", "actions", "failures") for entry in pair[key] if entry["differs"]]
         rows.append({
-            "index": index, "node_id": pair["node_id"], "round": pair["round"], "attempt": pair["attempt"],
+            "index": pair["index"], "node_id": pair["node_id"], "round": pair["round"], "attempt": pair["attempt"],
             "verdict": pair["verdict"], "not_repeated": pair["not_repeated"], "in_a": bool(a), "in_b": bool(b),
+            "differs": pair["differs"],
             "cells": [{"field": field, "label": label, "a": a.get(field), "b": b.get(field),
                        "differs": field in pair["changed"]} for field, label in COMPARED_COLUMNS],
             "output_differences": len(pair["output_diff"]), "output_truncated": pair["output_diff_truncated"],

@@ -358,12 +358,21 @@ class ExecutionQuery(Schema):
 
 # -- two runs compared ---------------------------------------------------------------------
 
-Verdict = Literal["same", "differs", "only_a", "only_b"]
+Verdict = Literal["same", "differs", "only_a", "only_b", "unverified"]
+
+
+ComparisonFilter = Literal["same", "differs", "only_a", "only_b", "unverified", "not_same"]
 
 
 class ComparisonQuery(Schema):
     a: str = Field(..., pattern=ID_PATTERN, description="the execution_id of one run")
     b: str = Field(..., pattern=ID_PATTERN, description="the execution_id of another run of the same workflow")
+    offset: int = Field(0, ge=0, le=2**31 - 1, description="the first pair compared in full, among those the "
+                                                           "filters keep")
+    limit: int = Field(50, ge=1, le=500, description="how many pairs are compared in full")
+    verdict: ComparisonFilter | None = Field(None, description="only the pairs with this verdict (not_same: every "
+                                                               "pair that is not the same)")
+    node: str | None = Field(None, pattern=ID_PATTERN, description="only the pairs of this node")
 
 
 class ComparedScores(Schema):
@@ -438,6 +447,10 @@ class OutputDifference(Schema):
 
 
 class ComparedPair(Schema):
+    """A pair compared in full. `verdict` is its place in the counts, the same on every page;
+    `differs` is this comparison's own finding, which settles a pair counted `unverified`."""
+
+    index: int = Field(..., description="the pair's place among all pairs, whatever the filters")
     node_id: str
     round: int = Field(..., description="the node's n-th first (or reused, edited) run and the attempts after it")
     attempt: int
@@ -459,6 +472,8 @@ class ComparedNode(Schema):
     node_id: str
     verdict: Verdict
     pairs: int
+    open: int = Field(..., description="the index of the pair to show first: its first that differs (an attempt a "
+                                       "copy did not repeat aside), else its first unverified, else its last")
 
 
 class VerdictCounts(Schema):
@@ -466,6 +481,8 @@ class VerdictCounts(Schema):
     differs: int
     only_a: int
     only_b: int
+    unverified: int = Field(..., description="the light fields are the same, the output or context decisions "
+                                             "stored differently, and this answer did not compare them in full")
 
 
 class ComparisonCounts(Schema):
@@ -473,17 +490,31 @@ class ComparisonCounts(Schema):
     nodes: VerdictCounts
 
 
+class ComparisonPage(Schema):
+    """Which pairs `pairs` holds: from `offset`, at most `limit`, of the `count` the filters keep."""
+
+    offset: int
+    limit: int
+    count: int = Field(..., description="the pairs the filters keep")
+    verdict: ComparisonFilter | None
+    node: str | None
+
+
 class ComparisonOut(Schema):
-    """Two runs of one workflow, node run by node run."""
+    """Two runs of one workflow, node run by node run. `nodes` and `counts` cover every
+    pair, judged on the node runs' light fields and a digest of their heavy ones; `pairs`
+    holds the page of pairs `page` names, each compared in full (output diff, context
+    decisions)."""
 
     a: ComparedExecution
     b: ComparedExecution
     workflow: dict[str, Any] = Field(..., description="workflow_id, name, topology")
     graphs: dict[str, Any] = Field(..., description="`a` and `b`: the nodes and edges of the version of the "
                                                     "workflow each run ran, to draw it on")
-    pairs: list[ComparedPair]
     nodes: list[ComparedNode]
     counts: ComparisonCounts
+    page: ComparisonPage
+    pairs: list[ComparedPair]
 
 
 # -- evaluations --------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from core.errors import DocumentError, NotFound, SwitchyardError
 from core.pages import paginate
 from core.roles import AUTHOR, has_role, roles_of
 from executions import page_selectors
-from executions.comparison import execution_comparison, executions_for_comparison
+from executions.comparison import comparison_page, executions_for_comparison, runs_aligned
 from engine.evaluation import SCORES
 from executions.evaluations import EVALUATED, evaluation_create, evaluation_policy
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
@@ -113,10 +113,12 @@ def execution_detail(request, execution_id: str):
 
 def execution_compare(request):
     """Two runs of one workflow side by side (`?a=…&b=…`): both runs' summaries and scores,
-    and a table of their node runs paired, with the cells that differ highlighted; the two
-    graphs and a node's panel (budget bars, context decisions, output diff) are drawn by
-    execution_compare.js from the same comparison, given in a json_script block. The
-    comparison is read in a fixed number of queries (`executions/comparison.py`)."""
+    the counts over all pairs of node runs, and a table of one page of the pairs (`page`,
+    filtered by `verdict` and `node`) with the cells that differ highlighted; the two graphs
+    (every node coloured by its verdict) and a node's panel (budget bars, context decisions,
+    output diff) are drawn by execution_compare.js from the same comparison, given in a
+    json_script block. Only the page's pairs are compared in full (`executions/comparison.py`):
+    the page says so, and what the counts rest on."""
     ids = [request.GET.get(key, "").strip() for key in ("a", "b")]
     if not all(ids):
         return render(request, "executions/execution_compare.html", {
@@ -128,11 +130,24 @@ def execution_compare(request):
     except NotFound as error:
         raise Http404(error.message) from None
     try:
-        comparison = execution_comparison(a, b)
+        aligned = runs_aligned(a, b)
     except DocumentError as error:
         return render(request, "executions/execution_compare.html", {"problem": error.problem}, status=422)
+    verdict = request.GET.get("verdict", "").strip()
+    node = request.GET.get("node", "").strip()
+    filters = {"verdict": verdict if verdict in page_selectors.COMPARISON_FILTERS else None,
+               "node": node if node and page_selectors.is_identifier(node) else None}
+    # The pager counts the pairs the filters keep; only the pairs of its page are compared in full.
+    context = paginate(request, range(len(aligned.matching(**filters))))
+    page = context["page"]
+    comparison = comparison_page(aligned, offset=max(page.start_index() - 1, 0), limit=page.paginator.per_page,
+                                 **filters)
     return render(request, "executions/execution_compare.html", {
+        **context,
         "comparison": comparison,
+        "filters": filters,
+        "pairs_total": len(aligned.pairs),
+        "filter_choices": page_selectors.COMPARISON_FILTERS.items(),
         "sides": [{"side": side, "run": comparison[side], "started_at": execution.started_at,
                    "duration": duration_text(execution.started_at, execution.completed_at)}
                   for side, execution in (("a", a), ("b", b))],

@@ -1,17 +1,22 @@
-// Two runs of one workflow compared. The server renders both runs' summaries and the table
-// of paired node runs; this script reads the same comparison from the json_script block
-// and draws the workflow twice, each node coloured by how it compares (same, differs, only
-// in this run, not run), and a node's panel: its pairs of runs, the fields side by side,
-// both budget bars one above the other, the context decisions side by side and the
-// output's differences. Everything from a run is shown as text (switchyard.el).
+// Two runs of one workflow compared. The server renders both runs' summaries and one page
+// of the table of paired node runs; this script reads the same comparison from the
+// json_script block and draws the workflow twice, each node coloured by how it compares
+// (same, differs, only in this run, unverified, not run: every pair counts), and a node's
+// panel: its pairs of runs, the fields side by side, both budget bars one above the other,
+// the context decisions side by side and the output's differences. Only the page's pairs
+// come compared in full; a node whose pair to show is on another page has it fetched from
+// the API that programs use. Everything from a run is shown as text (switchyard.el).
 (function () {
   "use strict";
 
-  const { el, jsonData, fmt, budget } = window.switchyard;
+  const { el, jsonData, fmt, budget, api } = window.switchyard;
   const data = jsonData("compare-data");
   if (!data) return;
   const SIDES = ["a", "b"];
+  const nodes = new Map(data.nodes.map((node) => [node.node_id, node]));
   const verdicts = new Map(data.nodes.map((node) => [node.node_id, node.verdict]));
+  // The pairs compared in full so far, by their place among all pairs: the page's, then any fetched.
+  const pairs = new Map(data.pairs.map((pair) => [pair.index, pair]));
   const page = { graphs: {}, node: null, pair: null };
 
   // Fill, border, ink of each look; the legend's dots use the same colours (execution.css).
@@ -20,8 +25,10 @@
     differs: ["#c98a12", "#8f610b", "#ffffff"],
     "only-here": ["#2f6fdb", "#1b4ea6", "#ffffff"],
     "not-run": ["#ffffff", "#9aa4b2", "#1d2430"],
+    unverified: ["#f3e7c9", "#8f610b", "#1d2430"],
   };
-  const VERDICT_WORDS = { same: "same", differs: "differs", only_a: "only in A", only_b: "only in B" };
+  const DASHED = new Set(["not-run", "unverified"]);
+  const VERDICT_WORDS = { same: "same", differs: "differs", only_a: "only in A", only_b: "only in B", unverified: "unverified" };
 
   // How a node is drawn on one side's graph.
   function look(nodeId, side) {
@@ -83,7 +90,7 @@
         } },
         ...Object.entries(LOOKS).map(([name, [fill, border, ink]]) => ({
           selector: `node[look = "${name}"]`,
-          style: { "background-color": fill, "border-color": border, color: ink, "border-style": name === "not-run" ? "dashed" : "solid" },
+          style: { "background-color": fill, "border-color": border, color: ink, "border-style": DASHED.has(name) ? "dashed" : "solid" },
         })),
         { selector: "node.selected", style: { "overlay-color": "#2f6fdb", "overlay-opacity": 0.16, "overlay-padding": 7 } },
         { selector: "edge", style: { width: 1.6, "line-color": "#aab3c0", "target-arrow-color": "#aab3c0",
@@ -198,18 +205,31 @@
         el("div", { class: "compare-outputs" }, SIDES.map((side) => el("div", {}, sideTag(side), el("pre", { class: "output" }, fmt.json(pair[side].output)))))));
   }
 
+  // The node's pairs compared in full so far, and a link to the table of all of them when there are more.
   function pairChips(nodeId) {
-    const pairs = data.pairs.map((pair, index) => [pair, index]).filter(([pair]) => pair.node_id === nodeId);
-    if (pairs.length < 2) return null;
-    return el("div", { class: "trail", "aria-label": "This node's runs" }, pairs.map(([pair, index]) => el("a", {
-      class: `trail-chip verdict-${pair.verdict}${index === page.pair ? " chosen" : ""}`, href: "#compare-panel", "data-pair": index,
-      onclick: (event) => { event.preventDefault(); selectPair(index); },
-    }, `round ${pair.round} · attempt ${pair.attempt}: ${VERDICT_WORDS[pair.verdict]}${pair.not_repeated ? " (not repeated)" : ""}`)));
+    const mine = [...pairs.values()].filter((pair) => pair.node_id === nodeId).sort((x, y) => x.index - y.index);
+    const total = nodes.has(nodeId) ? nodes.get(nodeId).pairs : mine.length;
+    if (total < 2) return null;
+    const table = new URL(window.location.href);
+    table.search = new URLSearchParams({ a: data.a.execution_id, b: data.b.execution_id, node: nodeId }).toString();
+    table.hash = "node-runs";
+    return el("div", { class: "trail", "aria-label": "This node's runs" }, mine.map((pair) => el("a", {
+      class: `trail-chip verdict-${pair.verdict}${pair.index === page.pair ? " chosen" : ""}`, href: "#compare-panel", "data-pair": pair.index,
+      onclick: (event) => { event.preventDefault(); selectPair(pair.index); },
+    }, `round ${pair.round} · attempt ${pair.attempt}: ${VERDICT_WORDS[pair.verdict]}${pair.not_repeated ? " (not repeated)" : ""}`)),
+    total > mine.length ? el("a", { class: "small node-pairs-link", href: table.toString() }, `All ${fmt.n(total)} pairs of this node`) : "");
+  }
+
+  // A pair counted unverified was compared in full to be shown: say what that found.
+  function unverifiedNote(pair) {
+    if (pair.verdict !== "unverified") return "";
+    return el("p", { class: "small unverified-note" }, "Counted unverified: the fields are the same and the output or context decisions are stored differently. ",
+      el("strong", {}, pair.differs ? "Compared here, they differ." : "Compared here, they are the same."));
   }
 
   function renderPanel() {
     const panel = document.getElementById("compare-panel");
-    const pair = data.pairs[page.pair];
+    const pair = pairs.get(page.pair);
     const nodeId = page.node;
     const head = el("div", { class: "row panel-head" },
       el("h2", {}, "Node ", el("span", { class: "mono" }, nodeId)),
@@ -221,7 +241,7 @@
       panel.replaceChildren(head, el("p", { class: "muted" }, "Neither run ran this node."));
       return;
     }
-    panel.replaceChildren(head, pairChips(nodeId) || "",
+    panel.replaceChildren(head, pairChips(nodeId) || "", unverifiedNote(pair),
       section("The two runs", factsTable(pair)),
       section("Context budget", budgets(pair)),
       section("Inputs: how each was passed and why", decisions(pair.inputs.map((entry) => ({ ...entry, keys: [entry.name] })),
@@ -242,9 +262,10 @@
     for (const row of document.querySelectorAll(".compare-table tr[data-pair]")) {
       row.classList.toggle("chosen", Number(row.dataset.pair) === pairIndex);
     }
+    // The open panel is remembered as `panel` (`node` filters the table, on the server).
     const url = new URL(window.location.href);
-    if (nodeId) url.searchParams.set("node", nodeId);
-    else url.searchParams.delete("node");
+    if (nodeId) url.searchParams.set("panel", nodeId);
+    else url.searchParams.delete("panel");
     window.history.replaceState(null, "", url.toString());
     if (nodeId) {
       renderPanel();
@@ -253,16 +274,28 @@
     }
   }
 
-  // A node opens on its first pair that differs (an attempt a copy did not repeat aside),
-  // else its last: the outcome.
-  function selectNode(nodeId) {
-    const indices = data.pairs.map((pair, index) => [pair, index]).filter(([pair]) => pair.node_id === nodeId);
-    const chosen = indices.find(([pair]) => pair.differs && !pair.not_repeated) || indices[indices.length - 1];
-    select(nodeId, chosen ? chosen[1] : null);
+  // A node opens on the pair the comparison names (`open`): its first that differs (an
+  // attempt a copy did not repeat aside), else its first unverified, else its last, the
+  // outcome. A pair not on this page is fetched, compared in full, from the API.
+  async function selectNode(nodeId) {
+    const node = nodes.get(nodeId);
+    if (node && !pairs.has(node.open)) {
+      const panel = document.getElementById("compare-panel");
+      panel.replaceChildren(el("h2", {}, "Node ", el("span", { class: "mono" }, nodeId)), el("p", { class: "muted" }, "Comparing its runs…"));
+      const query = new URLSearchParams({ a: data.a.execution_id, b: data.b.execution_id, offset: node.open, limit: 1 });
+      try {
+        const answer = await api.get(`/executions/compare?${query}`);
+        for (const pair of answer.pairs) pairs.set(pair.index, pair);
+      } catch (error) {
+        panel.append(el("p", { class: "error" }, `The comparison could not be read: ${error.message}`));
+        return;
+      }
+    }
+    select(nodeId, node ? node.open : null);
   }
 
   function selectPair(index) {
-    select(data.pairs[index].node_id, index);
+    select(pairs.get(index).node_id, index);
   }
 
   document.querySelector(".compare-table").addEventListener("click", (event) => {
@@ -275,6 +308,8 @@
 
   SIDES.forEach(drawGraph);
   window.switchyard.compareGraphs = page.graphs; // for the console, and for tests that click a node
-  const asked = new URL(window.location.href).searchParams.get("node");
+  // The panel asked for, else the node the table is filtered to.
+  const params = new URL(window.location.href).searchParams;
+  const asked = params.get("panel") || params.get("node");
   if (asked) selectNode(asked);
 })();

@@ -135,7 +135,7 @@ def test_it_pairs_the_runs_of_a_loop_round_by_round_and_attempt_by_attempt():
     assert review["changed"] == ["status", "error_code"]
     assert (review["a"]["status"], review["b"]["status"]) == ("failed", "success")
     assert compared["pairs"][1]["output_diff"] == [{"path": "", "op": "changed", "a": "d2", "b": "d2 changed"}]
-    assert compared["counts"]["pairs"] == {"same": 2, "differs": 2, "only_a": 1, "only_b": 2}
+    assert compared["counts"]["pairs"] == {"same": 2, "differs": 2, "only_a": 1, "only_b": 2, "unverified": 0}
 
 
 def test_it_pairs_two_runs_with_one_key_in_their_order():
@@ -153,7 +153,7 @@ def test_it_gives_each_node_its_verdict():
     assert [(n["node_id"], n["verdict"], n["pairs"]) for n in compared["nodes"]] == [
         ("shared", "same", 1), ("changed", "differs", 1), ("only_here", "only_a", 1), ("looped", "differs", 2),
         ("elsewhere", "only_b", 1)]
-    assert compared["counts"]["nodes"] == {"same": 1, "differs": 2, "only_a": 1, "only_b": 1}
+    assert compared["counts"]["nodes"] == {"same": 1, "differs": 2, "only_a": 1, "only_b": 1, "unverified": 0}
 
 
 def test_it_flags_duration_and_kind_without_calling_the_pair_different():

@@ -139,7 +139,7 @@ def test_it_compares_two_runs_picked_on_the_list(page_for, api, two_runs):
     expect(panel.locator(".budget-side[data-side='a']")).to_contain_text("Not run in this run.")
     expect(panel.locator(".budget-side[data-side='b'] .budget-empty")).to_contain_text("No context record")
     expect(panel).to_contain_text("Only run B has this node run")
-    assert "node=publish" in page.url
+    assert "panel=publish" in page.url  # the open panel, kept in the address
     assert errors == []
 
 
@@ -153,3 +153,61 @@ def test_it_keeps_compare_off_for_runs_of_two_workflows(page_for, api, two_runs)
     expect(page.locator("#compare-hint")).to_contain_text("runs of different workflows")
     page.get_by_label("Pick exec_compare_b to compare").check()
     expect(page.locator("#compare-hint")).to_contain_text("3 runs ticked")
+
+
+@pytest.fixture
+def long_runs(demo):
+    """Two runs of 120 and 121 node runs of release_review's four nodes in a loop: B's
+    61st output differs, and B runs draft a 31st time. The table has three pages."""
+    nodes = ["draft", "review", "publish", "compliance"]
+
+    def run(i, text="done"):
+        return {"node_id": nodes[i % 4], "status": "success", "output": {"i": i, "text": text}, "tokens_in": 90,
+                "tokens_out": 10, "context_record": context("full", 90, [])}
+
+    make_execution("release_review", [run(i) for i in range(120)], execution_id="exec_long_a")
+    make_execution("release_review", [run(i, "other" if i == 61 else "done") for i in range(121)],
+                   execution_id="exec_long_b")
+
+
+def test_it_shows_a_node_whose_pair_is_on_another_page_and_filters_the_table(page_for, api, long_runs):
+    page = page_for(api.viewer.user)
+    errors = watch_errors(page)
+    page.goto("/executions/compare/?a=exec_long_a&b=exec_long_b")
+    page.wait_for_function("() => window.switchyard.compareGraphs && window.switchyard.compareGraphs.b")
+    expect(page.locator(".compare-table tbody tr")).to_have_count(50)
+    expect(page.locator("#compare-scope")).to_contain_text("Pairs 1–50 of 121: the output and the context decisions "
+                                                           "are compared for these 50 only.")
+    expect(page.locator("#pair-counts")).to_have_text("119 same · 1 differ · 0 only in A · 1 only in B")
+
+    # compliance's pairs are all on the third page: its last one is fetched from the API, compared in full.
+    assert page.locator(".compare-table tr[data-node='compliance']").count() == 0
+    click_graph_node(page, "b", "compliance")
+    panel = page.locator("#compare-panel")
+    expect(panel.locator("h2")).to_contain_text("compliance")
+    expect(panel).to_contain_text("round 30 · attempt 1")
+    expect(panel.locator(".output-same")).to_have_text("The outputs are the same.")
+    expect(panel.locator(".budget-side")).to_have_count(2)
+    assert "panel=compliance" in page.url
+    everything = panel.locator("a.node-pairs-link")
+    expect(everything).to_have_text("All 30 pairs of this node")
+
+    # The link shows that node's pairs alone, its panel open on its outcome.
+    everything.click()
+    page.wait_for_url("**/executions/compare/?a=exec_long_a&b=exec_long_b&node=compliance#node-runs")
+    expect(page.locator(".compare-table tbody tr")).to_have_count(30)
+    expect(page.locator(".compare-table tr[data-node='compliance']")).to_have_count(30)
+    expect(page.locator("#compare-panel h2")).to_contain_text("compliance")
+    expect(page.locator(".compare-table tr.chosen")).to_have_attribute("data-pair", "120")
+
+    # The filter: every pair that is not the same, for every node.
+    page.locator("#compare-verdict").select_option("not_same")
+    page.locator("#compare-node").select_option("")
+    page.get_by_role("button", name="Show").click()
+    page.wait_for_url("**verdict=not_same**")
+    rows = page.locator(".compare-table tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.nth(0)).to_have_attribute("data-node", "draft")
+    expect(rows.nth(1).locator("td.differs[data-field='output']")).to_have_text("1 difference")
+    expect(page.locator("#compare-scope")).to_contain_text("Pairs 1–2 of 2 that match")
+    assert errors == []

@@ -376,8 +376,64 @@ def test_it_reads_two_runs_of_1000_node_runs_in_as_few_queries_as_two_of_3(api, 
     browser = signed_in(api.viewer.user)
     browser.get("/executions/")  # the session's first read is not the page's
     few = count_queries(browser, "/executions/compare/?a=exec_small_a&b=exec_small_b")
-    # Session, user, roles; both runs, their node runs, their evaluations; the graph's nodes and transitions.
-    assert count_queries(browser, "/executions/compare/?a=exec_large_a&b=exec_large_b") == few <= 8
+    # Session, user, roles; both runs, their node runs' light fields, the agents they name, their
+    # evaluations; the graph's nodes and transitions; the heavy fields of the page's pairs.
+    assert count_queries(browser, "/executions/compare/?a=exec_large_a&b=exec_large_b") == few <= 10
+
+
+def test_it_shows_a_page_of_pairs_compared_in_full_and_counts_them_all(api, demo):
+    nodes = ["draft", "review", "publish", "compliance"]
+    make_execution("release_review", [heavy_run(nodes[i % 4]) for i in range(120)], execution_id="exec_long_a")
+    make_execution("release_review", [heavy_run(nodes[i % 4], output={"text": "y"} if i == 61 else {"text": "x" * 200})
+                                      for i in range(121)], execution_id="exec_long_b")
+    browser = signed_in(api.viewer.user)
+    response = browser.get("/executions/compare/", {"a": "exec_long_a", "b": "exec_long_b", "page": 2})
+    page = response.content.decode()
+    rows = response.context["rows"]
+    assert len(rows) == 50 and rows[0]["index"] == 50 and rows[-1]["index"] == 99
+    assert 'data-pair="50"' in page and 'data-pair="49"' not in page
+    assert "119 same · 1 differ · 0 only in A · 1 only in B" in page
+    assert re.search(r"Pairs 51–100 of 121: the output and the context decisions are compared for these 50 only\.\s+"
+                     r"The counts and the graphs' colours cover all 121 pairs", page)
+    assert "page 2 of 3 · 121 in all" in page and 'href="?a=exec_long_a&amp;b=exec_long_b&amp;page=3"' in page
+    data = json.loads(page.split('id="compare-data" type="application/json">')[1].split("</script>")[0])
+    assert [pair["index"] for pair in data["pairs"]] == list(range(50, 100))
+    assert data["counts"]["nodes"] == {"same": 2, "differs": 2, "only_a": 0, "only_b": 0, "unverified": 0}
+    # The pair a node's panel opens on: draft's 31st round (only in B), review's 16th, else the last.
+    assert {node["node_id"]: node["open"] for node in data["nodes"]} == {
+        "draft": 30, "review": 46, "publish": 90, "compliance": 120}
+
+    differing = browser.get("/executions/compare/", {"a": "exec_long_a", "b": "exec_long_b", "verdict": "not_same"})
+    assert [(row["node_id"], row["round"], row["verdict"]) for row in differing.context["rows"]] == [
+        ("draft", 31, "only_b"), ("review", 16, "differs")]
+    text = differing.content.decode()
+    assert "Pairs 1–2 of 2 that match" in text and '<option value="not_same" selected>' in text
+    one_node = browser.get("/executions/compare/", {"a": "exec_long_a", "b": "exec_long_b", "node": "publish"})
+    assert {row["node_id"] for row in one_node.context["rows"]} == {"publish"} and len(one_node.context["rows"]) == 30
+    none = browser.get("/executions/compare/", {"a": "exec_long_a", "b": "exec_long_b", "verdict": "only_a"})
+    assert none.context["rows"] == [] and "No pair matches." in none.content.decode()
+    # A filter the page does not know is no filter; a page past the end is the last.
+    assert len(browser.get("/executions/compare/", {"a": "exec_long_a", "b": "exec_long_b", "verdict": "odd",
+                                                    "page": 9}).context["rows"]) == 21
+
+
+def test_it_says_which_pairs_it_counted_unverified(api, demo, monkeypatch):
+    from executions import comparison
+
+    monkeypatch.setattr(comparison, "SETTLE_LIMIT", 0)  # no room to settle any pair from its heavy fields
+    make_execution("release_review", [heavy_run("draft", output={"v": 1}), heavy_run("review", output={"v": 1})],
+                   execution_id="exec_text_a")
+    make_execution("release_review", [heavy_run("draft", output={"v": 2}), heavy_run("review", output={"v": 1.0})],
+                   execution_id="exec_text_b")
+    response = signed_in(api.viewer.user).get("/executions/compare/", {"a": "exec_text_a", "b": "exec_text_b"})
+    page = response.content.decode()
+    assert [(row["node_id"], row["verdict"], row["differs"]) for row in response.context["rows"]] == [
+        ("draft", "unverified", True), ("review", "unverified", False)]
+    assert "0 same · 0 differ · 0 only in A · 0 only in B · 2 unverified" in page
+    assert re.search(r'<p class="small" id="compare-unverified">2 pairs whose fields are the same but whose output or '
+                     r'context decisions are stored differently were not compared in full', page)
+    assert '<i class="dot verdict-unverified"></i>unverified (2)' in page
+    assert ">differs here</span>" in page and ">same here</span>" in page
 
 
 def test_it_explains_what_it_cannot_compare(api, demo):
