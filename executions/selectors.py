@@ -1,8 +1,8 @@
 """Reads for executions, node runs, thought trees and evaluations, in the seeds' shapes.
 
 Every read is a bounded number of queries, whatever the number of executions on a page or
-of node runs in an execution: lists render a page at a time (`Rendered`), and a run's
-record reads its node runs once.
+of node runs in an execution: lists render a page at a time (`Rendered`), a run's record
+summarises its node runs (`run_summary`), and its whole record is streamed a chunk at a time.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, Q, Sum
 from django.urls import reverse
 
 from agents.backends.metering import usd

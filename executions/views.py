@@ -18,7 +18,7 @@ from executions import page_selectors
 from executions.comparison import comparison_page, executions_for_comparison, runs_aligned
 from engine.evaluation import SCORES
 from executions.evaluations import EVALUATED, evaluation_create, evaluation_policy
-from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
+from executions.models import Evaluation, Execution, ThoughtSearch
 from executions.run_summary import node_summary
 from executions.selectors import node_run_counts
 
