@@ -26,6 +26,9 @@ from django.db import connection, models
 from django.utils import timezone
 
 from core.errors import IllegalTransition
+from core.rows import (
+    attach, attnames, column, columns, db_values, from_row, join_sql, quoted_pk, read_values, related_path,
+)
 
 
 class StateMachine:
@@ -50,12 +53,26 @@ class StateMachine:
 Rows = type[models.Model] | models.QuerySet | models.Manager
 
 
-def transition(rows: Rows, pk: Any, from_statuses: str | Iterable[str], to_status: str, **fields: Any) -> int:
-    """Move the row `pk` of `rows` (a model, or a queryset narrowing it, e.g. to one worker's
-    claim) to `to_status` if it is in one of `from_statuses`, writing `fields` in the same
-    UPDATE. Returns the rows touched: 0 when the row has moved on (or is not in `rows`);
-    a caller that needs exactly one checks it."""
-    return transition_all(_manager(rows).filter(pk=pk), from_statuses, to_status, **fields)
+def transition(rows: Rows, pk: Any, from_statuses: str | Iterable[str], to_status: str, *,
+               where: dict[str, Any] | None = None, **fields: Any) -> int:
+    """Move the row `pk` of `rows` (a model, or a queryset narrowing it) to `to_status` if it
+    is in one of `from_statuses` and has the values of `where` (e.g. the claim that runs it),
+    writing `fields` in the same UPDATE. Returns the rows touched: 0 when the row has moved
+    on (or is not in `rows`); a caller that needs exactly one checks it.
+
+    Given a model and plain values, the UPDATE's SQL is built once per set of fields: a
+    worker stores every node's result this way, and building it with the ORM each time cost
+    more than running it."""
+    where = where or {}
+    if not isinstance(rows, type) or any(hasattr(value, "resolve_expression") for value in fields.values()):
+        return transition_all(_manager(rows).filter(pk=pk, **where), from_statuses, to_status, **fields)
+    from_statuses = _checked(rows, from_statuses, to_status)
+    fields = _stamped(rows, fields)
+    sql = _update_sql(rows, connection.vendor, ("status", *fields), (), len(from_statuses), tuple(where), "")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*db_values(rows, {"status": to_status, **fields}), pk, *from_statuses,
+                             *db_values(rows, where)])
+        return cursor.rowcount
 
 
 def transition_all(rows: Rows, from_statuses: str | Iterable[str], to_status: str, **fields: Any) -> int:
@@ -63,32 +80,50 @@ def transition_all(rows: Rows, from_statuses: str | Iterable[str], to_status: st
     rows = _manager(rows)
     model = rows.model
     from_statuses = _checked(model, from_statuses, to_status)
-    if "updated_at" in _field_names(model):
-        fields.setdefault("updated_at", timezone.now())
+    fields = _stamped(model, fields)
     where = {"status": from_statuses[0]} if len(from_statuses) == 1 else {"status__in": from_statuses}
     return rows.filter(**where).update(status=to_status, **fields)
 
 
-def claim_row(model: type[models.Model], pk: Any, from_status: str, to_status: str, **fields: Any) -> models.Model | None:
+def claim_row(model: type[models.Model], pk: Any, from_status: str, to_status: str, *, select_related: str = "",
+              **fields: Any) -> models.Model | None:
     """`transition` for one row that returns it as it is after the move, or None when it was
     not in `from_status`. Moving and reading the row are one round trip (UPDATE ... RETURNING,
-    which PostgreSQL and SQLite 3.35+ have): taking a node run is on every node's path."""
+    which PostgreSQL and SQLite 3.35+ have): taking a node run is on every node's path.
+
+    `select_related` ("execution__workflow") reads the rows the claimed one points to as
+    well, attached to it: in the same statement on PostgreSQL (the UPDATE in a WITH), in a
+    second one on SQLite, which allows no UPDATE there."""
     (from_status,) = _checked(model, from_status, to_status)
-    if "updated_at" in _field_names(model):
-        fields.setdefault("updated_at", timezone.now())
-    quote = connection.ops.quote_name
-    status = quote(model._meta.get_field("status").column)
-    assignments, values = [f"{status} = %s"], [to_status]
-    for name, value in fields.items():
-        field = model._meta.get_field(name)
-        assignments.append(f"{quote(field.column)} = %s")
-        values.append(field.get_db_prep_save(value, connection))
-    claimed = list(model._default_manager.raw(
-        f"UPDATE {quote(model._meta.db_table)} SET {', '.join(assignments)} "
-        f"WHERE {quote(model._meta.pk.column)} = %s AND {status} = %s RETURNING {_columns(model, connection.vendor)}",
-        [*values, pk, from_status],
-    ))
-    return claimed[0] if claimed else None
+    fields = _stamped(model, fields)
+    path, sql, then = _claim_sql(model, connection.vendor, ("status", *fields), select_related)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*db_values(model, {"status": to_status, **fields}), pk, from_status])
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        claimed, related = from_row(model, row), row[len(attnames(model)):]
+        if then:
+            cursor.execute(then, [row[attnames(model).index(path[0][0].attname)]])
+            related = cursor.fetchone() or ()
+    attach(claimed, path, related)
+    return claimed
+
+
+def touch_row(model: type[models.Model], pk: Any, status: str, *, add: dict[str, Any] | None = None,
+              returning: tuple[str, ...] = (), **fields: Any) -> tuple | None:
+    """Write `fields` (and add the amounts of `add` to their columns) to the row `pk` while it
+    is in `status`, leaving its status as it is; returns the values of `returning` after the
+    write, or None when the row is not in `status`. The UPDATE holds the row's lock until
+    the transaction ends: a lock that also writes and reads, in one statement."""
+    add = add or {}
+    fields = _stamped(model, fields)
+    sql = _update_sql(model, connection.vendor, tuple(fields), tuple(add), 1, (),
+                      ", ".join(column(model, name) for name in returning) or quoted_pk(model))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*db_values(model, fields), *db_values(model, add), pk, status])
+        row = cursor.fetchone()
+    return None if row is None else read_values(model, returning, row)
 
 
 def change_status(instance: models.Model, machine: StateMachine, new: str, **fields: Any) -> None:
@@ -123,12 +158,41 @@ def _checked(model: type[models.Model], from_statuses: str | Iterable[str], to_s
     return from_statuses
 
 
+def _stamped(model: type[models.Model], fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields`, with `updated_at` now on models that have one and were not given it."""
+    if "updated_at" in _field_names(model) and "updated_at" not in fields:
+        return {**fields, "updated_at": timezone.now()}
+    return fields
+
+
+@lru_cache(maxsize=None)
+def _update_sql(model: type[models.Model], vendor: str, assigned: tuple[str, ...], added: tuple[str, ...],
+                statuses: int, where: tuple[str, ...], returning: str) -> str:
+    """UPDATE of one row by primary key while its status is one of `statuses` values (and
+    its `where` columns have theirs), setting `assigned` and adding to `added`; parameters in
+    that order. Built once per shape (`vendor` keys the cache)."""
+    sets = [f"{column(model, name)} = %s" for name in assigned]
+    sets += [f"{column(model, name)} = {column(model, name)} + %s" for name in added]
+    in_status = "= %s" if statuses == 1 else f"IN ({', '.join(['%s'] * statuses)})"
+    conditions = [f"{quoted_pk(model)} = %s", f"{column(model, 'status')} {in_status}",
+                  *(f"{column(model, name)} = %s" for name in where)]
+    sql = f"UPDATE {connection.ops.quote_name(model._meta.db_table)} SET {', '.join(sets)} WHERE {' AND '.join(conditions)}"
+    return f"{sql} RETURNING {returning}" if returning else sql
+
+
+@lru_cache(maxsize=None)
+def _claim_sql(model: type[models.Model], vendor: str, assigned: tuple[str, ...], select_related: str):
+    """The path of `select_related`, the claim's statement and the one that reads the related
+    rows after it (None when the claim's statement reads them too)."""
+    path = tuple(related_path(model, select_related))
+    sql = _update_sql(model, vendor, assigned, (), 1, (), columns(model, vendor))
+    if not path:
+        return path, sql, None
+    if vendor == "postgresql":
+        return path, f"WITH moved AS ({sql}) {join_sql(path, 'moved')}", None
+    return path, sql, f"{join_sql(path)} WHERE r0.{quoted_pk(path[0][1])} = %s"
+
+
 @lru_cache(maxsize=None)
 def _field_names(model: type[models.Model]) -> frozenset[str]:
     return frozenset(field.name for field in model._meta.concrete_fields)
-
-
-@lru_cache(maxsize=None)
-def _columns(model: type[models.Model], vendor: str) -> str:
-    """Every column of the model, quoted for the database (`vendor` keys the cache)."""
-    return ", ".join(connection.ops.quote_name(field.column) for field in model._meta.concrete_fields)

@@ -13,10 +13,11 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, models, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from agents.models import AgentVersion
+from core.rows import insert_rows
 from core.states import change_status, transition_all
 from core.tasks import send_after_commit
 from engine import gates
@@ -80,14 +81,23 @@ def _policy(graph: Graph) -> Policy:
 
 
 def _progress(execution: Execution) -> Progress:
-    def statuses(node_ids) -> dict[str, str]:
-        rows = execution.node_runs.filter(node_id__in=node_ids).order_by("sequence", "id")
-        return dict(rows.values_list("node_id", "status"))  # the latest run of each node wins
-
-    return Progress(elapsed_seconds=_elapsed(execution, timezone.now()), statuses=statuses,
+    return Progress(elapsed_seconds=_elapsed(execution, timezone.now()), statuses=lambda ids: _statuses(execution, ids),
                     any_active=lambda: _any_active(execution),
                     steps_taken=lambda: execution.node_runs.filter(kind__in=ROUND_STARTS).count(),
                     state=execution.state, input=execution.input, start=(execution.rerun or {}).get("from_node"))
+
+
+def _statuses(execution: Execution, node_ids) -> dict[str, str]:
+    """The status of the latest run of each of `node_ids` that has run. Plain SQL, asked
+    after every node run that has nodes after it (see _any_active)."""
+    node_ids = list(node_ids)
+    if not node_ids:
+        return {}
+    table = connection.ops.quote_name(NodeRun._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT node_id, status FROM {table} WHERE execution_id = %s AND node_id IN "
+                       f"({', '.join(['%s'] * len(node_ids))}) ORDER BY sequence, id", [execution.pk, *node_ids])
+        return dict(cursor.fetchall())  # the latest run of each node wins
 
 
 def _outcome(run: NodeRun, retryable: bool) -> Outcome:
@@ -102,7 +112,7 @@ def _start_layer(execution: Execution, plan: Plan, node_ids: list[str], graph: G
     a worker, the first that is not a gate is claimed for that worker to run next (see
     node_run.node_run_execute). A gate opens, waiting for a person, and goes to no worker."""
     now = timezone.now()
-    last = execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0
+    last = _last_sequence(execution)
     pinned = execution.agent_versions
     opened = {node_id: _gate_opened(execution, graph, node_id, now) for node_id in node_ids
              if graph.nodes[node_id].gate is not None}
@@ -110,7 +120,7 @@ def _start_layer(execution: Execution, plan: Plan, node_ids: list[str], graph: G
               and time.monotonic() < getattr(_inline, "until", 0))
     claimed = next((node_id for node_id in node_ids if node_id not in opened), None) if inline else None
     claim = f"{getattr(_inline, 'worker', '')}/{uuid.uuid4().hex[:8]}"
-    runs = NodeRun.objects.bulk_create([
+    runs = insert_rows([
         NodeRun(execution=execution, node_id=node_id, agent_id=plan.agents[node_id],
                 agent_version_id=pinned.get(node_id) or graph.versions.get(plan.agents[node_id]), kind="first",
                 attempt=1, sequence=last + offset, available_at=now, heartbeat_at=now,
@@ -169,7 +179,7 @@ def _unpaused(execution: Execution, now) -> dict:
 def _new_run(execution: Execution, node_id: str, *, agent_id: int, kind: str, attempt: int, delay: float = 0,
              status: str = NodeRun.Status.PENDING) -> NodeRun:
     now = timezone.now()
-    sequence = (execution.node_runs.aggregate(models.Max("sequence"))["sequence__max"] or 0) + 1
+    sequence = _last_sequence(execution) + 1
     version = (kind != "fallback" and execution.agent_versions.get(node_id)  # pinned by a re-run
                or AgentVersion.objects.filter(agent_id=agent_id).values_list("pk", flat=True).first())  # the latest
     graph = execution_graph(execution)
@@ -242,6 +252,14 @@ def _any_active(execution: Execution) -> bool:
         cursor.execute(f"SELECT 1 FROM {table} WHERE execution_id = %s AND status IN (%s, %s, %s) LIMIT 1",
                        [execution.pk, NodeRun.Status.PENDING, NodeRun.Status.RUNNING, NodeRun.Status.WAITING])
         return cursor.fetchone() is not None
+
+
+def _last_sequence(execution: Execution) -> int:
+    """The sequence number of the execution's latest node run (0: none yet)."""
+    table = connection.ops.quote_name(NodeRun._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT MAX(sequence) FROM {table} WHERE execution_id = %s", [execution.pk])
+        return cursor.fetchone()[0] or 0
 
 
 def _locked(execution: Execution) -> Execution:

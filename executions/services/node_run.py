@@ -21,7 +21,7 @@ from django.utils import timezone
 from agents.backends.metering import Budget, Meter, metered
 from agents.documents import agent_as_of
 from agents.models import Agent
-from core.states import claim_row, transition
+from core.states import claim_row, touch_row, transition
 from executions import nodes, runner
 from executions.models import Execution, NodeRun
 from executions.services.advance import (
@@ -53,7 +53,7 @@ def node_run_execute(*, node_run_id: int, worker: str) -> str:
     else:
         if _inline.next is not None:  # give it back to the queue
             run, claim = _inline.next
-            if transition(NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.PENDING,
+            if transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.PENDING, where={"worker": claim},
                           worker="") == 1:
                 _dispatch(run.pk)
     return first
@@ -67,18 +67,17 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
         run = _claim(node_run_id, claim, now)
         if run is None:
             return "duplicate"
-        run.execution = Execution.objects.select_related("workflow").get(pk=run.execution_id)
     else:
         run, claim = claimed
     execution = run.execution
     if execution.status != Execution.Status.RUNNING:
-        transition(NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED,
+        transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED, where={"worker": claim},
                    completed_at=now)
         return "cancelled"
     ended = _wall_time_end(execution, now)
     if ended:
         with transaction.atomic():
-            transition(NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED,
+            transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED, where={"worker": claim},
                        completed_at=now)
             _end(_locked(execution), ended.status, ended.reason)
         return "ended"
@@ -113,28 +112,37 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
 
 def _claim(node_run_id: int, claim: str, now) -> NodeRun | None:
     """Claim a pending node run for `claim`: a conditional UPDATE that must touch exactly
-    one row, returning that row (PostgreSQL and SQLite 3.35+ have RETURNING), so that
-    claiming and reading the run are one round trip. None: someone else has it."""
-    return claim_row(NodeRun, node_run_id, NodeRun.Status.PENDING, NodeRun.Status.RUNNING, worker=claim,
-                     started_at=now, heartbeat_at=now)
+    one row, returning that row with its execution and workflow (one statement on
+    PostgreSQL). None: someone else has it."""
+    return claim_row(NodeRun, node_run_id, NodeRun.Status.PENDING, NodeRun.Status.RUNNING,
+                     select_related="execution__workflow", worker=claim, started_at=now, heartbeat_at=now)
 
 
-def _locked_for_result(execution: Execution, charge: dict | None = None) -> Execution:
+def _locked_for_result(execution: Execution, added: dict | None = None, flags: dict | None = None) -> Execution:
     """Lock a running execution's row before storing a node's result, by touching it: one
-    UPDATE that also says it is still running and adds the node's cost (`charge`), instead
-    of reading the row again. Its state is read again only in workflows whose nodes write
-    it (output_mapping): in the others it stays `{}`. An execution no longer running is read
-    again whole."""
-    charge = charge or {}
-    running = Execution.objects.filter(pk=execution.pk, status=Execution.Status.RUNNING)
-    if not Execution.workflow.is_cached(execution) or running.update(updated_at=timezone.now(), **charge) != 1:
-        execution = _locked(execution)
-        if charge:
-            Execution.objects.filter(pk=execution.pk).update(**charge)
-        return execution
-    if execution_graph(execution).writes_state:
-        execution.state = running.values_list("state", flat=True).get()
+    UPDATE that also says it is still running, adds the node's cost (`added`, `flags`:
+    see _metered) and, in workflows whose nodes write the run's state (output_mapping),
+    returns that state; in the others it stays `{}`. An execution no longer running is
+    read again whole."""
+    added, flags = added or {}, flags or {}
+    if Execution.workflow.is_cached(execution):
+        writes_state = execution_graph(execution).writes_state
+        touched = touch_row(Execution, execution.pk, Execution.Status.RUNNING, add=added,
+                            returning=("state",) if writes_state else (), **flags)
+        if touched is not None:
+            if writes_state:
+                (execution.state,) = touched
+            return execution
+    execution = _locked(execution)
+    _charge(execution, added, flags)
     return execution
+
+
+def _charge(execution: Execution, added: dict, flags: dict) -> None:
+    """Add a node's cost to its execution however it ended (see _metered)."""
+    if added or flags:
+        Execution.objects.filter(pk=execution.pk).update(
+            **{name: models.F(name) + amount for name, amount in added.items()}, **flags)
 
 
 def _budget(execution: Execution, graph) -> Budget | None:
@@ -154,27 +162,24 @@ def _budget(execution: Execution, graph) -> Budget | None:
                   spent=lambda: rows.values_list("cost", flat=True).get())
 
 
-def _metered(meter: Meter | None) -> tuple[dict, dict]:
-    """The node run's fields for the calls `meter` recorded, and what they add to its execution
-    (their cost; the claims they made on its max_cost, released)."""
+def _metered(meter: Meter | None) -> tuple[dict, dict, dict]:
+    """The node run's fields for the calls `meter` recorded; the amounts they add to its
+    execution's columns (their cost; the claims they made on its max_cost, released, as a
+    negative amount); and the execution's fields they set (an unpriced call: not complete)."""
     if meter is None or not (meter.calls or meter.reserved):
-        return {}, {}
-    charge = {"cost": models.F("cost") + meter.cost} if meter.cost else {}
-    if meter.reserved:
-        charge["cost_reserved"] = models.F("cost_reserved") - meter.reserved
-    if not meter.complete:
-        charge["cost_complete"] = False
+        return {}, {}, {}
+    added = {name: amount for name, amount in (("cost", meter.cost), ("cost_reserved", -meter.reserved)) if amount}
     return ({"calls": [call.as_dict() for call in meter.calls], "cost": meter.cost, "cost_complete": meter.complete},
-            charge)
+            added, {} if meter.complete else {"cost_complete": False})
 
 
 def _node_succeeded(run: NodeRun, claim: str, performed, node, meter: Meter | None = None) -> None:
     ended = timezone.now()
-    calls, charge = _metered(meter)
+    calls, added, flags = _metered(meter)
     with transaction.atomic():
-        execution = _locked_for_result(run.execution, charge)
+        execution = _locked_for_result(run.execution, added, flags)
         stored = transition(
-            NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.SUCCESS,
+            NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.SUCCESS, where={"worker": claim},
             output=performed.output, completed_at=ended,
             duration_ms=_ms(run.started_at, ended), **_fields(performed.record), **calls)
         if stored != 1:
@@ -186,13 +191,12 @@ def _node_succeeded(run: NodeRun, claim: str, performed, node, meter: Meter | No
 
 def _node_failed(run: NodeRun, claim: str, failure, meter: Meter | None = None) -> None:
     ended = timezone.now()
-    calls, charge = _metered(meter)
+    calls, added, flags = _metered(meter)
     with transaction.atomic():
         execution = _locked(run.execution)
-        if charge:
-            Execution.objects.filter(pk=execution.pk).update(**charge)
+        _charge(execution, added, flags)
         stored = transition(
-            NodeRun.objects.filter(worker=claim), run.pk, NodeRun.Status.RUNNING, NodeRun.Status.FAILED,
+            NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.FAILED, where={"worker": claim},
             error=str(failure), error_code=failure.code, completed_at=ended,
             error_details=getattr(failure, "details", None),
             duration_ms=_ms(run.started_at, ended), **_fields(failure.record), **calls)

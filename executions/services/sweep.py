@@ -67,8 +67,8 @@ def node_runs_sweep(*, now=None) -> dict:
             report["failed"].append(run.pk)
             continue
         with transaction.atomic():
-            if transition(NodeRun.objects.filter(worker=run.worker), run.pk, NodeRun.Status.RUNNING,
-                          NodeRun.Status.PENDING, worker="", heartbeat_at=now,
+            if transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.PENDING,
+                          where={"worker": run.worker}, worker="", heartbeat_at=now,
                           dispatches=models.F("dispatches") + 1) == 1:
                 report["requeued"].append(run.pk)
                 _dispatch(run.pk)

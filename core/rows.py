@@ -1,0 +1,136 @@
+"""Rows written and read with SQL built once per shape of statement, for the statements on
+every node's path: building them with the ORM each time cost more than running them.
+What they read is converted as the ORM converts it (JSON decoded, datetimes made aware),
+into model instances as a queryset makes them."""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Iterable
+
+from django.db import connection, models
+
+
+def insert_rows(objs: Iterable[models.Model]) -> list[models.Model]:
+    """INSERT new instances of one model, as many to a statement as the database allows,
+    setting their primary keys (RETURNING); as bulk_create does, with no signals sent."""
+    objs = list(objs)
+    if not objs:
+        return objs
+    model = type(objs[0])
+    fields = _inserted_fields(model)
+    batch = max(connection.ops.bulk_batch_size(fields, objs), 1)
+    for start in range(0, len(objs), batch):
+        chunk = objs[start:start + batch]
+        values = [field.get_db_prep_save(field.pre_save(obj, True), connection) for obj in chunk for field in fields]
+        with connection.cursor() as cursor:
+            cursor.execute(_insert_sql(model, connection.vendor, len(chunk)), values)
+            keys = [row[0] for row in cursor.fetchall()]
+        for obj, key in zip(chunk, keys):
+            obj.pk = key
+            obj._state.adding, obj._state.db = False, connection.alias
+    return objs
+
+
+@lru_cache(maxsize=None)
+def _inserted_fields(model: type[models.Model]) -> tuple:
+    return tuple(field for field in model._meta.concrete_fields
+                 if not field.generated and field is not model._meta.auto_field)
+
+
+@lru_cache(maxsize=64)
+def _insert_sql(model: type[models.Model], vendor: str, count: int) -> str:
+    quote = connection.ops.quote_name
+    fields = _inserted_fields(model)
+    row = f"({', '.join(['%s'] * len(fields))})"
+    return (f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+            f"VALUES {', '.join([row] * count)} RETURNING {quoted_pk(model)}")
+
+
+def db_values(model: type[models.Model], values: dict[str, Any]) -> list:
+    """`values` as the database stores them (JSON adapted, datetimes made aware, …)."""
+    return [model._meta.get_field(name).get_db_prep_save(value, connection) for name, value in values.items()]
+
+
+def related_path(model: type[models.Model], select_related: str):
+    """The foreign key followed at each step of `select_related`, with the model it leads to."""
+    for name in filter(None, select_related.split("__")):
+        field = model._meta.get_field(name)
+        yield field, field.related_model
+        model = field.related_model
+
+
+def join_sql(path: tuple, source: str = "") -> str:
+    """SELECT of the rows along `path`, aliased r0, r1, …, each LEFT JOINed to the one
+    before: after `source`'s columns, joined to it, when there is one; else from r0."""
+    quote = connection.ops.quote_name
+    columns, tables = [f"{source}.*"] if source else [], []
+    for index, (key, related) in enumerate(path):
+        alias = f"r{index}"
+        columns.append(", ".join(f"{alias}.{quote(f.column)}" for f in related._meta.concrete_fields))
+        table = f"{quote(related._meta.db_table)} {alias}"
+        before = f"r{index - 1}" if index else source
+        tables.append(f"LEFT JOIN {table} ON {alias}.{quoted_pk(related)} = {before}.{quote(key.column)}"
+                      if before else table)
+    return f"SELECT {', '.join(columns)} FROM {source} {' '.join(tables)}" if source else \
+        f"SELECT {', '.join(columns)} FROM {' '.join(tables)}"
+
+
+def attach(instance: models.Model, path: tuple, values: tuple) -> None:
+    """Attach the rows of `path` read as `values` (one after another) to `instance`, as
+    select_related would; a step whose row is missing (NULL) ends the chain."""
+    for key, related in path:
+        count = len(attnames(related))
+        row, values = values[:count], values[count:]
+        if not row or row[attnames(related).index(related._meta.pk.attname)] is None:
+            return
+        child = from_row(related, row)
+        setattr(instance, key.name, child)
+        instance = child
+
+
+def from_row(model: type[models.Model], row: tuple) -> models.Model:
+    """A model instance from the first columns of `row`, converted as the ORM would."""
+    return model.from_db(connection.alias, attnames(model),
+                         [_read(value, reader) for value, reader in zip(row, _readers(model, connection.vendor))])
+
+
+def read_values(model: type[models.Model], names: tuple[str, ...], row: tuple) -> tuple:
+    """The columns of the fields `names` read as `row`, converted as the ORM would."""
+    readers = dict(zip(attnames(model), _readers(model, connection.vendor)))
+    return tuple(_read(value, readers[model._meta.get_field(name).attname]) for value, name in zip(row, names))
+
+
+def _read(value: Any, reader: tuple) -> Any:
+    expression, converters = reader
+    for converter in converters:
+        value = converter(value, expression, connection)
+    return value
+
+
+@lru_cache(maxsize=None)
+def _readers(model: type[models.Model], vendor: str) -> list[tuple]:
+    """Each concrete field's column expression with the converters that read it."""
+    found = []
+    for field in model._meta.concrete_fields:
+        expression = field.get_col(model._meta.db_table)
+        found.append((expression, connection.ops.get_db_converters(expression) + expression.get_db_converters(connection)))
+    return found
+
+
+@lru_cache(maxsize=None)
+def attnames(model: type[models.Model]) -> list[str]:
+    return [field.attname for field in model._meta.concrete_fields]
+
+
+def column(model: type[models.Model], name: str) -> str:
+    return connection.ops.quote_name(model._meta.get_field(name).column)
+
+
+def quoted_pk(model: type[models.Model]) -> str:
+    return connection.ops.quote_name(model._meta.pk.column)
+
+
+@lru_cache(maxsize=None)
+def columns(model: type[models.Model], vendor: str) -> str:
+    """Every column of the model, quoted for the database (`vendor` keys the cache)."""
+    return ", ".join(connection.ops.quote_name(field.column) for field in model._meta.concrete_fields)
