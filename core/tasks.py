@@ -16,29 +16,44 @@ def ping(self, value):
 
 def send_after_commit(task_name: str, *args, countdown: float | None = None, **options) -> None:
     """Send the task named `task_name` (e.g. "executions.run_node") with `args` to the
-    workers' queue once the current transaction commits, so a worker never looks for a row
-    that is not there yet (at once when there is none). `options` go to apply_async as they
-    are (e.g. time limits).
+    workers' queue once the current transaction commits (see send_all_after_commit)."""
+    send_all_after_commit(task_name, [args], countdown=countdown, **options)
+
+
+def send_all_after_commit(task_name: str, batch: list[tuple], *, countdown: float | None = None, **options) -> None:
+    """Send one message of the task named `task_name` for the args of each item of `batch`
+    to the workers' queue once the current transaction commits (at once when there is
+    none), so a worker never looks for a row that is not there yet. The batch is published
+    together, after the commit, through one producer from the app's pool: a layer of a DAG
+    costs one connection from the pool, not one per node. `options` go to apply_async as
+    they are (e.g. time limits).
 
     By name, so that a service sending a task need not import the tasks module, which
     imports the services (a cycle). A task this process has imported sends itself, with
     its own options; any other goes by name as the same message, keeping no result (no
     one can wait for the result of a send made after commit).
 
-    A send that fails (Redis away) is logged, not raised: what caused it is committed and
-    correct, so it must not become a 500 or a failed node. The sweep sends node runs and
-    evaluations again from the database once Redis is back."""
+    A send that fails (Redis away) is logged, not raised, and the rest of the batch is not
+    tried: what caused it is committed and correct, so it must not become a 500 or a failed
+    node. The sweep sends node runs and evaluations again from the database once Redis is
+    back."""
     queue = settings.CELERY_TASK_DEFAULT_QUEUE  # the queue as it is now, not when the commit comes
+    batch = list(batch)
 
     def send():
+        task = current_app.tasks.get(task_name)
+        sent = 0
         try:
-            task = current_app.tasks.get(task_name)
-            if task is not None:
-                task.apply_async(args, countdown=countdown or None, queue=queue, **options)
-            else:
-                current_app.send_task(task_name, args, countdown=countdown or None, queue=queue, ignore_result=True,
-                                      **options)
+            with current_app.producer_or_acquire() as producer:
+                for args in batch:
+                    if task is not None:
+                        task.apply_async(args, countdown=countdown or None, queue=queue, producer=producer, **options)
+                    else:
+                        current_app.send_task(task_name, args, countdown=countdown or None, queue=queue,
+                                              ignore_result=True, producer=producer, **options)
+                    sent += 1
         except Exception:  # kombu's OperationalError, redis' errors: the broker could not be reached
-            logger.warning("could not send %s%r to the queue %r", task_name, tuple(args), queue, exc_info=True)
+            logger.warning("could not send %s%r to the queue %r (%d more of its batch not sent)", task_name,
+                           tuple(batch[sent]), queue, len(batch) - sent - 1, exc_info=True)
 
     transaction.on_commit(send)

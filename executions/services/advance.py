@@ -19,7 +19,7 @@ from django.utils import timezone
 from agents.models import AgentVersion
 from core.rows import insert_rows
 from core.states import change_status, transition_all
-from core.tasks import send_after_commit
+from core.tasks import send_after_commit, send_all_after_commit
 from engine import gates
 from engine.context.errors import RefError
 from engine.context.resolution import select_path
@@ -137,9 +137,7 @@ def _start_layer(execution: Execution, plan: Plan, node_ids: list[str], graph: G
             _inline.next = (first, claim)
 
         transaction.on_commit(keep)
-    for run in runs:
-        if run.node_id != claimed and run.node_id not in opened:
-            _dispatch(run.pk)
+    _dispatch(*(run.pk for run in runs if run.node_id != claimed and run.node_id not in opened))
 
 
 GATE_DECISION = ("decision", "comment", "decided_by", "timed_out")  # what a transition's condition reads as `gate`
@@ -194,18 +192,19 @@ def _new_run(execution: Execution, node_id: str, *, agent_id: int, kind: str, at
         completed_at=now if status == NodeRun.Status.SKIPPED else None, **opened,
     )
     if status == NodeRun.Status.PENDING:
-        _dispatch(run.pk, delay)
+        _dispatch(run.pk, delay=delay)
     elif opened:
         _pause_at_gates(execution)
     return run
 
 
-def _dispatch(node_run_id: int, delay: float = 0) -> None:
-    """Send the node run to a worker once the transaction commits (counted in `dispatches`
-    by whoever calls this: creation sets 1, the sweep adds one)."""
-    send_after_commit("executions.run_node", node_run_id, countdown=delay,
-                      soft_time_limit=settings.NODE_SOFT_TIME_LIMIT_SECONDS,
-                      time_limit=settings.NODE_HARD_TIME_LIMIT_SECONDS)
+def _dispatch(*node_run_ids: int, delay: float = 0) -> None:
+    """Send the node runs to workers once the transaction commits, together (counted in
+    `dispatches` by whoever calls this: creation sets 1, the sweep adds one)."""
+    if node_run_ids:
+        send_all_after_commit("executions.run_node", [(pk,) for pk in node_run_ids], countdown=delay,
+                              soft_time_limit=settings.NODE_SOFT_TIME_LIMIT_SECONDS,
+                              time_limit=settings.NODE_HARD_TIME_LIMIT_SECONDS)
 
 
 def _apply_output_mapping(execution: Execution, run: NodeRun, node=None) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from agents.models import Agent, DeriveRequest
 from core.errors import IllegalTransition
-from core.states import change_status, claim_row, transition, transition_all
+from core.states import change_status, claim_row, touch_row, transition, transition_all
 from executions.models import Execution, NodeRun
 from workflows.models import Workflow
 
@@ -93,7 +93,22 @@ def test_it_touches_no_row_when_the_status_moved_on():
 def test_it_touches_no_row_of_another_claim():
     run = _run("running", worker="w1")
     assert transition(NodeRun.objects.filter(worker="w2"), run.pk, "running", "pending", worker="") == 0
+    assert transition(NodeRun, run.pk, "running", "pending", where={"worker": "w2"}, worker="") == 0
     assert NodeRun.objects.get(pk=run.pk).status == "running"
+    assert transition(NodeRun, run.pk, "running", "pending", where={"worker": "w1"}, worker="") == 1
+    assert NodeRun.objects.get(pk=run.pk).worker == ""
+
+
+@pytest.mark.django_db
+def test_it_touches_a_row_only_in_its_status_adding_and_returning_as_the_orm_reads():
+    run = _run()
+    execution = Execution.objects.get(pk=run.execution_id)
+    Execution.objects.filter(pk=execution.pk).update(cost=5, state={"seen": [1, "two"]})
+    assert touch_row(Execution, execution.pk, "running", add={"cost": 7}, returning=("state", "updated_at"),
+                     cost_complete=False) == ({"seen": [1, "two"]}, Execution.objects.get(pk=execution.pk).updated_at)
+    assert Execution.objects.filter(pk=execution.pk, cost=12, cost_complete=False).exists()
+    assert touch_row(Execution, execution.pk, "success", add={"cost": 1}) is None
+    assert Execution.objects.get(pk=execution.pk).cost == 12
 
 
 @pytest.mark.django_db
@@ -138,6 +153,24 @@ def test_it_claims_a_row_and_returns_it_as_stored_in_one_statement(django_assert
         run.pk, "running", "w1", now, "n")
     assert claim_row(NodeRun, run.pk, "pending", "running", worker="w2") is None
     assert NodeRun.objects.get(pk=run.pk).worker == "w1"
+
+
+@pytest.mark.django_db
+def test_it_claims_a_row_with_the_rows_it_points_to_as_select_related_reads_them(django_assert_num_queries):
+    run = _run(resolved_inputs={"text": "é"})
+    Execution.objects.filter(pk=run.execution_id).update(input={"topic": "tides"})
+    expected = NodeRun.objects.select_related("execution__workflow").get(pk=run.pk)
+    from django.db import connection
+
+    with django_assert_num_queries(1 if connection.vendor == "postgresql" else 2):
+        claimed = claim_row(NodeRun, run.pk, "pending", "running", select_related="execution__workflow", worker="w1")
+        execution, workflow = claimed.execution, claimed.execution.workflow  # no query: attached
+    assert (claimed.resolved_inputs, claimed.worker, claimed.status) == ({"text": "é"}, "w1", "running")
+    assert (execution.pk, execution.input, execution.created_at, execution.status) == (
+        expected.execution.pk, {"topic": "tides"}, expected.execution.created_at, "running")
+    assert (workflow.pk, workflow.workflow_id, workflow.updated_at) == (
+        expected.execution.workflow.pk, "w", expected.execution.workflow.updated_at)
+    assert claim_row(NodeRun, run.pk, "pending", "running", select_related="execution__workflow") is None
 
 
 # Where statuses of existing rows may be written: the module that checks the machines.

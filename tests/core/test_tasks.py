@@ -67,3 +67,25 @@ def test_it_sends_a_task_by_name_to_the_queue_of_the_moment_with_its_countdown_a
     assert headers["timelimit"] == [12, 10]
     assert headers["eta"] is not None
     assert message["properties"]["delivery_info"]["routing_key"] == queue
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_sends_a_batch_after_the_commit_in_order_and_nothing_when_the_transaction_rolls_back(settings):
+    from django.db import transaction
+
+    from core.tasks import send_all_after_commit
+
+    settings.CELERY_TASK_DEFAULT_QUEUE = queue = f"switchyard-test-{uuid.uuid4().hex[:12]}"
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    try:
+        with pytest.raises(RuntimeError), transaction.atomic():
+            send_all_after_commit("core.tasks.ping", [(0,)])
+            raise RuntimeError("rolled back")
+        with transaction.atomic():
+            send_all_after_commit("core.tasks.ping", [(1,), (2,), (3,)])
+            assert broker.llen(queue) == 0, "sent before the commit"
+        # LPUSH puts each message at the head; workers take from the tail: the first sent is the first taken.
+        messages = [json.loads(raw) for raw in reversed(broker.lrange(queue, 0, -1))]
+    finally:
+        broker.delete(queue)
+    assert [json.loads(base64.b64decode(message["body"]))[0] for message in messages] == [[1], [2], [3]]

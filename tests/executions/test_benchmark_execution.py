@@ -33,26 +33,30 @@ def left_behind():
 def test_it_prints_per_node_ratios_and_deletes_what_it_made(bench_env):
     queue = bench_env.CELERY_TASK_DEFAULT_QUEUE
     out = io.StringIO()
-    call_command("benchmark_execution", "--chain", "3", "--wide", "3", "--timeout", "60", stdout=out)
+    call_command("benchmark_execution", "--chain", "3", "--wide", "3", "--layer", "6", "--timeout", "60", stdout=out)
     text = out.getvalue()
     assert re.search(rf"^database: {connection.vendor}", text, re.MULTILINE), text
     assert re.search(rf"^baseline: 3 sequential core\.tasks\.ping .* {NUMBER} and {NUMBER} ms each", text,
                      re.MULTILINE), text
-    for label in ("chain of 3 nodes", "wide dag of 3 nodes"):
-        assert re.search(rf"^{label} \(.*\): {NUMBER} ms per node vs bare Celery round trip {NUMBER} ms "
-                         rf"→ {NUMBER}× \(target ≤ 3× on PostgreSQL.*; evaluated {NUMBER} ms after it ended", text,
-                         re.MULTILINE), text
+    for label, target in (("chain of 3 nodes", "1.5"), ("wide dag of 3 nodes", "2"), ("wide dag of 6 nodes", "2")):
+        assert re.search(rf"^{label} \((?:dag, independent nodes \(no edges\)|seq)\): {NUMBER} ms per node vs "
+                         rf"bare Celery round trip {NUMBER} ms → {NUMBER}× \(target ≤ {target}× on PostgreSQL.*; "
+                         rf"evaluated {NUMBER} ms after it ended", text, re.MULTILINE), text
+    assert re.search(rf"^wide dag of 6 nodes .*; {NUMBER}× the per-node time of the smaller dag \(target ≤ 1.1×", text,
+                     re.MULTILINE), text
     assert left_behind() == (0, 0, 0, 0, 0)
     assert bench_env.CELERY_TASK_DEFAULT_QUEUE == queue
 
 
 def test_it_prints_json(bench_env):
     out = io.StringIO()
-    call_command("benchmark_execution", "--chain", "2", "--wide", "2", "--json", stdout=out)
+    call_command("benchmark_execution", "--chain", "2", "--wide", "2", "--layer", "0", "--wide-shape", "fanout",
+                 "--json", stdout=out)
     report = json.loads(out.getvalue())
     assert report["error"] is None and len(report["baseline"]["per_task_s"]) == 2
     assert all(f["evaluated_s"] > 0 for f in report["figures"])
-    assert [(f["name"], f["nodes"]) for f in report["figures"]] == [("chain", 2), ("wide", 2)]
+    assert [(f["name"], f["nodes"], f["shape"]) for f in report["figures"]] == [
+        ("chain", 2, "seq"), ("wide", 2, "dag, one root fanning out")]
     assert [f["baseline_s"] for f in report["figures"]] == report["baseline"]["per_task_s"]
     assert all(f["ratio"] > 0 and f["ratio"] == pytest.approx(f["per_node_s"] / f["baseline_s"])
                for f in report["figures"])

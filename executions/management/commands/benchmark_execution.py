@@ -41,7 +41,10 @@ from executions.services import execution_cancel, execution_start
 from workflows.models import Workflow
 
 ROOT = Path(__file__).resolve().parents[3]
-TARGET = 3.0  # per-node time over the bare round trip, on PostgreSQL
+# Per-node time over the bare round trip, on PostgreSQL; the large layer must also cost no
+# more per node than the 500-node DAG (GROWTH_TARGET: its per-node time over the DAG's).
+TARGETS = {"chain": 1.5, "wide": 2.0, "layer": 2.0}
+GROWTH_TARGET = 1.1
 POLL_SECONDS = 0.02
 TERMINAL = {Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED,
             Execution.Status.ESCALATED}
@@ -178,6 +181,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--chain", type=int, default=200, help="nodes of the seq chain (default 200)")
         parser.add_argument("--wide", type=int, default=500, help="nodes of the wide dag (default 500)")
+        parser.add_argument("--layer", type=int, default=2000,
+                            help="nodes of a second, larger wide dag of the same shape, to show per-node time does "
+                                 "not grow with the layer (default 2000; 0: skip it)")
         parser.add_argument("--wide-shape", choices=["independent", "fanout"], default="independent",
                             help="independent: no edges, all nodes start at once (default); "
                                  "fanout: one root node, then all the others")
@@ -187,14 +193,15 @@ class Command(BaseCommand):
                             help="run the worker under cProfile and write its stats here (slows it down)")
         parser.add_argument("--json", dest="as_json", action="store_true", help="print the figures as JSON")
 
-    def handle(self, *args, chain, wide, wide_shape, timeout, worker_profile, as_json, **options):
-        if chain < 1 or wide < 1:
-            raise CommandError("--chain and --wide need at least one node")
+    def handle(self, *args, chain, wide, layer, wide_shape, timeout, worker_profile, as_json, **options):
+        if chain < 1 or wide < 1 or layer < 0:
+            raise CommandError("--chain and --wide need at least one node, --layer none or more")
 
         token = secrets.token_hex(4)
         queue = f"switchyard-bench-{token}"
         agent_id = f"bench_noop_{token}"
-        workflows = {"warmup": f"bench_warmup_{token}", "chain": f"bench_chain_{token}", "wide": f"bench_wide_{token}"}
+        workflows = {"warmup": f"bench_warmup_{token}", "chain": f"bench_chain_{token}", "wide": f"bench_wide_{token}",
+                     "layer": f"bench_layer_{token}"}
         # The worker runs as deployed workers do, with DEBUG off: with it on, Django keeps and
         # logs every query, which a deployment does not pay for.
         env = dict(os.environ, DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "project.settings"),
@@ -210,6 +217,8 @@ class Command(BaseCommand):
                 workflow_document(workflows["chain"], agent_id, topology="seq", nodes=chain),
                 workflow_document(workflows["wide"], agent_id, topology="dag", nodes=wide,
                                   fan_out=wide_shape == "fanout"),
+                workflow_document(workflows["layer"], agent_id, topology="dag", nodes=max(layer, 1),
+                                  fan_out=wide_shape == "fanout"),
             ], actor="benchmark_execution")
             worker.start()
             settings.CELERY_TASK_DEFAULT_QUEUE = queue  # what _dispatch sends node runs to
@@ -220,10 +229,11 @@ class Command(BaseCommand):
 
             report["baseline"] = {"name": "bare Celery round trip", "task": ping.name, "round_trips": chain,
                                   "per_task_s": []}
-            for label, workflow_id, count, shape in (
-                    ("chain", workflows["chain"], chain, "seq"),
-                    ("wide", workflows["wide"], wide, "dag, " + ("independent nodes (no edges)" if wide_shape
-                                                               == "independent" else "one root fanning out"))):
+            dag = "dag, " + ("independent nodes (no edges)" if wide_shape == "independent" else "one root fanning out")
+            runs = [("chain", workflows["chain"], chain, "seq"), ("wide", workflows["wide"], wide, dag)]
+            if layer:
+                runs.append(("layer", workflows["layer"], layer, dag))
+            for label, workflow_id, count, shape in runs:
                 # The baseline right before each run, so that a machine that gets busier or quieter
                 # during the benchmark moves both sides of each ratio alike.
                 baseline = self.round_trips(ping, queue, chain, timeout)
@@ -232,8 +242,10 @@ class Command(BaseCommand):
                 per_node = measured["wall_s"] / count
                 report["figures"].append({
                     "name": label, "nodes": count, "shape": shape, **measured, "per_node_s": per_node,
-                    "baseline_s": baseline, "ratio": per_node / baseline, "target": TARGET,
+                    "baseline_s": baseline, "ratio": per_node / baseline, "target": TARGETS[label],
                 })
+                if label == "layer":
+                    report["figures"][-1]["growth"] = per_node / report["figures"][1]["per_node_s"]
         except BenchmarkFailed as failure:
             report["error"] = str(failure)
         finally:
@@ -337,11 +349,16 @@ class Command(BaseCommand):
         for f in report["figures"]:
             verdict = ("ok" if f["ratio"] <= f["target"] else "OVER TARGET") if postgres else "informational here"
             label = f"chain of {f['nodes']} nodes" if f["name"] == "chain" else f"wide dag of {f['nodes']} nodes"
+            growth = ""
+            if "growth" in f:
+                grown = ("ok" if f["growth"] <= GROWTH_TARGET else "OVER TARGET") if postgres else "informational here"
+                growth = (f"; {f['growth']:.2f}× the per-node time of the smaller dag (target ≤ {GROWTH_TARGET:g}×, "
+                          f"{grown})")
             self.stdout.write(
                 f"{label} ({f['shape']}): {f['per_node_s'] * 1000:.2f} ms per node vs bare Celery round trip "
                 f"{f['baseline_s'] * 1000:.2f} ms → {f['ratio']:.2f}× (target ≤ {f['target']:g}× on PostgreSQL, "
                 f"{verdict}) — {f['wall_s']:.2f} s wall, {f['recorded_s']:.2f} s recorded on the execution; "
                 f"evaluated {f['evaluated_s'] * 1000:.0f} ms after it ended "
-                f"({f['evaluated_s'] / f['baseline_s']:.0f} round trips)")
+                f"({f['evaluated_s'] / f['baseline_s']:.0f} round trips){growth}")
         if report["error"]:
             self.stderr.write(f"benchmark_execution: {report['error']}")
