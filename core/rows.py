@@ -1,13 +1,43 @@
 """Rows written and read with SQL built once per shape of statement, for the statements on
 every node's path: building them with the ORM each time cost more than running them.
 What they read is converted as the ORM converts it (JSON decoded, datetimes made aware),
-into model instances as a queryset makes them."""
+into model instances as a queryset makes them.
+
+On PostgreSQL these statements go through `cursor()`, which binds parameters on the server
+and prepares each statement once per connection, so that PostgreSQL parses and plans it
+once instead of on every node: a fifth of a node's time on a 2-core machine. The rest of
+the project keeps Django's client-side binding, under which any query Django builds works."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Iterable
 
 from django.db import connection, models
+
+
+@contextmanager
+def cursor():
+    """A cursor on the default database whose statements PostgreSQL prepares on first use in
+    each connection (settings: `prepare_threshold` 0; Django's own cursors bind on the client
+    and never prepare); elsewhere Django's own. Wrapped as Django wraps its cursors: errors
+    translated, queries logged when Django logs them."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as plain:
+            yield plain
+        return
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    with connection.wrap_database_errors:
+        raw = ServerBindingCursor(connection.connection)
+    wrapped = connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
+    with wrapped:
+        yield wrapped
+
+
+PARAMETERS = 65535  # the most parameters one statement bound on the server may take (PostgreSQL's protocol)
 
 
 def insert_rows(objs: Iterable[models.Model]) -> list[models.Model]:
@@ -18,13 +48,13 @@ def insert_rows(objs: Iterable[models.Model]) -> list[models.Model]:
         return objs
     model = type(objs[0])
     fields = _inserted_fields(model)
-    batch = max(connection.ops.bulk_batch_size(fields, objs), 1)
+    batch = max(min(connection.ops.bulk_batch_size(fields, objs), PARAMETERS // len(fields)), 1)
     for start in range(0, len(objs), batch):
         chunk = objs[start:start + batch]
         values = [field.get_db_prep_save(field.pre_save(obj, True), connection) for obj in chunk for field in fields]
-        with connection.cursor() as cursor:
-            cursor.execute(_insert_sql(model, connection.vendor, len(chunk)), values)
-            keys = [row[0] for row in cursor.fetchall()]
+        with cursor() as inserting:
+            inserting.execute(_insert_sql(model, connection.vendor, len(chunk)), values)
+            keys = [row[0] for row in inserting.fetchall()]
         for obj, key in zip(chunk, keys):
             obj.pk = key
             obj._state.adding, obj._state.db = False, connection.alias
@@ -59,11 +89,12 @@ def related_path(model: type[models.Model], select_related: str):
         model = field.related_model
 
 
-def join_sql(path: tuple, source: str = "") -> str:
+def join_sql(path: tuple, source: str = "", source_columns: str = "") -> str:
     """SELECT of the rows along `path`, aliased r0, r1, …, each LEFT JOINed to the one
-    before: after `source`'s columns, joined to it, when there is one; else from r0."""
+    before: after the `source_columns` of `source`, joined to it, when there is one; else
+    from r0. Columns are named, never `*`: a prepared statement must not change shape."""
     quote = connection.ops.quote_name
-    columns, tables = [f"{source}.*"] if source else [], []
+    columns, tables = [", ".join(f"{source}.{name}" for name in source_columns.split(", "))] if source else [], []
     for index, (key, related) in enumerate(path):
         alias = f"r{index}"
         columns.append(", ".join(f"{alias}.{quote(f.column)}" for f in related._meta.concrete_fields))

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection, models
 from django.utils import timezone
 
 from core.errors import IllegalTransition
 from core.rows import (
-    attach, attnames, column, columns, db_values, from_row, join_sql, quoted_pk, read_values, related_path,
+    attach, attnames, column, columns, cursor, db_values, from_row, join_sql, quoted_pk, read_values, related_path,
 )
 
 
@@ -53,7 +53,7 @@ class StateMachine:
 Rows = type[models.Model] | models.QuerySet | models.Manager
 
 
-def transition(rows: Rows, pk: Any, from_statuses: str | Iterable[str], to_status: str, *,
+def transition(rows: Rows, pk: Any, from_statuses: str | Iterable[str], to_status: str, /, *,
                where: dict[str, Any] | None = None, **fields: Any) -> int:
     """Move the row `pk` of `rows` (a model, or a queryset narrowing it) to `to_status` if it
     is in one of `from_statuses` and has the values of `where` (e.g. the claim that runs it),
@@ -69,10 +69,10 @@ def transition(rows: Rows, pk: Any, from_statuses: str | Iterable[str], to_statu
     from_statuses = _checked(rows, from_statuses, to_status)
     fields = _stamped(rows, fields)
     sql = _update_sql(rows, connection.vendor, ("status", *fields), (), len(from_statuses), tuple(where), "")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*db_values(rows, {"status": to_status, **fields}), pk, *from_statuses,
+    with cursor() as moving:
+        moving.execute(sql, [*db_values(rows, {"status": to_status, **fields}), pk, *from_statuses,
                              *db_values(rows, where)])
-        return cursor.rowcount
+        return moving.rowcount
 
 
 def transition_all(rows: Rows, from_statuses: str | Iterable[str], to_status: str, **fields: Any) -> int:
@@ -85,8 +85,8 @@ def transition_all(rows: Rows, from_statuses: str | Iterable[str], to_status: st
     return rows.filter(**where).update(status=to_status, **fields)
 
 
-def claim_row(model: type[models.Model], pk: Any, from_status: str, to_status: str, *, select_related: str = "",
-              **fields: Any) -> models.Model | None:
+def claim_row(model: type[models.Model], pk: Any, from_status: str, to_status: str, /, *,
+              select_related: str = "", **fields: Any) -> models.Model | None:
     """`transition` for one row that returns it as it is after the move, or None when it was
     not in `from_status`. Moving and reading the row are one round trip (UPDATE ... RETURNING,
     which PostgreSQL and SQLite 3.35+ have): taking a node run is on every node's path.
@@ -97,33 +97,85 @@ def claim_row(model: type[models.Model], pk: Any, from_status: str, to_status: s
     (from_status,) = _checked(model, from_status, to_status)
     fields = _stamped(model, fields)
     path, sql, then = _claim_sql(model, connection.vendor, ("status", *fields), select_related)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*db_values(model, {"status": to_status, **fields}), pk, from_status])
-        row = cursor.fetchone()
+    with cursor() as claiming:
+        claiming.execute(sql, [*db_values(model, {"status": to_status, **fields}), pk, from_status])
+        row = claiming.fetchone()
         if row is None:
             return None
         claimed, related = from_row(model, row), row[len(attnames(model)):]
         if then:
-            cursor.execute(then, [row[attnames(model).index(path[0][0].attname)]])
-            related = cursor.fetchone() or ()
+            claiming.execute(then, [row[attnames(model).index(path[0][0].attname)]])
+            related = claiming.fetchone() or ()
     attach(claimed, path, related)
     return claimed
 
 
-def touch_row(model: type[models.Model], pk: Any, status: str, *, add: dict[str, Any] | None = None,
+class Touch(NamedTuple):
+    """What touch_row writes to a row that must be in `status` (see transition_under)."""
+
+    model: type[models.Model]
+    pk: Any
+    status: str
+    add: dict[str, Any] = {}
+    returning: tuple[str, ...] = ()
+    fields: dict[str, Any] = {}
+
+
+def touch_row(model: type[models.Model], pk: Any, status: str, /, *, add: dict[str, Any] | None = None,
               returning: tuple[str, ...] = (), **fields: Any) -> tuple | None:
     """Write `fields` (and add the amounts of `add` to their columns) to the row `pk` while it
     is in `status`, leaving its status as it is; returns the values of `returning` after the
     write, or None when the row is not in `status`. The UPDATE holds the row's lock until
     the transaction ends: a lock that also writes and reads, in one statement."""
-    add = add or {}
-    fields = _stamped(model, fields)
-    sql = _update_sql(model, connection.vendor, tuple(fields), tuple(add), 1, (),
-                      ", ".join(column(model, name) for name in returning) or quoted_pk(model))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*db_values(model, fields), *db_values(model, add), pk, status])
-        row = cursor.fetchone()
+    touch = Touch(model, pk, status, add or {}, returning, _stamped(model, fields))
+    with cursor() as touching:
+        touching.execute(_touch_sql(touch), _touch_params(touch))
+        row = touching.fetchone()
     return None if row is None else read_values(model, returning, row)
+
+
+def transition_under(touch: Touch, model: type[models.Model], pk: Any, from_statuses: str | Iterable[str],
+                     to_status: str, /, *, where: dict[str, Any] | None = None,
+                     **fields: Any) -> tuple[tuple | None, int]:
+    """`touch_row(touch)`, then, only if it found its row in its status, `transition(model,
+    pk, …)`: what the touch returned (None: its row was not in its status, and nothing was
+    moved) and the rows moved. On PostgreSQL one statement, the transition's UPDATE waiting
+    for the touch's (its WHERE reads the touch's result), so the touched row is locked
+    first, as it would be in two; elsewhere two statements.
+
+    A worker stores a node's result this way: the execution's row locked, the node run
+    moved, in one round trip."""
+    if connection.vendor != "postgresql":
+        touched = touch_row(touch.model, touch.pk, touch.status, add=touch.add, returning=touch.returning,
+                            **touch.fields)
+        return touched, (0 if touched is None else transition(model, pk, from_statuses, to_status, where=where,
+                                                                  **fields))
+    where = where or {}
+    touch = touch._replace(fields=_stamped(touch.model, touch.fields))
+    from_statuses = _checked(model, from_statuses, to_status)
+    fields = _stamped(model, fields)
+    moving = _update_sql(model, connection.vendor, ("status", *fields), (), len(from_statuses), tuple(where), "1",
+                         "EXISTS (SELECT 1 FROM touched)")
+    returned = ", ".join(f"touched.{column(touch.model, name)}" for name in touch.returning)
+    sql = (f"WITH touched AS ({_touch_sql(touch)}), moved AS ({moving}) "
+           f"SELECT (SELECT COUNT(*) FROM moved){', ' + returned if returned else ''} FROM touched")
+    with cursor() as both:
+        both.execute(sql, [*_touch_params(touch), *db_values(model, {"status": to_status, **fields}), pk,
+                           *from_statuses, *db_values(model, where)])
+        row = both.fetchone()
+    if row is None:
+        return None, 0
+    return read_values(touch.model, touch.returning, row[1:]), row[0]
+
+
+def _touch_sql(touch: Touch) -> str:
+    model = touch.model
+    returning = ", ".join(column(model, name) for name in touch.returning) or quoted_pk(model)
+    return _update_sql(model, connection.vendor, tuple(touch.fields), tuple(touch.add), 1, (), returning)
+
+
+def _touch_params(touch: Touch) -> list:
+    return [*db_values(touch.model, touch.fields), *db_values(touch.model, touch.add), touch.pk, touch.status]
 
 
 def change_status(instance: models.Model, machine: StateMachine, new: str, **fields: Any) -> None:
@@ -167,15 +219,15 @@ def _stamped(model: type[models.Model], fields: dict[str, Any]) -> dict[str, Any
 
 @lru_cache(maxsize=None)
 def _update_sql(model: type[models.Model], vendor: str, assigned: tuple[str, ...], added: tuple[str, ...],
-                statuses: int, where: tuple[str, ...], returning: str) -> str:
+                statuses: int, where: tuple[str, ...], returning: str, condition: str = "") -> str:
     """UPDATE of one row by primary key while its status is one of `statuses` values (and
-    its `where` columns have theirs), setting `assigned` and adding to `added`; parameters in
-    that order. Built once per shape (`vendor` keys the cache)."""
+    its `where` columns have theirs, and `condition` holds), setting `assigned` and adding to
+    `added`; parameters in that order. Built once per shape (`vendor` keys the cache)."""
     sets = [f"{column(model, name)} = %s" for name in assigned]
     sets += [f"{column(model, name)} = {column(model, name)} + %s" for name in added]
     in_status = "= %s" if statuses == 1 else f"IN ({', '.join(['%s'] * statuses)})"
     conditions = [f"{quoted_pk(model)} = %s", f"{column(model, 'status')} {in_status}",
-                  *(f"{column(model, name)} = %s" for name in where)]
+                  *(f"{column(model, name)} = %s" for name in where), *filter(None, [condition])]
     sql = f"UPDATE {connection.ops.quote_name(model._meta.db_table)} SET {', '.join(sets)} WHERE {' AND '.join(conditions)}"
     return f"{sql} RETURNING {returning}" if returning else sql
 
@@ -189,7 +241,7 @@ def _claim_sql(model: type[models.Model], vendor: str, assigned: tuple[str, ...]
     if not path:
         return path, sql, None
     if vendor == "postgresql":
-        return path, f"WITH moved AS ({sql}) {join_sql(path, 'moved')}", None
+        return path, f"WITH moved AS ({sql}) {join_sql(path, 'moved', columns(model, vendor))}", None
     return path, sql, f"{join_sql(path)} WHERE r0.{quoted_pk(path[0][1])} = %s"
 
 

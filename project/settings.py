@@ -151,6 +151,11 @@ DATABASES = {
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # The statements on every node's path (core/rows.py's cursor) are bound on the server and
+    # prepared on first use in each connection; Django's own queries are bound on the client,
+    # which never prepares, whatever this says.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 0)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Workers and the web process share the file: wait for locks instead of failing.
     # Workers write concurrently: take the write lock when a transaction begins (an upgrade

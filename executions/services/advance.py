@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from agents.models import AgentVersion
-from core.rows import insert_rows
+from core.rows import cursor, insert_rows
 from core.states import change_status, transition_all
 from core.tasks import send_after_commit, send_all_after_commit
 from engine import gates
@@ -94,10 +94,10 @@ def _statuses(execution: Execution, node_ids) -> dict[str, str]:
     if not node_ids:
         return {}
     table = connection.ops.quote_name(NodeRun._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT node_id, status FROM {table} WHERE execution_id = %s AND node_id IN "
-                       f"({', '.join(['%s'] * len(node_ids))}) ORDER BY sequence, id", [execution.pk, *node_ids])
-        return dict(cursor.fetchall())  # the latest run of each node wins
+    with cursor() as reading:
+        reading.execute(f"SELECT node_id, status FROM {table} WHERE execution_id = %s AND node_id IN "
+                        f"({', '.join(['%s'] * len(node_ids))}) ORDER BY sequence, id", [execution.pk, *node_ids])
+        return dict(reading.fetchall())  # the latest run of each node wins
 
 
 def _outcome(run: NodeRun, retryable: bool) -> Outcome:
@@ -247,18 +247,18 @@ def _any_active(execution: Execution) -> bool:
     node run that makes nothing ready, so it is plain SQL: the ORM took longer to build
     this query than the database took to answer it."""
     table = connection.ops.quote_name(NodeRun._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT 1 FROM {table} WHERE execution_id = %s AND status IN (%s, %s, %s) LIMIT 1",
-                       [execution.pk, NodeRun.Status.PENDING, NodeRun.Status.RUNNING, NodeRun.Status.WAITING])
-        return cursor.fetchone() is not None
+    with cursor() as reading:
+        reading.execute(f"SELECT 1 FROM {table} WHERE execution_id = %s AND status IN (%s, %s, %s) LIMIT 1",
+                        [execution.pk, NodeRun.Status.PENDING, NodeRun.Status.RUNNING, NodeRun.Status.WAITING])
+        return reading.fetchone() is not None
 
 
 def _last_sequence(execution: Execution) -> int:
     """The sequence number of the execution's latest node run (0: none yet)."""
     table = connection.ops.quote_name(NodeRun._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT MAX(sequence) FROM {table} WHERE execution_id = %s", [execution.pk])
-        return cursor.fetchone()[0] or 0
+    with cursor() as reading:
+        reading.execute(f"SELECT MAX(sequence) FROM {table} WHERE execution_id = %s", [execution.pk])
+        return reading.fetchone()[0] or 0
 
 
 def _locked(execution: Execution) -> Execution:

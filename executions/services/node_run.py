@@ -21,7 +21,7 @@ from django.utils import timezone
 from agents.backends.metering import Budget, Meter, metered
 from agents.documents import agent_as_of
 from agents.models import Agent
-from core.states import claim_row, touch_row, transition
+from core.states import Touch, claim_row, transition, transition_under
 from executions import nodes, runner
 from executions.models import Execution, NodeRun
 from executions.services.advance import (
@@ -118,24 +118,29 @@ def _claim(node_run_id: int, claim: str, now) -> NodeRun | None:
                      select_related="execution__workflow", worker=claim, started_at=now, heartbeat_at=now)
 
 
-def _locked_for_result(execution: Execution, added: dict | None = None, flags: dict | None = None) -> Execution:
-    """Lock a running execution's row before storing a node's result, by touching it: one
-    UPDATE that also says it is still running, adds the node's cost (`added`, `flags`:
-    see _metered) and, in workflows whose nodes write the run's state (output_mapping),
-    returns that state; in the others it stays `{}`. An execution no longer running is
-    read again whole."""
-    added, flags = added or {}, flags or {}
+def _store_locked(run: NodeRun, claim: str, status: str, fields: dict, added: dict,
+                  flags: dict) -> tuple[Execution, int]:
+    """Lock the run's execution and store the node run's result (`status`, `fields`) under
+    that lock, while the execution is running: one statement that touches the execution's
+    row (saying it is still running, adding the node's cost: `added`, `flags`, see
+    _metered), moves the node run and, in workflows whose nodes write the run's state
+    (output_mapping), returns that state (elsewhere it stays `{}`). An execution no longer
+    running is read again whole under its lock, and the result stored after it. Returns the
+    execution and the node runs stored (0: the claim no longer holds)."""
+    execution = run.execution
     if Execution.workflow.is_cached(execution):
         writes_state = execution_graph(execution).writes_state
-        touched = touch_row(Execution, execution.pk, Execution.Status.RUNNING, add=added,
-                            returning=("state",) if writes_state else (), **flags)
+        touch = Touch(Execution, execution.pk, Execution.Status.RUNNING, add=added,
+                      returning=("state",) if writes_state else (), fields=flags)
+        touched, stored = transition_under(touch, NodeRun, run.pk, NodeRun.Status.RUNNING, status,
+                                           where={"worker": claim}, **fields)
         if touched is not None:
             if writes_state:
                 (execution.state,) = touched
-            return execution
+            return execution, stored
     execution = _locked(execution)
     _charge(execution, added, flags)
-    return execution
+    return execution, transition(NodeRun, run.pk, NodeRun.Status.RUNNING, status, where={"worker": claim}, **fields)
 
 
 def _charge(execution: Execution, added: dict, flags: dict) -> None:
@@ -177,11 +182,9 @@ def _node_succeeded(run: NodeRun, claim: str, performed, node, meter: Meter | No
     ended = timezone.now()
     calls, added, flags = _metered(meter)
     with transaction.atomic():
-        execution = _locked_for_result(run.execution, added, flags)
-        stored = transition(
-            NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.SUCCESS, where={"worker": claim},
-            output=performed.output, completed_at=ended,
-            duration_ms=_ms(run.started_at, ended), **_fields(performed.record), **calls)
+        execution, stored = _store_locked(run, claim, NodeRun.Status.SUCCESS, {
+            "output": performed.output, "completed_at": ended, "duration_ms": _ms(run.started_at, ended),
+            **_fields(performed.record), **calls}, added, flags)
         if stored != 1:
             return  # cancelled, or swept and given to another worker: that one's result counts
         run.status, run.output = NodeRun.Status.SUCCESS, performed.output

@@ -9,7 +9,7 @@ import pytest
 
 from agents.models import Agent, DeriveRequest
 from core.errors import IllegalTransition
-from core.states import change_status, claim_row, touch_row, transition, transition_all
+from core.states import Touch, change_status, claim_row, touch_row, transition, transition_all, transition_under
 from executions.models import Execution, NodeRun
 from workflows.models import Workflow
 
@@ -153,6 +153,26 @@ def test_it_claims_a_row_and_returns_it_as_stored_in_one_statement(django_assert
         run.pk, "running", "w1", now, "n")
     assert claim_row(NodeRun, run.pk, "pending", "running", worker="w2") is None
     assert NodeRun.objects.get(pk=run.pk).worker == "w1"
+
+
+@pytest.mark.django_db
+def test_it_moves_a_row_under_the_lock_of_another_only_while_that_one_is_in_its_status(django_assert_num_queries):
+    from django.db import connection
+
+    run = _run("running", worker="w1")
+    Execution.objects.filter(pk=run.execution_id).update(state={"k": 1})
+    touch = Touch(Execution, run.execution_id, "running", add={"cost": 3}, returning=("state",))
+    with django_assert_num_queries(1 if connection.vendor == "postgresql" else 2):
+        assert transition_under(touch, NodeRun, run.pk, "running", "success", where={"worker": "w1"},
+                                output={"a": 1}, model="m") == (({"k": 1},), 1)
+    assert NodeRun.objects.filter(pk=run.pk, status="success", output={"a": 1}, model="m").exists()
+    assert transition_under(touch, NodeRun, run.pk, "running", "failed") == (({"k": 1},), 0)  # moved on: touched only
+    assert Execution.objects.get(pk=run.execution_id).cost == 6
+    other = NodeRun.objects.create(execution=run.execution, node_id="n", agent=run.agent, status="running")
+    Execution.objects.filter(pk=run.execution_id).update(status="cancelled")
+    assert transition_under(touch, NodeRun, other.pk, "running", "success") == (None, 0)
+    assert NodeRun.objects.get(pk=other.pk).status == "running"
+    assert Execution.objects.get(pk=run.execution_id).cost == 6
 
 
 @pytest.mark.django_db

@@ -16,7 +16,7 @@ from core.errors import IllegalTransition, WorkflowInvalid
 from executions import nodes
 from executions.models import Execution, NodeRun
 from executions.services import execution_resume, execution_start, heartbeat, node_run_execute, node_runs_sweep
-from executions.services.node_run import _claim, _execute, _locked_for_result
+from executions.services.node_run import _claim, _execute, _store_locked
 from workflows.models import Workflow
 
 from tests.executions.conftest import drain
@@ -70,12 +70,20 @@ def test_it_touches_the_heartbeat_of_a_node_run_only_while_it_runs(settings):
     assert NodeRun.objects.get(pk=run.pk).heartbeat_at == long_ago  # no longer performed here: not touched
 
 
-def test_it_reads_the_state_again_before_storing_a_result_in_a_workflow_that_writes_state():
-    execution = Execution.objects.select_related("workflow").get(pk=start("release_review", topic="t").pk)
+def test_it_reads_the_state_again_when_it_stores_a_result_in_a_workflow_that_writes_state(
+        django_assert_num_queries):
+    from django.db import connection
+
+    execution = start("release_review", topic="t")
+    run = _claim(execution.node_runs.order_by("sequence").first().pk, "w1/abc", timezone.now())
     Execution.objects.filter(pk=execution.pk).update(state={"draft": "written by a parallel node"})
-    with transaction.atomic():
-        locked = _locked_for_result(execution)
-    assert locked.state == {"draft": "written by a parallel node"}
+    with transaction.atomic(), django_assert_num_queries(1 if connection.vendor == "postgresql" else 2):
+        locked, stored = _store_locked(run, "w1/abc", "success", {"output": {"done": True}}, {}, {})
+    assert (locked.state, stored) == ({"draft": "written by a parallel node"}, 1)
+    assert NodeRun.objects.get(pk=run.pk).output == {"done": True}
+    with transaction.atomic():  # another claim's result is not stored, and the execution still reads right
+        assert _store_locked(run, "w2/def", "success", {"output": {"late": True}}, {}, {})[1] == 0
+    assert NodeRun.objects.get(pk=run.pk).output == {"done": True}
 
 
 def test_it_fails_a_node_visibly_when_something_unexpected_breaks():
