@@ -18,10 +18,10 @@ from django.db import connection, models
 
 @contextmanager
 def cursor():
-    """A cursor on the default database whose statements PostgreSQL prepares on first use in
-    each connection (settings: `prepare_threshold` 0; Django's own cursors bind on the client
-    and never prepare); elsewhere Django's own. Wrapped as Django wraps its cursors: errors
-    translated, queries logged when Django logs them."""
+    """A cursor on the default database whose parameters PostgreSQL binds, preparing each
+    statement the second time a connection runs it (settings: `prepare_threshold`; Django's
+    own cursors bind on the client and never prepare); elsewhere Django's own. Wrapped as
+    Django wraps its cursors: errors translated, queries logged when Django logs them."""
     if connection.vendor != "postgresql":
         with connection.cursor() as plain:
             yield plain
@@ -37,23 +37,27 @@ def cursor():
         yield wrapped
 
 
-PARAMETERS = 65535  # the most parameters one statement bound on the server may take (PostgreSQL's protocol)
-
-
 def insert_rows(objs: Iterable[models.Model]) -> list[models.Model]:
-    """INSERT new instances of one model, as many to a statement as the database allows,
-    setting their primary keys (RETURNING); as bulk_create does, with no signals sent."""
+    """INSERT new instances of one model, setting their primary keys (RETURNING); as
+    bulk_create does, with no signals sent. On PostgreSQL in one statement whatever their
+    number, each column's values in one array (INSERT … SELECT FROM UNNEST, as Django's own
+    bulk_create does), so the statement is the same for any number of rows; elsewhere as
+    many rows to a statement as the database takes parameters."""
     objs = list(objs)
     if not objs:
         return objs
     model = type(objs[0])
     fields = _inserted_fields(model)
-    batch = max(min(connection.ops.bulk_batch_size(fields, objs), PARAMETERS // len(fields)), 1)
+    unnest = connection.vendor == "postgresql"
+    batch = len(objs) if unnest else max(connection.ops.bulk_batch_size(fields, objs), 1)
     for start in range(0, len(objs), batch):
         chunk = objs[start:start + batch]
-        values = [field.get_db_prep_save(field.pre_save(obj, True), connection) for obj in chunk for field in fields]
+        rows = [[field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields] for obj in chunk]
         with cursor() as inserting:
-            inserting.execute(_insert_sql(model, connection.vendor, len(chunk)), values)
+            if unnest:
+                inserting.execute(_insert_sql(model, connection.vendor, 0), [list(values) for values in zip(*rows)])
+            else:
+                inserting.execute(_insert_sql(model, connection.vendor, len(chunk)), [v for row in rows for v in row])
             keys = [row[0] for row in inserting.fetchall()]
         for obj, key in zip(chunk, keys):
             obj.pk = key
@@ -69,11 +73,16 @@ def _inserted_fields(model: type[models.Model]) -> tuple:
 
 @lru_cache(maxsize=64)
 def _insert_sql(model: type[models.Model], vendor: str, count: int) -> str:
+    """The INSERT of `count` rows (0: of arrays, one per column, that UNNEST makes rows of).
+    The arrays' types leave out their lengths, so that no value is cut to fit."""
     quote = connection.ops.quote_name
     fields = _inserted_fields(model)
+    head = f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)})"
+    if not count:
+        arrays = ", ".join(f"%s::{field.db_type(connection).split('(')[0]}[]" for field in fields)
+        return f"{head} SELECT * FROM UNNEST({arrays}) RETURNING {quoted_pk(model)}"
     row = f"({', '.join(['%s'] * len(fields))})"
-    return (f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
-            f"VALUES {', '.join([row] * count)} RETURNING {quoted_pk(model)}")
+    return f"{head} VALUES {', '.join([row] * count)} RETURNING {quoted_pk(model)}"
 
 
 def db_values(model: type[models.Model], values: dict[str, Any]) -> list:

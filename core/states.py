@@ -8,6 +8,9 @@ of an existing row goes through this module:
 - `transition_all`: the same for every row of a queryset (an execution's pending runs);
 - `claim_row`: `transition` for one row that also reads it back in the same statement
   (UPDATE ... RETURNING), for the hot path of taking a node run;
+- `transition_under`: `transition` of one row under the lock of another, taken by writing
+  to it (`touch_row`) while that one is in a status: a worker storing a node run's result
+  under its execution's lock;
 - `change_status`: for a row in hand that must move from the status it was read in.
 
 Each asks the machine first, so an illegal move is an IllegalTransition naming the
@@ -66,12 +69,8 @@ def transition(rows: Rows, pk: Any, from_statuses: str | Iterable[str], to_statu
     where = where or {}
     if not isinstance(rows, type) or any(hasattr(value, "resolve_expression") for value in fields.values()):
         return transition_all(_manager(rows).filter(pk=pk, **where), from_statuses, to_status, **fields)
-    from_statuses = _checked(rows, from_statuses, to_status)
-    fields = _stamped(rows, fields)
-    sql = _update_sql(rows, connection.vendor, ("status", *fields), (), len(from_statuses), tuple(where), "")
     with cursor() as moving:
-        moving.execute(sql, [*db_values(rows, {"status": to_status, **fields}), pk, *from_statuses,
-                             *db_values(rows, where)])
+        moving.execute(*_moving(rows, pk, from_statuses, to_status, where, fields))
         return moving.rowcount
 
 
@@ -127,9 +126,8 @@ def touch_row(model: type[models.Model], pk: Any, status: str, /, *, add: dict[s
     is in `status`, leaving its status as it is; returns the values of `returning` after the
     write, or None when the row is not in `status`. The UPDATE holds the row's lock until
     the transaction ends: a lock that also writes and reads, in one statement."""
-    touch = Touch(model, pk, status, add or {}, returning, _stamped(model, fields))
     with cursor() as touching:
-        touching.execute(_touch_sql(touch), _touch_params(touch))
+        touching.execute(*_touching(Touch(model, pk, status, add or {}, returning, fields)))
         row = touching.fetchone()
     return None if row is None else read_values(model, returning, row)
 
@@ -150,32 +148,35 @@ def transition_under(touch: Touch, model: type[models.Model], pk: Any, from_stat
                             **touch.fields)
         return touched, (0 if touched is None else transition(model, pk, from_statuses, to_status, where=where,
                                                                   **fields))
-    where = where or {}
-    touch = touch._replace(fields=_stamped(touch.model, touch.fields))
-    from_statuses = _checked(model, from_statuses, to_status)
-    fields = _stamped(model, fields)
-    moving = _update_sql(model, connection.vendor, ("status", *fields), (), len(from_statuses), tuple(where), "1",
-                         "EXISTS (SELECT 1 FROM touched)")
-    returned = ", ".join(f"touched.{column(touch.model, name)}" for name in touch.returning)
-    sql = (f"WITH touched AS ({_touch_sql(touch)}), moved AS ({moving}) "
-           f"SELECT (SELECT COUNT(*) FROM moved){', ' + returned if returned else ''} FROM touched")
+    touching, touch_params = _touching(touch)
+    moving, move_params = _moving(model, pk, from_statuses, to_status, where or {}, fields, "1",
+                                  "EXISTS (SELECT 1 FROM touched)")
+    returned = "".join(f", touched.{column(touch.model, name)}" for name in touch.returning)
     with cursor() as both:
-        both.execute(sql, [*_touch_params(touch), *db_values(model, {"status": to_status, **fields}), pk,
-                           *from_statuses, *db_values(model, where)])
+        both.execute(f"WITH touched AS ({touching}), moved AS ({moving}) "
+                     f"SELECT (SELECT COUNT(*) FROM moved){returned} FROM touched", [*touch_params, *move_params])
         row = both.fetchone()
     if row is None:
         return None, 0
     return read_values(touch.model, touch.returning, row[1:]), row[0]
 
 
-def _touch_sql(touch: Touch) -> str:
-    model = touch.model
+def _moving(model: type[models.Model], pk: Any, from_statuses: str | Iterable[str], to_status: str,
+            where: dict[str, Any], fields: dict[str, Any], returning: str = "", condition: str = "") -> tuple[str, list]:
+    """The UPDATE of a transition (see _update_sql) and its parameters."""
+    from_statuses = _checked(model, from_statuses, to_status)
+    fields = _stamped(model, fields)
+    sql = _update_sql(model, connection.vendor, ("status", *fields), (), len(from_statuses), tuple(where), returning,
+                      condition)
+    return sql, [*db_values(model, {"status": to_status, **fields}), pk, *from_statuses, *db_values(model, where)]
+
+
+def _touching(touch: Touch) -> tuple[str, list]:
+    """The UPDATE of a touch (see _update_sql) and its parameters."""
+    model, fields = touch.model, _stamped(touch.model, touch.fields)
     returning = ", ".join(column(model, name) for name in touch.returning) or quoted_pk(model)
-    return _update_sql(model, connection.vendor, tuple(touch.fields), tuple(touch.add), 1, (), returning)
-
-
-def _touch_params(touch: Touch) -> list:
-    return [*db_values(touch.model, touch.fields), *db_values(touch.model, touch.add), touch.pk, touch.status]
+    sql = _update_sql(model, connection.vendor, tuple(fields), tuple(touch.add), 1, (), returning)
+    return sql, [*db_values(model, fields), *db_values(model, touch.add), touch.pk, touch.status]
 
 
 def change_status(instance: models.Model, machine: StateMachine, new: str, **fields: Any) -> None:

@@ -97,8 +97,7 @@ class Plan:
     def downstream(self, node_id: str) -> set[str]:
         """Every node this node's output may reach next: the next node of a seq, the
         targets of its edges (dependencies, references) and of its transitions."""
-        return (set(self.successors(node_id)) | set(self._downstream.get(node_id, []))
-                | {t["to"] for t in self.transitions if t["from"] == node_id})
+        return set(self.successors(node_id)) | self._reaches.get(node_id, set())
 
     # Indexed once per plan (the services build one per version of a workflow and ask it on
     # every node run): asked by scanning, a layer of 2,000 nodes cost 2,000 scans of every edge.
@@ -112,6 +111,14 @@ class Plan:
         found: dict[str, list[str]] = {}
         for upstream, downstream in self.edges:
             found.setdefault(downstream, []).append(upstream)
+        return found
+
+    @cached_property
+    def _reaches(self) -> dict[str, set[str]]:
+        """Each node's targets, of its edges and of its transitions."""
+        found: dict[str, set[str]] = {}
+        for upstream, downstream in [*self.edges, *((t["from"], t["to"]) for t in self.transitions)]:
+            found.setdefault(upstream, set()).add(downstream)
         return found
 
     @cached_property

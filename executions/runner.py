@@ -307,6 +307,8 @@ def bounded(report: dict) -> dict:
 def contract_results(node: Node, plan: Plan, output: Any, contracts: list[Contract]) -> list[tuple[Contract, str | None]]:
     """Each blueprint contract (core-data-structures §3.1) from this node's agent to the
     agent of a node downstream, with what is wrong with `output` under it (None: it holds)."""
+    if not contracts:
+        return []
     agents = {plan.agents.get(node_id) for node_id in plan.downstream(node.node_id)}
     results = []
     for contract in contracts:

@@ -153,9 +153,11 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # The statements on every node's path (core/rows.py's cursor) are bound on the server and
-    # prepared on first use in each connection; Django's own queries are bound on the client,
-    # which never prepares, whatever this says.
-    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 0)
+    # prepared the second time a connection runs them (a statement run once is not worth
+    # the extra round trip); Django's own queries are bound on the client, which never
+    # prepares. Off (None) for a pooler that does not keep prepared statements.
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
+        1 if env_bool("DATABASE_PREPARED_STATEMENTS", True) else None)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Workers and the web process share the file: wait for locks instead of failing.
     # Workers write concurrently: take the write lock when a transaction begins (an upgrade

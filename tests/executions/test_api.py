@@ -7,6 +7,8 @@ counted. The round trip with a real worker is in test_api_round_trip.py.
 import json
 from datetime import timedelta
 
+from unittest import mock
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -64,10 +66,14 @@ def test_it_starts_a_run_for_an_author_and_sends_its_first_nodes_to_workers_on_c
     assert {node["latest"]["status"] for node in nodes} == {"pending"}
     assert record["node_runs_summary"]["counts"]["pending"] == record["node_runs_summary"]["total"] == 3
     assert [r["node_id"] for r in record["results"]] == [node["node_id"] for node in nodes]
-    assert len(sent) == 3  # one message per ready node, sent after commit
     execution = Execution.objects.get(execution_id=record["execution_id"])
     assert execution.created_by == api.author.user
     assert sorted(execution.node_runs.values_list("pk", flat=True)) == sorted(node["latest"]["node_run_id"] for node in nodes)
+    assert len(sent) == 1  # the layer is published after commit, together
+    with mock.patch("executions.tasks.run_node.apply_async") as run_node:
+        sent[0]()
+    assert sorted(call.args[0] for call in run_node.call_args_list) == sorted(
+        (node["latest"]["node_run_id"],) for node in nodes)  # one message per ready node
 
 
 def test_it_lets_no_viewer_or_anonymous_caller_start_a_run(api):

@@ -38,6 +38,8 @@ def test_it_prints_per_node_ratios_and_deletes_what_it_made(bench_env):
     assert re.search(rf"^database: {connection.vendor}", text, re.MULTILINE), text
     assert re.search(rf"^baseline: 3 sequential core\.tasks\.ping .* {NUMBER} and {NUMBER} ms each", text,
                      re.MULTILINE), text
+    assert re.search(rf"^bare layer: 3 core\.tasks\.ping messages published at once .*, {NUMBER} ms each "
+                     rf"\({NUMBER} round trips\)", text, re.MULTILINE), text
     for label, target in (("chain of 3 nodes", "1.5"), ("wide dag of 3 nodes", "2"), ("wide dag of 6 nodes", "2")):
         assert re.search(rf"^{label} \((?:dag, independent nodes \(no edges\)|seq)\): {NUMBER} ms per node vs "
                          rf"bare Celery round trip {NUMBER} ms → {NUMBER}× \(target ≤ {target}× on PostgreSQL.*; "
@@ -54,6 +56,7 @@ def test_it_prints_json(bench_env):
                  "--json", stdout=out)
     report = json.loads(out.getvalue())
     assert report["error"] is None and len(report["baseline"]["per_task_s"]) == 2
+    assert report["drain"]["messages"] == 2 and report["drain"]["per_message_s"] > 0
     assert all(f["evaluated_s"] > 0 for f in report["figures"])
     assert [(f["name"], f["nodes"], f["shape"]) for f in report["figures"]] == [
         ("chain", 2, "seq"), ("wide", 2, "dag, one root fanning out")]

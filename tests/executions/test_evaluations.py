@@ -28,7 +28,7 @@ def run(workflow_id, **input):
 def test_it_asks_a_worker_to_evaluate_a_run_once_it_ends(demo):
     execution = run("parallel_analysis", repository="acme")
     assert execution.status == "success"
-    demo.assert_called_once_with((execution.pk,), countdown=None, queue=mock.ANY)
+    demo.assert_called_once_with((execution.pk,), countdown=None, queue=mock.ANY, producer=mock.ANY)
 
 
 def test_it_evaluates_a_run_with_its_judge_its_agents_and_its_gate():

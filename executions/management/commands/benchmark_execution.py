@@ -209,7 +209,8 @@ class Command(BaseCommand):
                    CELERY_BROKER_URL=settings.CELERY_BROKER_URL, CELERY_RESULT_BACKEND=settings.CELERY_RESULT_BACKEND)
         worker = Worker(current_app, queue, env, profile=worker_profile)
         previous_queue = settings.CELERY_TASK_DEFAULT_QUEUE
-        report = {"database": database_label(), "queue": queue, "baseline": None, "figures": [], "error": None}
+        report = {"database": database_label(), "queue": queue, "baseline": None, "drain": None, "figures": [],
+                  "error": None}
         try:
             import_documents([
                 agent_document(agent_id),
@@ -233,6 +234,10 @@ class Command(BaseCommand):
             runs = [("chain", workflows["chain"], chain, "seq"), ("wide", workflows["wide"], wide, dag)]
             if layer:
                 runs.append(("layer", workflows["layer"], layer, dag))
+            # Celery's own share of a node of a wide DAG: a layer of bare no-op messages, published at
+            # once and taken by the worker one after another.
+            report["drain"] = {"task": ping.name, "messages": wide,
+                               "per_message_s": self.drain(ping, queue, wide, timeout)}
             for label, workflow_id, count, shape in runs:
                 # The baseline right before each run, so that a machine that gets busier or quieter
                 # during the benchmark moves both sides of each ratio alike.
@@ -275,6 +280,22 @@ class Command(BaseCommand):
             for result in results:
                 result.forget()
         return elapsed / count
+
+    def drain(self, ping, queue: str, count: int, timeout: float) -> float:
+        """Seconds per message of `count` no-op messages published in one batch (keeping no
+        result, as node tasks do) and a last one waited for, from the first publish."""
+        started = time.perf_counter()
+        try:
+            with current_app.producer_or_acquire() as producer, producer.batch():
+                for n in range(count):
+                    ping.apply_async((n,), queue=queue, producer=producer, ignore_result=True)
+            last = ping.apply_async(("last",), queue=queue)
+            last.get(timeout=timeout)
+        except Exception as error:  # noqa: BLE001 - celery raises TimeoutError and friends
+            raise BenchmarkFailed(f"the drain of {count} no-op messages failed: {error!r}") from None
+        elapsed = time.perf_counter() - started
+        last.forget()
+        return elapsed / (count + 1)
 
     def run_workflow(self, workflow_id: str, nodes: int, timeout: float, worker: Worker) -> dict:
         """Start a run and poll its status until it ends; the wall time from start to success."""
@@ -345,6 +366,13 @@ class Command(BaseCommand):
                 f"baseline: {baseline['round_trips']} sequential {baseline['task']} apply_async().get() round trips "
                 f"before each run, {each} ms each (through the Redis result backend, which node tasks skip: they "
                 "have ignore_result=True)")
+        drain = report["drain"]
+        if drain:
+            self.stdout.write(
+                f"bare layer: {drain['messages']} {drain['task']} messages published at once and taken one after "
+                f"another by the worker, {drain['per_message_s'] * 1000:.2f} ms each "
+                f"({drain['per_message_s'] / baseline['per_task_s'][0]:.2f} round trips): Celery's own share of a "
+                "wide dag's node")
         postgres = report["database"].startswith("postgresql")
         for f in report["figures"]:
             verdict = ("ok" if f["ratio"] <= f["target"] else "OVER TARGET") if postgres else "informational here"
