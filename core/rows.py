@@ -39,16 +39,16 @@ def cursor():
 
 def insert_rows(objs: Iterable[models.Model]) -> list[models.Model]:
     """INSERT new instances of one model, setting their primary keys (RETURNING); as
-    bulk_create does, with no signals sent. On PostgreSQL in one statement whatever their
-    number, each column's values in one array (INSERT … SELECT FROM UNNEST, as Django's own
-    bulk_create does), so the statement is the same for any number of rows; elsewhere as
+    bulk_create does, with no signals sent. Several on PostgreSQL in one statement whatever
+    their number, each column's values in one array (INSERT … SELECT FROM UNNEST, as Django's
+    own bulk_create does), so the statement is the same for any number of rows; elsewhere as
     many rows to a statement as the database takes parameters."""
     objs = list(objs)
     if not objs:
         return objs
     model = type(objs[0])
     fields = _inserted_fields(model)
-    unnest = connection.vendor == "postgresql"
+    unnest = connection.vendor == "postgresql" and len(objs) > 1  # for one row, VALUES is quicker
     batch = len(objs) if unnest else max(connection.ops.bulk_batch_size(fields, objs), 1)
     for start in range(0, len(objs), batch):
         chunk = objs[start:start + batch]
@@ -98,10 +98,11 @@ def related_path(model: type[models.Model], select_related: str):
         model = field.related_model
 
 
-def join_sql(path: tuple, source: str = "", source_columns: str = "") -> str:
+def join_sql(path: tuple, source: str = "", source_columns: str = "", also: str = "") -> str:
     """SELECT of the rows along `path`, aliased r0, r1, …, each LEFT JOINed to the one
     before: after the `source_columns` of `source`, joined to it, when there is one; else
-    from r0. Columns are named, never `*`: a prepared statement must not change shape."""
+    from r0; then `also` (", more, columns"). Columns are named, never `*`: a prepared
+    statement must not change shape."""
     quote = connection.ops.quote_name
     columns, tables = [", ".join(f"{source}.{name}" for name in source_columns.split(", "))] if source else [], []
     for index, (key, related) in enumerate(path):
@@ -111,8 +112,8 @@ def join_sql(path: tuple, source: str = "", source_columns: str = "") -> str:
         before = f"r{index - 1}" if index else source
         tables.append(f"LEFT JOIN {table} ON {alias}.{quoted_pk(related)} = {before}.{quote(key.column)}"
                       if before else table)
-    return f"SELECT {', '.join(columns)} FROM {source} {' '.join(tables)}" if source else \
-        f"SELECT {', '.join(columns)} FROM {' '.join(tables)}"
+    return f"SELECT {', '.join(columns)}{also} FROM {source} {' '.join(tables)}" if source else \
+        f"SELECT {', '.join(columns)}{also} FROM {' '.join(tables)}"
 
 
 def attach(instance: models.Model, path: tuple, values: tuple) -> None:

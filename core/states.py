@@ -85,17 +85,25 @@ def transition_all(rows: Rows, from_statuses: str | Iterable[str], to_status: st
 
 
 def claim_row(model: type[models.Model], pk: Any, from_status: str, to_status: str, /, *,
-              select_related: str = "", **fields: Any) -> models.Model | None:
+              select_related: str = "", synchronous: bool = True, **fields: Any) -> models.Model | None:
     """`transition` for one row that returns it as it is after the move, or None when it was
     not in `from_status`. Moving and reading the row are one round trip (UPDATE ... RETURNING,
     which PostgreSQL and SQLite 3.35+ have): taking a node run is on every node's path.
 
     `select_related` ("execution__workflow") reads the rows the claimed one points to as
     well, attached to it: in the same statement on PostgreSQL (the UPDATE in a WITH), in a
-    second one on SQLite, which allows no UPDATE there."""
+    second one on SQLite, which allows no UPDATE there.
+
+    `synchronous=False`, for a claim that is its own transaction (no atomic block): on
+    PostgreSQL it commits without waiting for its WAL to reach the disk (synchronous_commit
+    off for that one transaction). Other transactions see it at once, as any commit; only a
+    crash of PostgreSQL itself within a fraction of a second can undo it, and then as if it
+    had never been made, with nothing committed after it kept (the next durable commit
+    flushes it)."""
     (from_status,) = _checked(model, from_status, to_status)
     fields = _stamped(model, fields)
-    path, sql, then = _claim_sql(model, connection.vendor, ("status", *fields), select_related)
+    synchronous = synchronous or connection.in_atomic_block
+    path, sql, then = _claim_sql(model, connection.vendor, ("status", *fields), select_related, synchronous)
     with cursor() as claiming:
         claiming.execute(sql, [*db_values(model, {"status": to_status, **fields}), pk, from_status])
         row = claiming.fetchone()
@@ -234,16 +242,17 @@ def _update_sql(model: type[models.Model], vendor: str, assigned: tuple[str, ...
 
 
 @lru_cache(maxsize=None)
-def _claim_sql(model: type[models.Model], vendor: str, assigned: tuple[str, ...], select_related: str):
+def _claim_sql(model: type[models.Model], vendor: str, assigned: tuple[str, ...], select_related: str,
+               synchronous: bool):
     """The path of `select_related`, the claim's statement and the one that reads the related
     rows after it (None when the claim's statement reads them too)."""
     path = tuple(related_path(model, select_related))
     sql = _update_sql(model, vendor, assigned, (), 1, (), columns(model, vendor))
-    if not path:
-        return path, sql, None
-    if vendor == "postgresql":
-        return path, f"WITH moved AS ({sql}) {join_sql(path, 'moved', columns(model, vendor))}", None
-    return path, sql, f"{join_sql(path)} WHERE r0.{quoted_pk(path[0][1])} = %s"
+    if vendor != "postgresql":
+        return path, sql, path and f"{join_sql(path)} WHERE r0.{quoted_pk(path[0][1])} = %s" or None
+    # set_config(…, true) lasts to the end of the statement's transaction, past its commit.
+    asynchronous = "" if synchronous else ", set_config('synchronous_commit', 'off', true)"
+    return path, f"WITH moved AS ({sql}) {join_sql(path, 'moved', columns(model, vendor), asynchronous)}", None
 
 
 @lru_cache(maxsize=None)

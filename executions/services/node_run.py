@@ -113,9 +113,16 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
 def _claim(node_run_id: int, claim: str, now) -> NodeRun | None:
     """Claim a pending node run for `claim`: a conditional UPDATE that must touch exactly
     one row, returning that row with its execution and workflow (one statement on
-    PostgreSQL). None: someone else has it."""
+    PostgreSQL). None: someone else has it.
+
+    The claim does not wait for the disk (claim_row's synchronous=False): were PostgreSQL
+    to crash right after it, the run would be pending again and sent again by the sweep,
+    which is what becomes of a claimed run whose result could not be stored because
+    PostgreSQL crashed while it ran. Its result, stored later, is durable, and with it the
+    claim."""
     return claim_row(NodeRun, node_run_id, NodeRun.Status.PENDING, NodeRun.Status.RUNNING,
-                     select_related="execution__workflow", worker=claim, started_at=now, heartbeat_at=now)
+                     select_related="execution__workflow", synchronous=False, worker=claim, started_at=now,
+                     heartbeat_at=now)
 
 
 def _store_locked(run: NodeRun, claim: str, status: str, fields: dict, added: dict,

@@ -258,3 +258,24 @@ def test_it_exits_non_zero_with_the_problem_when_an_import_fails(tmp_path):
     )
     assert result.returncode == 1
     assert "document (agent 'a').type: 'robot' is not one of ['meta', 'business']; nothing was imported" in result.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_claims_without_waiting_for_the_disk_only_in_the_claims_own_transaction(django_assert_num_queries):
+    from django.db import connection, transaction
+
+    run = _run()
+    with django_assert_num_queries(1 if connection.vendor == "postgresql" else 2):
+        claimed = claim_row(NodeRun, run.pk, "pending", "running", select_related="execution__workflow",
+                            synchronous=False, worker="w1")
+    assert (claimed.worker, claimed.execution.workflow.workflow_id) == ("w1", "w")
+    assert NodeRun.objects.get(pk=run.pk).status == "running"  # committed, and seen by others at once
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")  # off was the claim's transaction's alone
+            assert cursor.fetchone() == ("on",)
+        with transaction.atomic():  # inside a transaction of the caller's, the claim leaves its commit alone
+            claim_row(NodeRun, run.pk, "running", "pending", synchronous=False)
+            with connection.cursor() as cursor:
+                cursor.execute("SHOW synchronous_commit")
+                assert cursor.fetchone() == ("on",)
