@@ -154,7 +154,8 @@ def _readers(model: type[models.Model], vendor: str) -> list[tuple]:
     found = []
     for field in model._meta.concrete_fields:
         expression = field.get_col(model._meta.db_table)
-        found.append((expression, connection.ops.get_db_converters(expression) + expression.get_db_converters(connection)))
+        converters = connection.ops.get_db_converters(expression) + expression.get_db_converters(connection)
+        found.append((expression, converters))
     return found
 
 

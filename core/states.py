@@ -170,7 +170,8 @@ def transition_under(touch: Touch, model: type[models.Model], pk: Any, from_stat
 
 
 def _moving(model: type[models.Model], pk: Any, from_statuses: str | Iterable[str], to_status: str,
-            where: dict[str, Any], fields: dict[str, Any], returning: str = "", condition: str = "") -> tuple[str, list]:
+            where: dict[str, Any], fields: dict[str, Any], returning: str = "",
+            condition: str = "") -> tuple[str, list]:
     """The UPDATE of a transition (see _update_sql) and its parameters."""
     from_statuses = _checked(model, from_statuses, to_status)
     fields = _stamped(model, fields)
@@ -237,7 +238,8 @@ def _update_sql(model: type[models.Model], vendor: str, assigned: tuple[str, ...
     in_status = "= %s" if statuses == 1 else f"IN ({', '.join(['%s'] * statuses)})"
     conditions = [f"{quoted_pk(model)} = %s", f"{column(model, 'status')} {in_status}",
                   *(f"{column(model, name)} = %s" for name in where), *filter(None, [condition])]
-    sql = f"UPDATE {connection.ops.quote_name(model._meta.db_table)} SET {', '.join(sets)} WHERE {' AND '.join(conditions)}"
+    table = connection.ops.quote_name(model._meta.db_table)
+    sql = f"UPDATE {table} SET {', '.join(sets)} WHERE {' AND '.join(conditions)}"
     return f"{sql} RETURNING {returning}" if returning else sql
 
 

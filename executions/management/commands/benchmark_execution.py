@@ -7,6 +7,11 @@ baseline is a bare no-op Celery task (`core.tasks.ping`) sent and waited for on 
 queue, worker and Redis, in the same run. Ratios, not absolute times: a busy machine
 slows both sides alike.
 
+Measured: a chain, a wide DAG and a larger layer of the same shape (independent nodes, or
+one root fanning out), to show that a node's cost does not grow with its layer; and, as
+Celery's own share of a DAG's node, a bare layer: as many no-op messages as the DAG has
+nodes, published at once and taken by the worker one after another.
+
 Node tasks store no result (ignore_result=True); the baseline's round trip goes through
 the result backend as well, which a node hop does not need, so the baseline is, if
 anything, a little slower than a bare dispatch hop.
