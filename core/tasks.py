@@ -34,10 +34,10 @@ def send_all_after_commit(task_name: str, batch: list[tuple], *, countdown: floa
     its own options; any other goes by name as the same message, keeping no result (no
     one can wait for the result of a send made after commit).
 
-    A send that fails (Redis away) is logged, not raised, with the rest of its batch: what
-    caused it is committed and correct, so it must not become a 500 or a failed
-    node. The sweep sends node runs and evaluations again from the database once Redis is
-    back."""
+    A send that fails (Redis away) is logged, not raised, with the rest of its batch (some
+    of which may have gone): what caused it is committed and correct, so it must not become
+    a 500 or a failed node. The sweep sends node runs and evaluations again from the
+    database once Redis is back (a node run sent twice is claimed once)."""
     queue = settings.CELERY_TASK_DEFAULT_QUEUE  # the queue as it is now, not when the commit comes
     batch = list(batch)
 
@@ -54,6 +54,7 @@ def send_all_after_commit(task_name: str, batch: list[tuple], *, countdown: floa
                                               ignore_result=True, producer=producer, **options)
         except Exception:  # kombu's OperationalError, redis' errors: the broker could not be reached
             logger.warning("could not send %s%r to the queue %r%s", task_name, tuple(batch[0]), queue,
-                           f" (nor the {len(batch) - 1} more of its batch)" if len(batch) > 1 else "", exc_info=True)
+                           f" (nor, in whole or in part, the {len(batch) - 1} more of its batch)" if len(batch) > 1
+                           else "", exc_info=True)
 
     transaction.on_commit(send)
