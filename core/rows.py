@@ -98,13 +98,14 @@ def related_path(model: type[models.Model], select_related: str):
         model = field.related_model
 
 
-def join_sql(path: tuple, source: str = "", source_columns: str = "", also: str = "") -> str:
+def join_sql(path: tuple, source: str = "", source_model: type[models.Model] | None = None, also: str = "") -> str:
     """SELECT of the rows along `path`, aliased r0, r1, …, each LEFT JOINed to the one
-    before: after the `source_columns` of `source`, joined to it, when there is one; else
-    from r0; then `also` (", more, columns"). Columns are named, never `*`: a prepared
-    statement must not change shape."""
+    before: after the columns of `source` (rows of `source_model`), joined to it, when there
+    is one; else from r0; then `also` (", more, columns"). Columns are named, never `*`: a
+    prepared statement must not change shape."""
     quote = connection.ops.quote_name
-    columns, tables = [", ".join(f"{source}.{name}" for name in source_columns.split(", "))] if source else [], []
+    columns = [", ".join(f"{source}.{quote(f.column)}" for f in source_model._meta.concrete_fields)] if source else []
+    tables = []
     for index, (key, related) in enumerate(path):
         alias = f"r{index}"
         columns.append(", ".join(f"{alias}.{quote(f.column)}" for f in related._meta.concrete_fields))
@@ -112,8 +113,7 @@ def join_sql(path: tuple, source: str = "", source_columns: str = "", also: str 
         before = f"r{index - 1}" if index else source
         tables.append(f"LEFT JOIN {table} ON {alias}.{quoted_pk(related)} = {before}.{quote(key.column)}"
                       if before else table)
-    return f"SELECT {', '.join(columns)}{also} FROM {source} {' '.join(tables)}" if source else \
-        f"SELECT {', '.join(columns)}{also} FROM {' '.join(tables)}"
+    return f"SELECT {', '.join(columns)}{also} FROM {' '.join([source, *tables] if source else tables)}"
 
 
 def attach(instance: models.Model, path: tuple, values: tuple) -> None:

@@ -254,7 +254,7 @@ def _claim_sql(model: type[models.Model], vendor: str, assigned: tuple[str, ...]
         return path, sql, f"{join_sql(path)} WHERE r0.{quoted_pk(path[0][1])} = %s" if path else None
     # set_config(…, true) lasts to the end of the statement's transaction, past its commit.
     asynchronous = "" if synchronous else ", set_config('synchronous_commit', 'off', true)"
-    return path, f"WITH moved AS ({sql}) {join_sql(path, 'moved', columns(model, vendor), asynchronous)}", None
+    return path, f"WITH moved AS ({sql}) {join_sql(path, 'moved', model, asynchronous)}", None
 
 
 @lru_cache(maxsize=None)

@@ -221,10 +221,9 @@ class Command(BaseCommand):
                 agent_document(agent_id),
                 workflow_document(workflows["warmup"], agent_id, topology="seq", nodes=WARMUP_NODES),
                 workflow_document(workflows["chain"], agent_id, topology="seq", nodes=chain),
-                workflow_document(workflows["wide"], agent_id, topology="dag", nodes=wide,
-                                  fan_out=wide_shape == "fanout"),
-                workflow_document(workflows["layer"], agent_id, topology="dag", nodes=max(layer, 1),
-                                  fan_out=wide_shape == "fanout"),
+                *(workflow_document(workflows[name], agent_id, topology="dag", nodes=count,
+                                    fan_out=wide_shape == "fanout")
+                  for name, count in (("wide", wide), ("layer", layer)) if count),
             ], actor="benchmark_execution")
             worker.start()
             settings.CELERY_TASK_DEFAULT_QUEUE = queue  # what _dispatch sends node runs to
