@@ -10,7 +10,8 @@ of an existing row goes through this module:
   (UPDATE ... RETURNING), for the hot path of taking a node run;
 - `transition_under`: `transition` of one row under the lock of another, taken by writing
   to it (`touch_row`) while that one is in a status: a worker storing a node run's result
-  under its execution's lock;
+  under its execution's lock, and asking, in the same statement, whether the execution
+  has any other node run still to end;
 - `change_status`: for a row in hand that must move from the status it was read in.
 
 Each asks the machine first, so an illegal move is an IllegalTransition naming the
@@ -25,7 +26,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from django.db import connection, models
+from django.db import connection, models, transaction
+from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 
 from core.errors import IllegalTransition
@@ -140,33 +142,83 @@ def touch_row(model: type[models.Model], pk: Any, status: str, /, *, add: dict[s
     return None if row is None else read_values(model, returning, row)
 
 
+def lock_row(model: type[models.Model], pk: Any, /) -> models.Model:
+    """The row `pk` read under its lock, held until the transaction ends (DoesNotExist: no
+    such row). The lock is taken by writing to the row, an UPDATE that changes no value
+    (`SET pk = pk`, RETURNING the row), rather than by SELECT … FOR UPDATE: the write makes
+    a new version of the row, which is how transition_under's `others` tells that another
+    transaction changed what it asks about while it waited; a bare FOR UPDATE leaves no
+    trace once it commits."""
+    if connection.get_autocommit():  # as select_for_update: a lock outside a transaction would hold nothing
+        raise TransactionManagementError("lock_row cannot be used outside of a transaction.")
+    with cursor() as locking:
+        locking.execute(_lock_sql(model, connection.vendor), [pk])
+        row = locking.fetchone()
+    if row is None:
+        raise model.DoesNotExist(f"{model._meta.object_name} matching pk={pk!r} does not exist.")
+    return from_row(model, row)
+
+
+class Under(NamedTuple):
+    """What transition_under did: what the touch returned (None: its row was not in its
+    status, or had been written since the statement began, and nothing was done), the rows
+    moved, and (asked with `others`) whether other rows were in those statuses."""
+
+    touched: tuple | None
+    moved: int
+    others: bool | None = None
+
+
 def transition_under(touch: Touch, model: type[models.Model], pk: Any, from_statuses: str | Iterable[str],
                      to_status: str, /, *, where: dict[str, Any] | None = None,
-                     **fields: Any) -> tuple[tuple | None, int]:
+                     others: tuple[str, tuple[str, ...]] | None = None, **fields: Any) -> Under:
     """`touch_row(touch)`, then, only if it found its row in its status, `transition(model,
-    pk, …)`: what the touch returned (None: its row was not in its status, and nothing was
-    moved) and the rows moved. On PostgreSQL one statement, the transition's UPDATE waiting
-    for the touch's (its WHERE reads the touch's result), so the touched row is locked
-    first, as it would be in two; elsewhere two statements.
+    pk, …)`. On PostgreSQL one statement, the transition's UPDATE waiting for the touch's
+    (its WHERE reads the touch's result), so the touched row is locked first, as it would
+    be in two; elsewhere two statements in one transaction.
+
+    `others`, `(key, statuses)`: also whether any other row of `model` whose foreign key
+    `key` points to the touched row is in one of `statuses`, as of when the touched row was
+    locked. A statement sees the database as it was when it began, and the lock may have
+    been waited for; so on PostgreSQL the touch then holds only if the touched row is still
+    the version the statement began with (its `xmin`): had another transaction written it
+    in between, nothing is done (touched None) and the caller asks again in a transaction
+    of its own. That answer holds only if every transaction that changes the statuses of
+    those rows writes the touched row: a touch, or `lock_row`.
 
     A worker stores a node's result this way: the execution's row locked, the node run
-    moved, in one round trip."""
+    moved and, after a node that nothing follows, whether the run has any other node run
+    still to end, in one round trip."""
     if connection.vendor != "postgresql":
-        touched = touch_row(touch.model, touch.pk, touch.status, add=touch.add, returning=touch.returning,
-                            **touch.fields)
-        return touched, (0 if touched is None else transition(model, pk, from_statuses, to_status, where=where,
-                                                                  **fields))
-    touching, touch_params = _touching(touch)
+        with transaction.atomic(savepoint=False):
+            touched = touch_row(touch.model, touch.pk, touch.status, add=touch.add, returning=touch.returning,
+                                **touch.fields)
+            if touched is None:
+                return Under(None, 0)
+            moved = transition(model, pk, from_statuses, to_status, where=where, **fields)
+            if others is None:
+                return Under(touched, moved)
+            key, statuses = others
+            return Under(touched, moved, model._default_manager.filter(
+                **{key: touch.pk, "status__in": statuses}).exclude(pk=pk).exists())
+    touching, touch_params = _touching(touch, unchanged=others is not None)
     moving, move_params = _moving(model, pk, from_statuses, to_status, where or {}, fields, "1",
                                   "EXISTS (SELECT 1 FROM touched)")
+    asked, asked_params = "", []
+    if others is not None:
+        key, statuses = others
+        asked, asked_params = f", {_others_sql(model, key, len(statuses))}", [touch.pk, *statuses, pk]
     returned = "".join(f", touched.{column(touch.model, name)}" for name in touch.returning)
     with cursor() as both:
         both.execute(f"WITH touched AS ({touching}), moved AS ({moving}) "
-                     f"SELECT (SELECT COUNT(*) FROM moved){returned} FROM touched", [*touch_params, *move_params])
+                     f"SELECT (SELECT COUNT(*) FROM moved){asked}{returned} FROM touched",
+                     [*touch_params, *move_params, *asked_params])
         row = both.fetchone()
     if row is None:
-        return None, 0
-    return read_values(touch.model, touch.returning, row[1:]), row[0]
+        return Under(None, 0)
+    if others is None:
+        return Under(read_values(touch.model, touch.returning, row[1:]), row[0])
+    return Under(read_values(touch.model, touch.returning, row[2:]), row[0], row[1])
 
 
 def _moving(model: type[models.Model], pk: Any, from_statuses: str | Iterable[str], to_status: str,
@@ -180,12 +232,16 @@ def _moving(model: type[models.Model], pk: Any, from_statuses: str | Iterable[st
     return sql, [*db_values(model, {"status": to_status, **fields}), pk, *from_statuses, *db_values(model, where)]
 
 
-def _touching(touch: Touch) -> tuple[str, list]:
-    """The UPDATE of a touch (see _update_sql) and its parameters."""
+def _touching(touch: Touch, unchanged: bool = False) -> tuple[str, list]:
+    """The UPDATE of a touch (see _update_sql) and its parameters; `unchanged` (PostgreSQL):
+    only if the row is the version the statement began with (see transition_under)."""
     model, fields = touch.model, _stamped(touch.model, touch.fields)
     returning = ", ".join(column(model, name) for name in touch.returning) or quoted_pk(model)
-    sql = _update_sql(model, connection.vendor, tuple(fields), tuple(touch.add), 1, (), returning)
-    return sql, [*db_values(model, fields), *db_values(model, touch.add), touch.pk, touch.status]
+    table = connection.ops.quote_name(model._meta.db_table)
+    condition = f"xmin = (SELECT xmin FROM {table} WHERE {quoted_pk(model)} = %s)" if unchanged else ""
+    sql = _update_sql(model, connection.vendor, tuple(fields), tuple(touch.add), 1, (), returning, condition)
+    return sql, [*db_values(model, fields), *db_values(model, touch.add), touch.pk, touch.status,
+                 *([touch.pk] if unchanged else [])]
 
 
 def change_status(instance: models.Model, machine: StateMachine, new: str, **fields: Any) -> None:
@@ -241,6 +297,23 @@ def _update_sql(model: type[models.Model], vendor: str, assigned: tuple[str, ...
     table = connection.ops.quote_name(model._meta.db_table)
     sql = f"UPDATE {table} SET {', '.join(sets)} WHERE {' AND '.join(conditions)}"
     return f"{sql} RETURNING {returning}" if returning else sql
+
+
+@lru_cache(maxsize=None)
+def _others_sql(model: type[models.Model], key: str, statuses: int) -> str:
+    """Whether a row of `model` other than one (the last parameter) points by `key` to a row
+    (the first) with a status among `statuses` parameters."""
+    table = connection.ops.quote_name(model._meta.db_table)
+    in_status = ", ".join(["%s"] * statuses)
+    return (f"EXISTS (SELECT 1 FROM {table} WHERE {column(model, key)} = %s AND {column(model, 'status')} "
+            f"IN ({in_status}) AND {quoted_pk(model)} <> %s)")
+
+
+@lru_cache(maxsize=None)
+def _lock_sql(model: type[models.Model], vendor: str) -> str:
+    """UPDATE of one row by primary key that changes nothing, returning the row."""
+    table, pk = connection.ops.quote_name(model._meta.db_table), quoted_pk(model)
+    return f"UPDATE {table} SET {pk} = {pk} WHERE {pk} = %s RETURNING {columns(model, vendor)}"
 
 
 @lru_cache(maxsize=None)

@@ -150,6 +150,13 @@ def _after_failure(plan: Plan, policy: Policy, progress: Progress, outcome: Outc
     return _failed(f"node '{node_id}' failed: {outcome.error_code}")
 
 
+def nothing_follows(plan: Plan, node_id: str) -> bool:
+    """Whether a success of `node_id` can make no node ready: then, within the run's wall
+    time, the step after it is `wait` while any other node run is active, and only once
+    none is does it need more of the run (`next_step` reads the rest then)."""
+    return plan.topology != "state_machine" and not plan.successors(node_id)
+
+
 def _after_success(plan: Plan, policy: Policy, progress: Progress, outcome: Outcome | None) -> Step:
     if plan.topology == "state_machine":
         if outcome is None:

@@ -151,6 +151,9 @@ class NodeRun(models.Model):
         },
     )
 
+    # Still to end: a run is not finished while it has one (a gate waiting for a person too).
+    ACTIVE = (Status.PENDING, Status.RUNNING, Status.WAITING)
+
     # Indexed as the first column of the indexes below, which serve every read by execution.
     execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="node_runs", db_index=False)
     node_id = models.CharField(max_length=100)

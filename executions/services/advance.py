@@ -3,9 +3,9 @@ decides (`engine.steps.next_step`); this module reads the run for it and stores 
 the next nodes (created and sent to a worker), a retry, the fallback agent's attempt, an
 escalation, the end of the run.
 
-A run advances by these services only. Each takes the execution row's lock
-(`select_for_update`) before deciding what comes next, so two workers finishing parallel
-nodes at once never both schedule the same node."""
+A run advances by these services only. Each takes the execution row's lock (`_locked`)
+before deciding what comes next, so two workers finishing parallel nodes at once never
+both schedule the same node."""
 from __future__ import annotations
 
 import time
@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from agents.models import AgentVersion
 from core.rows import cursor, insert_rows
-from core.states import change_status, transition_all
+from core.states import change_status, lock_row, transition_all
 from core.tasks import send_after_commit, send_all_after_commit
 from engine import gates
 from engine.context.errors import RefError
@@ -267,7 +267,7 @@ def _any_active(execution: Execution) -> bool:
     table = connection.ops.quote_name(NodeRun._meta.db_table)
     with cursor() as reading:
         reading.execute(f"SELECT 1 FROM {table} WHERE execution_id = %s AND status IN (%s, %s, %s) LIMIT 1",
-                        [execution.pk, NodeRun.Status.PENDING, NodeRun.Status.RUNNING, NodeRun.Status.WAITING])
+                        [execution.pk, *NodeRun.ACTIVE])
         return reading.fetchone() is not None
 
 
@@ -280,11 +280,14 @@ def _last_sequence(execution: Execution) -> int:
 
 
 def _locked(execution: Execution) -> Execution:
-    """The execution's row read again under a lock; the workflow already read with it is kept."""
-    if not Execution.workflow.is_cached(execution):
-        return Execution.objects.select_for_update().select_related("workflow").get(pk=execution.pk)
-    locked = Execution.objects.select_for_update().get(pk=execution.pk)
-    locked.workflow = execution.workflow
+    """The execution's row read again under its lock, taken by writing to the row
+    (`lock_row`): whoever changes a run's node runs takes it, and a worker that stores a
+    node's result and asks in the same statement whether any other is still to end
+    (node_run._store_alone) can tell that someone did while it waited. The workflow
+    already read with it is kept."""
+    locked = lock_row(Execution, execution.pk)
+    if Execution.workflow.is_cached(execution):
+        locked.workflow = execution.workflow
     return locked
 
 

@@ -21,11 +21,12 @@ from django.utils import timezone
 from agents.backends.metering import Budget, Meter, metered
 from agents.documents import agent_as_of
 from agents.models import Agent
-from core.states import Touch, claim_row, transition, transition_under
+from core.states import Touch, Under, claim_row, transition, transition_under
+from engine.steps import nothing_follows, wall_time_exceeded
 from executions import nodes, runner
 from executions.models import Execution, NodeRun
 from executions.services.advance import (
-    _advance, _apply_output_mapping, _dispatch, _end, _locked, _wall_time_end,
+    _advance, _apply_output_mapping, _dispatch, _elapsed, _end, _locked, _plan_and_policy, _wall_time_end,
 )
 from executions.services.graph import execution_graph
 from executions.services.inline import INLINE_SECONDS, MAX_INLINE, _inline
@@ -139,12 +140,12 @@ def _store_locked(run: NodeRun, claim: str, status: str, fields: dict, added: di
         writes_state = execution_graph(execution).writes_state
         touch = Touch(Execution, execution.pk, Execution.Status.RUNNING, add=added,
                       returning=("state",) if writes_state else (), fields=flags)
-        touched, stored = transition_under(touch, NodeRun, run.pk, NodeRun.Status.RUNNING, status,
-                                           where={"worker": claim}, **fields)
-        if touched is not None:
+        stored = transition_under(touch, NodeRun, run.pk, NodeRun.Status.RUNNING, status, where={"worker": claim},
+                                  **fields)
+        if stored.touched is not None:
             if writes_state:
-                (execution.state,) = touched
-            return execution, stored
+                (execution.state,) = stored.touched
+            return execution, stored.moved
     execution = _locked(execution)
     _charge(execution, added, flags)
     return execution, transition(NodeRun, run.pk, NodeRun.Status.RUNNING, status, where={"worker": claim}, **fields)
@@ -188,15 +189,51 @@ def _metered(meter: Meter | None) -> tuple[dict, dict, dict]:
 def _node_succeeded(run: NodeRun, claim: str, performed, node, meter: Meter | None = None) -> None:
     ended = timezone.now()
     calls, added, flags = _metered(meter)
+    fields = {"output": performed.output, "completed_at": ended, "duration_ms": _ms(run.started_at, ended),
+              **_fields(performed.record), **calls}
+    if _settles_alone(run.execution, node, ended):
+        stored = _store_alone(run, claim, fields, added, flags)
+        if stored is not None:
+            if stored.moved == 1 and not stored.others:  # the last node run to end: the run may be done
+                with transaction.atomic():
+                    run.status, run.output = NodeRun.Status.SUCCESS, performed.output
+                    _advance(_locked(run.execution), completed=run)
+            return
     with transaction.atomic():
-        execution, stored = _store_locked(run, claim, NodeRun.Status.SUCCESS, {
-            "output": performed.output, "completed_at": ended, "duration_ms": _ms(run.started_at, ended),
-            **_fields(performed.record), **calls}, added, flags)
+        execution, stored = _store_locked(run, claim, NodeRun.Status.SUCCESS, fields, added, flags)
         if stored != 1:
             return  # cancelled, or swept and given to another worker: that one's result counts
         run.status, run.output = NodeRun.Status.SUCCESS, performed.output
         _apply_output_mapping(execution, run, node)
         _advance(execution, completed=run)
+
+
+def _settles_alone(execution: Execution, node, now) -> bool:
+    """Whether all the run needs after a success of `node` is to know whether any other of
+    its node runs is still to end (engine.steps.nothing_follows): no node comes after it,
+    it writes nothing to the run's state, the workflow has no gates to pause at, and the
+    run is within its wall time. The leaves of a wide DAG."""
+    if not Execution.workflow.is_cached(execution):
+        return False
+    graph = execution_graph(execution)
+    plan, policy = _plan_and_policy(execution, graph)
+    return (nothing_follows(plan, node.node_id) and not node.output_mapping and not graph.has_gates
+            and wall_time_exceeded(policy, _elapsed(execution, now)) is None)
+
+
+def _store_alone(run: NodeRun, claim: str, fields: dict, added: dict, flags: dict) -> Under | None:
+    """Store a success that settles alone (_settles_alone) in one statement, its own
+    transaction: the execution's row locked and the node's cost added to it while it is
+    running, the node run stored while the claim holds, and whether any other node run of
+    the run is still to end (`others`). A node of a wide DAG costs this and its claim.
+
+    None: the run is no longer running, or another worker wrote its row while this one
+    waited for the lock, so the answer could be stale (core.states.transition_under);
+    nothing was stored, and the caller stores the result in a transaction of its own."""
+    touch = Touch(Execution, run.execution.pk, Execution.Status.RUNNING, add=added, fields=flags)
+    stored = transition_under(touch, NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.SUCCESS,
+                              where={"worker": claim}, others=("execution", NodeRun.ACTIVE), **fields)
+    return None if stored.touched is None else stored
 
 
 def _node_failed(run: NodeRun, claim: str, failure, meter: Meter | None = None) -> None:

@@ -9,7 +9,9 @@ import pytest
 
 from agents.models import Agent, DeriveRequest
 from core.errors import IllegalTransition
-from core.states import Touch, change_status, claim_row, touch_row, transition, transition_all, transition_under
+from core.states import (
+    Touch, Under, change_status, claim_row, lock_row, touch_row, transition, transition_all, transition_under,
+)
 from executions.models import Execution, NodeRun
 from workflows.models import Workflow
 
@@ -164,15 +166,104 @@ def test_it_moves_a_row_under_the_lock_of_another_only_while_that_one_is_in_its_
     touch = Touch(Execution, run.execution_id, "running", add={"cost": 3}, returning=("state",))
     with django_assert_num_queries(1 if connection.vendor == "postgresql" else 2):
         assert transition_under(touch, NodeRun, run.pk, "running", "success", where={"worker": "w1"},
-                                output={"a": 1}, model="m") == (({"k": 1},), 1)
+                                output={"a": 1}, model="m") == Under(({"k": 1},), 1)
     assert NodeRun.objects.filter(pk=run.pk, status="success", output={"a": 1}, model="m").exists()
-    assert transition_under(touch, NodeRun, run.pk, "running", "failed") == (({"k": 1},), 0)  # moved on: touched only
+    assert transition_under(touch, NodeRun, run.pk, "running", "failed") == Under(({"k": 1},), 0)  # moved on: touched only
     assert Execution.objects.get(pk=run.execution_id).cost == 6
     other = NodeRun.objects.create(execution=run.execution, node_id="n", agent=run.agent, status="running")
     Execution.objects.filter(pk=run.execution_id).update(status="cancelled")
-    assert transition_under(touch, NodeRun, other.pk, "running", "success") == (None, 0)
+    assert transition_under(touch, NodeRun, other.pk, "running", "success") == Under(None, 0)
     assert NodeRun.objects.get(pk=other.pk).status == "running"
     assert Execution.objects.get(pk=run.execution_id).cost == 6
+
+
+@pytest.mark.django_db
+def test_it_says_whether_other_rows_under_the_touched_one_are_still_in_the_statuses_asked(django_assert_num_queries):
+    from django.db import connection
+
+    run = _run("running", worker="w1")
+    other = NodeRun.objects.create(execution=run.execution, node_id="m", agent=run.agent, status="pending")
+    touch = Touch(Execution, run.execution_id, "running", add={"cost": 2})
+    active = ("execution", ("pending", "running", "waiting"))
+    with django_assert_num_queries(1 if connection.vendor == "postgresql" else 3):
+        stored = transition_under(touch, NodeRun, run.pk, "running", "success", where={"worker": "w1"}, others=active,
+                                  output={"a": 1})
+    assert stored == Under((), 1, True)  # the other run is pending
+    assert NodeRun.objects.get(pk=run.pk).status == "success"
+    transition(NodeRun, other.pk, "pending", "cancelled")
+    third = NodeRun.objects.create(execution=run.execution, node_id="n", agent=run.agent, status="running")
+    # Itself still running as the statement began: not counted among the others.
+    assert transition_under(touch, NodeRun, third.pk, "running", "failed", others=active) == Under((), 1, False)
+    assert Execution.objects.get(pk=run.execution_id).cost == 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_locks_a_row_by_writing_to_it_inside_a_transaction_only():
+    from django.db import connection, transaction
+    from django.db.transaction import TransactionManagementError
+
+    run = _run()
+    with pytest.raises(TransactionManagementError):
+        lock_row(Execution, run.execution_id)
+    with transaction.atomic():
+        version = _version(Execution, run.execution_id)
+        locked = lock_row(Execution, run.execution_id)
+        assert (locked.pk, locked.execution_id, locked.status) == (run.execution_id, "e1", "running")
+        if connection.vendor == "postgresql":  # a new version of the row, as any write makes
+            assert _version(Execution, run.execution_id) != version
+        with pytest.raises(Execution.DoesNotExist):
+            lock_row(Execution, run.execution_id + 1000)
+
+
+def _version(model, pk):
+    """The row's version on PostgreSQL (the transaction that wrote it); None elsewhere."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as reading:
+        reading.execute(f"SELECT xmin::text FROM {model._meta.db_table} WHERE id = %s", [pk])
+        return reading.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_does_nothing_when_the_touched_row_was_written_while_it_waited_for_its_lock():
+    """What `others` answers is as of the statement's start; a transaction that changed the
+    other rows and wrote the touched row while the statement waited would make it stale."""
+    import threading
+
+    from django.db import connection, transaction
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one writer at a time: a statement never waits for a row's lock")
+    run = _run("running", worker="w1")
+    other = NodeRun.objects.create(execution=run.execution, node_id="m", agent=run.agent, status="running")
+    locked, release = threading.Event(), threading.Event()
+
+    def other_worker():  # stores the other run's result under the execution's lock, slowly
+        try:
+            with transaction.atomic():
+                lock_row(Execution, run.execution_id)
+                transition(NodeRun, other.pk, "running", "success")
+                locked.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=other_worker)
+    thread.start()
+    assert locked.wait(10)
+    threading.Timer(0.5, release.set).start()  # commits while the statement below waits for the lock
+    touch = Touch(Execution, run.execution_id, "running", add={"cost": 2})
+    stored = transition_under(touch, NodeRun, run.pk, "running", "success", where={"worker": "w1"},
+                              others=("execution", ("pending", "running", "waiting")))
+    thread.join(10)
+    assert stored == Under(None, 0)  # nothing done: asked again in a transaction, it sees the other run done
+    assert NodeRun.objects.get(pk=run.pk).status == "running"
+    assert Execution.objects.get(pk=run.execution_id).cost == 0
+    stored = transition_under(touch, NodeRun, run.pk, "running", "success", where={"worker": "w1"},
+                              others=("execution", ("pending", "running", "waiting")))
+    assert stored == Under((), 1, False)
 
 
 @pytest.mark.django_db

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from engine.scheduling import DONE, Plan
-from engine.steps import Outcome, Policy, Progress, Step, next_step, wall_time_exceeded
+from engine.steps import Outcome, Policy, Progress, Step, next_step, nothing_follows, wall_time_exceeded
 
 
 class Store:
@@ -368,3 +368,16 @@ def test_on_failure_means_the_same_in_every_topology(topology):
             assert step.skipped == "a" and step.action in ("start", "wait", "end")
         else:
             assert step.action == expected
+
+
+def test_only_a_node_with_no_successors_outside_a_state_machine_makes_nothing_ready():
+    dag = Plan("dag", ["a", "b", "c"], [("a", "c")])
+    assert [nothing_follows(dag, node_id) for node_id in "abc"] == [False, True, True]
+    assert [nothing_follows(Plan("seq", ["a", "b"]), node_id) for node_id in "ab"] == [False, True]
+    assert nothing_follows(Plan("par", ["a", "b"]), "a")
+    machine = Plan("state_machine", ["a", "b"], [{"from": "a", "to": "b"}])
+    assert not nothing_follows(machine, "b")  # where a state machine goes is its transitions' to say
+    # What nothing_follows promises: after such a success, the step is to wait while a run is active.
+    store = Store()
+    store.add("a", "success"), store.add("b", "running"), store.add("c", "success")
+    assert next_step(dag, Policy(), store.progress(), Outcome("c", "success")).action == "wait"

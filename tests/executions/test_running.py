@@ -152,3 +152,20 @@ def wait_for_no_active(execution, timeout: float = 30) -> None:
     while execution.node_runs.filter(status__in=("pending", "running")).exists():
         assert time.monotonic() < deadline, "the worker did not take the held node runs"
         time.sleep(0.1)
+
+
+def test_three_workers_finishing_the_leaves_of_a_wide_dag_together_end_it_once(workers):
+    """Each leaf's result is stored with whether any other node run is still to end, in one
+    statement; workers storing at once wait for each other's lock on the run, and one that
+    waited stores again in a transaction: the run ends, once, when the last leaf does."""
+    from executions.management.commands.benchmark_execution import agent_document, workflow_document
+
+    import_documents([agent_document("noop"), workflow_document("wide", "noop", topology="dag", nodes=150)])
+    workers.start(3)
+    execution = wait_for(start("wide"), timeout=120, workers=workers)
+    assert execution.status == "success", execution.ended_reason
+    node_runs = runs(execution)
+    assert (len(node_runs), {run.status for run in node_runs}) == (150, {"success"})
+    assert len({run.node_id for run in node_runs}) == 150
+    assert len({run.worker.split("/")[0] for run in node_runs}) == 3, "all three workers took leaves"
+    assert max(run.completed_at for run in node_runs) <= execution.completed_at

@@ -86,6 +86,47 @@ def test_it_reads_the_state_again_when_it_stores_a_result_in_a_workflow_that_wri
     assert NodeRun.objects.get(pk=run.pk).output == {"done": True}
 
 
+def _wide(nodes=3):
+    """A DAG of independent no-op nodes: every one a leaf, nothing follows it."""
+    from executions.management.commands.benchmark_execution import agent_document, workflow_document
+
+    import_documents([agent_document("noop"), workflow_document("wide", "noop", topology="dag", nodes=nodes)])
+    return start("wide")
+
+
+def test_a_node_that_nothing_follows_costs_its_claim_and_one_statement_on_postgresql(django_assert_num_queries):
+    from django.db import connection
+
+    execution = _wide()
+    first, second, last = execution.node_runs.order_by("sequence")
+    assert node_run_execute(node_run_id=first.pk, worker="w1") == "success"  # reads the workflow's graph once
+    # PostgreSQL: the claim, then the result stored with whether any other run is still to
+    # end; SQLite: the claim and its related rows, then a transaction of the touch, the move
+    # and the question.
+    with django_assert_num_queries(2 if connection.vendor == "postgresql" else 7):
+        assert node_run_execute(node_run_id=second.pk, worker="w1") == "success"
+    execution.refresh_from_db()
+    assert (execution.status, NodeRun.objects.get(pk=second.pk).status) == ("running", "success")
+    assert node_run_execute(node_run_id=last.pk, worker="w1") == "success"  # the last: the run ends
+    execution.refresh_from_db()
+    assert execution.status == "success"
+    assert set(execution.node_runs.values_list("status", flat=True)) == {"success"}
+
+
+def test_a_result_stored_alone_that_was_overtaken_is_stored_in_a_transaction_of_its_own():
+    from executions.services import node_run
+
+    execution = _wide(2)
+    first, last = execution.node_runs.order_by("sequence")
+    with mock.patch.object(node_run, "_store_alone", return_value=None) as alone:  # another worker wrote the run
+        assert node_run_execute(node_run_id=first.pk, worker="w1") == "success"
+        assert node_run_execute(node_run_id=last.pk, worker="w1") == "success"
+    assert alone.call_count == 2
+    execution.refresh_from_db()
+    assert execution.status == "success"
+    assert execution.node_runs.filter(status="success").count() == 2
+
+
 def test_it_fails_a_node_visibly_when_something_unexpected_breaks():
     with mock.patch.object(nodes, "perform", side_effect=ValueError("a defect")):
         execution = drain(start("parallel_analysis", repository="acme"))
