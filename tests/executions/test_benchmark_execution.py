@@ -33,7 +33,8 @@ def left_behind():
 def test_it_prints_per_node_ratios_and_deletes_what_it_made(bench_env):
     queue = bench_env.CELERY_TASK_DEFAULT_QUEUE
     out = io.StringIO()
-    call_command("benchmark_execution", "--chain", "3", "--wide", "3", "--layer", "6", "--timeout", "60", stdout=out)
+    call_command("benchmark_execution", "--chain", "3", "--wide", "3", "--layer", "6", "--repeat", "2", "--timeout", "60",
+                 stdout=out)
     text = out.getvalue()
     assert re.search(rf"^database: {connection.vendor}", text, re.MULTILINE), text
     assert re.search(rf"^baseline: 3 sequential core\.tasks\.ping .* {NUMBER} and {NUMBER} ms each", text,
@@ -42,7 +43,8 @@ def test_it_prints_per_node_ratios_and_deletes_what_it_made(bench_env):
                      rf"\({NUMBER} round trips\)", text, re.MULTILINE), text
     for label, target in (("chain of 3 nodes", "1.5"), ("wide dag of 3 nodes", "2"), ("wide dag of 6 nodes", "2")):
         assert re.search(rf"^{label} \((?:dag, independent nodes \(no edges\)|seq)\): {NUMBER} ms per node vs "
-                         rf"bare Celery round trip {NUMBER} ms → {NUMBER}× \(target ≤ {target}× on PostgreSQL.*; "
+                         rf"bare Celery round trip {NUMBER} ms → {NUMBER}× \(median of 2 runs: {NUMBER}×, {NUMBER}×; "
+                         rf"target ≤ {target}× on PostgreSQL.*; "
                          rf"evaluated {NUMBER} ms after it ended", text, re.MULTILINE), text
     assert re.search(rf"^wide dag of 6 nodes .*; {NUMBER}× the per-node time of the smaller dag \(target ≤ 1.1×", text,
                      re.MULTILINE), text
@@ -53,14 +55,21 @@ def test_it_prints_per_node_ratios_and_deletes_what_it_made(bench_env):
 def test_it_prints_json(bench_env):
     out = io.StringIO()
     call_command("benchmark_execution", "--chain", "2", "--wide", "2", "--layer", "0", "--wide-shape", "fanout",
-                 "--json", stdout=out)
+                 "--repeat", "3", "--json", stdout=out)
     report = json.loads(out.getvalue())
-    assert report["error"] is None and len(report["baseline"]["per_task_s"]) == 2
+    assert report["error"] is None and len(report["baseline"]["per_task_s"]) == 6  # before each run
     assert report["drain"]["messages"] == 2 and report["drain"]["per_message_s"] > 0
     assert all(f["evaluated_s"] > 0 for f in report["figures"])
     assert [(f["name"], f["nodes"], f["shape"]) for f in report["figures"]] == [
         ("chain", 2, "seq"), ("wide", 2, "dag, one root fanning out")]
-    assert [f["baseline_s"] for f in report["figures"]] == report["baseline"]["per_task_s"]
-    assert all(f["ratio"] > 0 and f["ratio"] == pytest.approx(f["per_node_s"] / f["baseline_s"])
-               for f in report["figures"])
+    chain, wide = report["figures"]
+    # The shapes in turn, each run after a baseline of its own; a shape's figures are medians.
+    assert [s["baseline_s"] for s in chain["samples"]] == report["baseline"]["per_task_s"][0::2]
+    assert [s["baseline_s"] for s in wide["samples"]] == report["baseline"]["per_task_s"][1::2]
+    for figure in (chain, wide):
+        assert len(figure["samples"]) == 3 and len({s["execution_id"] for s in figure["samples"]}) == 3
+        assert all(s["ratio"] > 0 and s["ratio"] == pytest.approx(s["per_node_s"] / s["baseline_s"])
+                   for s in figure["samples"])
+        assert figure["ratio"] == sorted(s["ratio"] for s in figure["samples"])[1]
+        assert figure["per_node_s"] == sorted(s["per_node_s"] for s in figure["samples"])[1]
     assert left_behind() == (0, 0, 0, 0, 0)

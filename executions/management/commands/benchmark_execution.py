@@ -12,6 +12,12 @@ one root fanning out), to show that a node's cost does not grow with its layer; 
 Celery's own share of a DAG's node, a bare layer: as many no-op messages as the DAG has
 nodes, published at once and taken by the worker one after another.
 
+Each workflow is run `--repeat` times, the shapes taken in turn, each run right after a
+baseline of its own; a shape's figures are the medians of its runs. The speed of a small
+virtual machine drifts from one second to the next (the round trip alone moved by a
+third between two measurements ten seconds apart), and one sample of each side of a
+ratio can land on either side of such a change.
+
 Node tasks store no result (ignore_result=True); the baseline's round trip goes through
 the result backend as well, which a node hop does not need, so the baseline is, if
 anything, a little slower than a bare dispatch hop.
@@ -21,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import statistics
 import signal
 import sqlite3
 import subprocess
@@ -192,15 +199,20 @@ class Command(BaseCommand):
         parser.add_argument("--wide-shape", choices=["independent", "fanout"], default="independent",
                             help="independent: no edges, all nodes start at once (default); "
                                  "fanout: one root node, then all the others")
+        parser.add_argument("--repeat", type=int, default=3,
+                            help="runs of each workflow, the shapes taken in turn, each after its own baseline; the "
+                                 "figures are their medians (default 3)")
         parser.add_argument("--timeout", type=float, default=60.0,
                             help="seconds each run may take before the benchmark gives up (exit 1)")
         parser.add_argument("--worker-profile", metavar="PATH",
                             help="run the worker under cProfile and write its stats here (slows it down)")
         parser.add_argument("--json", dest="as_json", action="store_true", help="print the figures as JSON")
 
-    def handle(self, *args, chain, wide, layer, wide_shape, timeout, worker_profile, as_json, **options):
+    def handle(self, *args, chain, wide, layer, wide_shape, repeat, timeout, worker_profile, as_json, **options):
         if chain < 1 or wide < 1 or layer < 0:
             raise CommandError("--chain and --wide need at least one node, --layer none or more")
+        if repeat < 1:
+            raise CommandError("--repeat must be at least 1")
 
         token = secrets.token_hex(4)
         queue = f"switchyard-bench-{token}"
@@ -242,19 +254,23 @@ class Command(BaseCommand):
             # once and taken by the worker one after another.
             report["drain"] = {"task": ping.name, "messages": wide,
                                "per_message_s": self.drain(ping, queue, wide, timeout)}
+            samples = {label: [] for label, *_ in runs}
+            for _ in range(repeat):
+                for label, workflow_id, count, shape in runs:
+                    # The baseline right before each run, so that a machine that gets busier or
+                    # quieter during the benchmark moves both sides of each ratio alike.
+                    baseline = self.round_trips(ping, queue, chain, timeout)
+                    report["baseline"]["per_task_s"].append(baseline)
+                    measured = self.run_workflow(workflow_id, count, timeout, worker)
+                    per_node = measured["wall_s"] / count
+                    samples[label].append({**measured, "per_node_s": per_node, "baseline_s": baseline,
+                                           "ratio": per_node / baseline})
             for label, workflow_id, count, shape in runs:
-                # The baseline right before each run, so that a machine that gets busier or quieter
-                # during the benchmark moves both sides of each ratio alike.
-                baseline = self.round_trips(ping, queue, chain, timeout)
-                report["baseline"]["per_task_s"].append(baseline)
-                measured = self.run_workflow(workflow_id, count, timeout, worker)
-                per_node = measured["wall_s"] / count
-                report["figures"].append({
-                    "name": label, "nodes": count, "shape": shape, **measured, "per_node_s": per_node,
-                    "baseline_s": baseline, "ratio": per_node / baseline, "target": TARGETS[label],
-                })
-                if label == "layer":
-                    report["figures"][-1]["growth"] = per_node / report["figures"][1]["per_node_s"]
+                report["figures"].append({"name": label, "nodes": count, "shape": shape, "target": TARGETS[label],
+                                          **_medians(samples[label]), "samples": samples[label]})
+            if layer:  # each layer over the DAG run just before it
+                report["figures"][-1]["growth"] = statistics.median(
+                    big["per_node_s"] / small["per_node_s"] for small, big in zip(samples["wide"], samples["layer"]))
         except BenchmarkFailed as failure:
             report["error"] = str(failure)
         finally:
@@ -359,6 +375,7 @@ class Command(BaseCommand):
     # ---------------------------------------------------------------- reporting
 
     def print_report(self, report: dict, as_json: bool) -> None:
+        """The figures; a shape's are medians of its runs (each ratio is its own run's)."""
         if as_json:
             self.stdout.write(json.dumps(report, indent=2))
             return
@@ -386,11 +403,21 @@ class Command(BaseCommand):
                 grown = ("ok" if f["growth"] <= GROWTH_TARGET else "OVER TARGET") if postgres else "informational here"
                 growth = (f"; {f['growth']:.2f}× the per-node time of the smaller dag (target ≤ {GROWTH_TARGET:g}×, "
                           f"{grown})")
+            runs = len(f["samples"])
+            each = ", ".join(f"{sample['ratio']:.2f}×" for sample in f["samples"])
             self.stdout.write(
                 f"{label} ({f['shape']}): {f['per_node_s'] * 1000:.2f} ms per node vs bare Celery round trip "
-                f"{f['baseline_s'] * 1000:.2f} ms → {f['ratio']:.2f}× (target ≤ {f['target']:g}× on PostgreSQL, "
+                f"{f['baseline_s'] * 1000:.2f} ms → {f['ratio']:.2f}× (median of {runs} run{'s' * (runs > 1)}: "
+                f"{each}; target ≤ {f['target']:g}× on PostgreSQL, "
                 f"{verdict}) — {f['wall_s']:.2f} s wall, {f['recorded_s']:.2f} s recorded on the execution; "
                 f"evaluated {f['evaluated_s'] * 1000:.0f} ms after it ended "
                 f"({f['evaluated_s'] / f['baseline_s']:.0f} round trips){growth}")
         if report["error"]:
             self.stderr.write(f"benchmark_execution: {report['error']}")
+
+
+def _medians(samples: list[dict]) -> dict:
+    """The median of each figure of a shape's runs; its ratio is the median of the runs'
+    ratios, each of a run over the baseline measured right before it."""
+    return {key: statistics.median(sample[key] for sample in samples)
+            for key in ("per_node_s", "baseline_s", "ratio", "wall_s", "recorded_s", "evaluated_s")}
