@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Iterable
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 
 
 @contextmanager
@@ -22,17 +22,18 @@ def cursor():
     statement the second time a connection runs it (settings: `prepare_threshold`; Django's
     own cursors bind on the client and never prepare); elsewhere Django's own. Wrapped as
     Django wraps its cursors: errors translated, queries logged when Django logs them."""
-    if connection.vendor != "postgresql":
-        with connection.cursor() as plain:
+    db = _database()
+    if db.vendor != "postgresql":
+        with db.cursor() as plain:
             yield plain
         return
     from django.db.backends.postgresql.base import ServerBindingCursor
 
-    connection.ensure_connection()
-    connection.validate_thread_sharing()
-    with connection.wrap_database_errors:
-        raw = ServerBindingCursor(connection.connection)
-    wrapped = connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
+    db.ensure_connection()
+    db.validate_thread_sharing()
+    with db.wrap_database_errors:
+        raw = ServerBindingCursor(db.connection)
+    wrapped = db.make_debug_cursor(raw) if db.queries_logged else db.make_cursor(raw)
     with wrapped:
         yield wrapped
 
@@ -46,13 +47,13 @@ def insert_rows(objs: Iterable[models.Model]) -> list[models.Model]:
     objs = list(objs)
     if not objs:
         return objs
-    model = type(objs[0])
+    model, db = type(objs[0]), _database()
     fields = _inserted_fields(model)
-    unnest = connection.vendor == "postgresql" and len(objs) > 1  # for one row, VALUES is quicker
-    batch = len(objs) if unnest else max(connection.ops.bulk_batch_size(fields, objs), 1)
+    unnest = db.vendor == "postgresql" and len(objs) > 1  # for one row, VALUES is quicker
+    batch = len(objs) if unnest else max(db.ops.bulk_batch_size(fields, objs), 1)
     for start in range(0, len(objs), batch):
         chunk = objs[start:start + batch]
-        rows = [[field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields] for obj in chunk]
+        rows = [[field.get_db_prep_save(field.pre_save(obj, True), db) for field in fields] for obj in chunk]
         with cursor() as inserting:
             if unnest:
                 inserting.execute(_insert_sql(model, connection.vendor, 0), [list(values) for values in zip(*rows)])
@@ -61,7 +62,7 @@ def insert_rows(objs: Iterable[models.Model]) -> list[models.Model]:
             keys = [row[0] for row in inserting.fetchall()]
         for obj, key in zip(chunk, keys):
             obj.pk = key
-            obj._state.adding, obj._state.db = False, connection.alias
+            obj._state.adding, obj._state.db = False, db.alias
     return objs
 
 
@@ -87,7 +88,8 @@ def _insert_sql(model: type[models.Model], vendor: str, count: int) -> str:
 
 def db_values(model: type[models.Model], values: dict[str, Any]) -> list:
     """`values` as the database stores them (JSON adapted, datetimes made aware, …)."""
-    return [model._meta.get_field(name).get_db_prep_save(value, connection) for name, value in values.items()]
+    db = _database()
+    return [model._meta.get_field(name).get_db_prep_save(value, db) for name, value in values.items()]
 
 
 def related_path(model: type[models.Model], select_related: str):
@@ -131,21 +133,30 @@ def attach(instance: models.Model, path: tuple, values: tuple) -> None:
 
 def from_row(model: type[models.Model], row: tuple) -> models.Model:
     """A model instance from the first columns of `row`, converted as the ORM would."""
-    return model.from_db(connection.alias, attnames(model),
-                         [_read(value, reader) for value, reader in zip(row, _readers(model, connection.vendor))])
+    db = _database()
+    return model.from_db(db.alias, attnames(model),
+                         [_read(value, reader, db) for value, reader in zip(row, _readers(model, db.vendor))])
 
 
 def read_values(model: type[models.Model], names: tuple[str, ...], row: tuple) -> tuple:
     """The columns of the fields `names` read as `row`, converted as the ORM would."""
-    readers = dict(zip(attnames(model), _readers(model, connection.vendor)))
-    return tuple(_read(value, readers[model._meta.get_field(name).attname]) for value, name in zip(row, names))
+    db = _database()
+    readers = dict(zip(attnames(model), _readers(model, db.vendor)))
+    return tuple(_read(value, readers[model._meta.get_field(name).attname], db) for value, name in zip(row, names))
 
 
-def _read(value: Any, reader: tuple) -> Any:
+def _read(value: Any, reader: tuple, db) -> Any:
     expression, converters = reader
     for converter in converters:
-        value = converter(value, expression, connection)
+        value = converter(value, expression, db)
     return value
+
+
+def _database():
+    """The default database's connection itself, for the loops over a row's or a layer's
+    values: `django.db.connection` looks the connection up again on every attribute read,
+    a cost as large as the conversion in a layer of thousands of rows."""
+    return connections[DEFAULT_DB_ALIAS]
 
 
 @lru_cache(maxsize=None)
