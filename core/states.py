@@ -302,7 +302,7 @@ def _update_sql(model: type[models.Model], vendor: str, assigned: tuple[str, ...
 @lru_cache(maxsize=None)
 def _others_sql(model: type[models.Model], key: str, statuses: int) -> str:
     """Whether a row of `model` other than one (the last parameter) points by `key` to a row
-    (the first) with a status among `statuses` parameters."""
+    (the first) with a status among `statuses` parameters (PostgreSQL's SQL, used there only)."""
     table = connection.ops.quote_name(model._meta.db_table)
     in_status = ", ".join(["%s"] * statuses)
     return (f"EXISTS (SELECT 1 FROM {table} WHERE {column(model, key)} = %s AND {column(model, 'status')} "
