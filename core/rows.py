@@ -56,9 +56,9 @@ def insert_rows(objs: Iterable[models.Model]) -> list[models.Model]:
         rows = [[field.get_db_prep_save(field.pre_save(obj, True), db) for field in fields] for obj in chunk]
         with cursor() as inserting:
             if unnest:
-                inserting.execute(_insert_sql(model, connection.vendor, 0), [list(values) for values in zip(*rows)])
+                inserting.execute(_insert_sql(model, db.vendor, 0), [list(values) for values in zip(*rows)])
             else:
-                inserting.execute(_insert_sql(model, connection.vendor, len(chunk)), [v for row in rows for v in row])
+                inserting.execute(_insert_sql(model, db.vendor, len(chunk)), [v for row in rows for v in row])
             keys = [row[0] for row in inserting.fetchall()]
         for obj, key in zip(chunk, keys):
             obj.pk = key

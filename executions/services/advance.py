@@ -178,8 +178,7 @@ def _gate_opened(execution: Execution, graph: Graph, node_id: str, now) -> dict:
 def _pause_at_gates(execution: Execution) -> None:
     """A running run whose only unfinished node runs are gates waits for people: that time
     is not its own."""
-    open_ = set(execution.node_runs.filter(status__in=(NodeRun.Status.PENDING, NodeRun.Status.RUNNING,
-                                                       NodeRun.Status.WAITING)).values_list("status", flat=True))
+    open_ = set(execution.node_runs.filter(status__in=NodeRun.ACTIVE).values_list("status", flat=True))
     if execution.status == Execution.Status.RUNNING and open_ == {NodeRun.Status.WAITING}:
         change_status(execution, Execution.STATES, Execution.Status.WAITING, paused_at=timezone.now())
 
@@ -266,8 +265,8 @@ def _any_active(execution: Execution) -> bool:
     this query than the database took to answer it."""
     table = connection.ops.quote_name(NodeRun._meta.db_table)
     with cursor() as reading:
-        reading.execute(f"SELECT 1 FROM {table} WHERE execution_id = %s AND status IN (%s, %s, %s) LIMIT 1",
-                        [execution.pk, *NodeRun.ACTIVE])
+        reading.execute(f"SELECT 1 FROM {table} WHERE execution_id = %s AND status IN "
+                        f"({', '.join(['%s'] * len(NodeRun.ACTIVE))}) LIMIT 1", [execution.pk, *NodeRun.ACTIVE])
         return reading.fetchone() is not None
 
 
