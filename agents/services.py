@@ -20,7 +20,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agents.catalogue import model_entry
-from agents.documents import CONTEXT_LIMIT_FIELDS, RUNTIME_FIELDS, versioned_content
+from agents.documents import CONTEXT_LIMIT_FIELDS, RUNTIME_FIELDS, agent_as_of, versioned_content
 from agents.models import Agent, AgentVersion, DeriveRequest, DeriveRequestEvent
 from agents.schemas import AgentDocument, DeriveRequestDocument
 from core.errors import DocumentError, IllegalTransition, SwitchyardError
@@ -214,8 +214,16 @@ def _agent_apply_changes(
     before = versioned_content(agent)
     for name, value in fields.items():
         setattr(agent, name, value)
-    changed = versioned_content(agent) != before
-    taken = set(agent.versions.values_list("version", flat=True))
+    content = versioned_content(agent)
+    changed = content != before
+    versions = {version.version: version for version in agent.versions.all()}
+    taken = set(versions)
+    if requested_version in versions and versioned_content(agent_as_of(agent, versions[requested_version])) != content:
+        raise DocumentError(
+            f"{requested_version!r} exists already with other content, and a version never changes: name a new "
+            f"version, or leave `version` out to store this as {next_version(agent.version, taken)!r}",
+            where="version",
+        )
     if requested_version and requested_version not in taken:
         agent.version = requested_version  # the author named a new version
     elif changed:
@@ -359,6 +367,8 @@ def agent_update(*, agent: Agent, document: Any, user) -> Agent:
     if isinstance(document, dict):
         document = {**document, "agent_id": agent.agent_id}
     document = _agent_edit_document(document, current=agent)
+    if document.get("version") == agent.version:
+        del document["version"]  # the version being edited: a change to what it is stores the next one
     if document["lineage"].get("parent_id") != (agent.parent.agent_id if agent.parent_id else None):
         require_role(user, ADMIN, to="change an agent's parent; a child agent comes from an approved derive request")
     updated, _ = agent_import_document(document, actor=user.get_username())

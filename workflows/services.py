@@ -212,11 +212,15 @@ def blueprint_import_document(document: dict[str, Any], *, actor: str = ""):
         members.append((get_agent(entry["agent_ref"], where=f"agents[{index}].agent_ref"), entry))
     member_ids = {agent.agent_id for agent, _ in members}
     contracts = []
+    keys_by_pair: dict[tuple[str, ...], str] = {}
     for key, contract in document.get("contracts", {}).items():
         where = f"contracts['{key}']"
         sides = CONTRACT_ARROW.split(key.strip())
         if len(sides) != 2 or not all(sides):
             raise DocumentError("a contract key reads 'agent_a → agent_b'", where=where)
+        first = keys_by_pair.setdefault(tuple(sides), key)
+        if first != key:
+            raise DocumentError(f"names the same pair as '{first}': one pair of agents has one contract", where=where)
         for side in sides:
             if side not in member_ids:
                 raise DocumentError(f"'{side}' is not one of the blueprint's agents", where=where)

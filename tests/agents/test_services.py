@@ -81,6 +81,22 @@ def test_it_uses_a_version_the_author_names():
     assert Agent.objects.get(agent_id="a").version == "2.0.0"
 
 
+def test_it_refuses_a_taken_version_with_other_content():
+    agent_import_document(agent("a", version="1.0.0", constraints=["old rule"]))
+    with pytest.raises(DocumentError, match=r"\(agent 'a'\)\.version: '1\.0\.0' exists already with other content, "
+                                            r"and a version never changes: .* leave `version` out to store this as '1.0.1'"):
+        import_documents(agent("a", version="1.0.0", constraints=["new rule"]))
+    a = Agent.objects.get(agent_id="a")
+    assert (a.version, a.constraints) == ("1.0.0", ["old rule"])
+    assert list(a.versions.values_list("version", flat=True)) == ["1.0.0"]
+
+
+def test_it_keeps_a_taken_version_whose_content_is_the_same():
+    agent_import_document(agent("a", version="1.0.0", constraints=["rule"]))
+    _, outcome = agent_import_document(agent("a", version="1.0.0", constraints=["rule"]))
+    assert outcome == "unchanged"
+
+
 def test_it_bumps_versions_past_ones_taken():
     assert next_version("1.0.0", {"1.0.0", "1.0.1"}) == "1.0.2"
     assert next_version("beta", {"beta"}) == "beta.1"
