@@ -67,6 +67,9 @@ def workflow_import_document(document: dict[str, Any], *, actor: str = "", sourc
     """Create or replace the workflow a §4.1 document describes. Returns (workflow, what happened).
     A save that creates or changes the workflow adds its next version (by `actor`, with `note`)."""
     check_shape(document, WorkflowDocument, "workflow")
+    # A transition's strings are stored as given, "" included, so an export gives back what
+    # was imported; "" means none wherever they are read.
+    transitions = document.get("transitions", [])
     document = _blanks_as_none(document)
     problems = _graph_problems(document)
     if problems:
@@ -129,7 +132,7 @@ def workflow_import_document(document: dict[str, Any], *, actor: str = "", sourc
             on_success=t.get("on_success"),
             on_failure=t.get("on_failure"),
         )
-        for position, t in enumerate(document.get("transitions", []))
+        for position, t in enumerate(transitions)
     )
     after = workflow_document(workflow)
     if before is None:
