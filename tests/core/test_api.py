@@ -64,9 +64,9 @@ def test_it_lets_only_admins_manage_users_and_see_backends(api):
 
 
 def test_it_never_shows_a_backend_urls_user_password_or_query(api, settings):
-    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "leaky": {
-        "kind": "openai_compatible", "base_url": "https://user:sk-SECRET-42@[::1]:8443/v1?key=sk-SECRET-42#sk-SECRET-42"},
-        "bare": {"kind": "openai_compatible", "base_url": "user:sk-SECRET-42@api.example.com"}}
+    leaky = "https://user:sk-SECRET-42@[::1]:8443/v1?key=sk-SECRET-42#sk-SECRET-42"
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "leaky": {"kind": "openai_compatible", "base_url": leaky},
+                             "bare": {"kind": "openai_compatible", "base_url": "user:sk-SECRET-42@api.example.com"}}
     response = api.admin.get("/api/backends")
     assert "SECRET" not in response.content.decode() and "user" not in response.content.decode()
     shown = {backend["name"]: backend["base_url"] for backend in response.json()}

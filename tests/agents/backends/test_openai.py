@@ -129,7 +129,8 @@ def test_it_joins_base_urls_carefully():
 
 @pytest.mark.parametrize("base_url", [
     "https://user:sk-SECRET-42@api.example.com/v1", "https://api.example.com/v1?key=sk-SECRET-42",
-    "api.example.com/v1?key=sk-SECRET-42", "user:sk-SECRET-42@api.example.com", "https://api.example.com/v1#sk-SECRET-42",
+    "api.example.com/v1?key=sk-SECRET-42", "user:sk-SECRET-42@api.example.com",
+    "https://api.example.com/v1#sk-SECRET-42",
 ])
 def test_it_refuses_a_base_url_holding_a_secret_without_repeating_it(base_url):
     with pytest.raises(BackendError) as caught:
