@@ -13,6 +13,7 @@ from ninja import Router, Status
 from ninja.pagination import paginate
 
 from core.api_support import Page, responses
+from core.backend_urls import shown_url
 from core.errors import DocumentError, SwitchyardError
 from core.models import ApiToken
 from core.roles import ADMIN, GROUPS, require_role, roles_of
@@ -99,5 +100,6 @@ def users_set_roles(request, user_id: int, payload: RolesIn):
 def backends_list(request):
     require_role(request.user, ADMIN, to="see backends")
     return [{"name": name, "kind": config["kind"], "model": config.get("model", ""),
-             "base_url": config.get("base_url", ""), "timeout_seconds": config.get("timeout_seconds")}
+             "base_url": shown_url(config["base_url"]) if config.get("base_url") else "",
+             "timeout_seconds": config.get("timeout_seconds")}
             for name, config in settings.LLM_BACKENDS.items()]

@@ -65,7 +65,10 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
     plan = graph.plan
     execution = run.execution
     agent = run.agent
-    backend = get_backend(agent.backend)
+    try:
+        backend = get_backend(agent.backend)
+    except BackendError as error:  # defined badly, or no longer defined: no retry builds it better
+        raise NodeFailure(str(error), code=error.code, retryable=False) from None
     outputs = latest_outputs(execution, needed_outputs(node, plan))
     scope = {"input": execution.input, "state": execution.state, "nodes": outputs}
     record: dict[str, Any] = {"backend": agent.backend, "model": agent.model or ""}

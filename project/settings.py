@@ -397,8 +397,14 @@ if os.environ.get("SWITCHYARD_BACKENDS_FILE"):
     LLM_BACKENDS.update(_backends_file["backends"])
     MODEL_ALIASES, MODEL_OVERRIDES = _backends_file["aliases"], _backends_file["models"]
 if os.environ.get("OPENAI_BASE_URL"):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from core.backend_urls import base_url_problem
+
     if "openai" in LLM_BACKENDS:
         raise ValueError("OPENAI_BASE_URL defines the backend 'openai', which SWITCHYARD_BACKENDS_FILE defines too")
+    if _problem := base_url_problem(os.environ["OPENAI_BASE_URL"]):  # as the file's base_url is checked
+        raise ImproperlyConfigured(f"OPENAI_BASE_URL {_problem}")
     LLM_BACKENDS["openai"] = {
         "kind": "openai_compatible",
         "base_url": os.environ["OPENAI_BASE_URL"],

@@ -33,20 +33,47 @@ variable that holds each key (`api_key_env`).
     output_price = "0.60"
     cached_input_price = "0.075"
 
+What is refused, so that nothing the file says is taken as something else later:
+- a `base_url` that is not an http:// or https:// URL with a host, or that holds a user, a
+  password, a query string or a fragment (core/backend_urls.py says why);
+- an `api_key_env` or `env` entry that is not the name of an environment variable;
+- an `encoding` the token counter cannot count offline (engine/tokens.py's list);
+- a price that is not a finite number from 0 to MAX_PRICE dollars per million tokens;
+- a context window or maximum output that is not a whole number from 1 to MAX_TOKENS, or a
+  maximum output larger than the context window given beside it;
+- a file that is not UTF-8 text, not TOML, or nested past what can be read.
+
 This module is read by the settings, so it imports nothing of Django's.
 """
 from __future__ import annotations
 
+import re
 import tomllib
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from core.backend_urls import base_url_problem
 from engine.errors import EngineError
+from engine.tokens import OFFLINE_ENCODINGS
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,49}$")]
+# Bounds far above any model served today (the largest context windows hold about ten
+# million tokens, the dearest prices are hundreds of dollars per million tokens) and low
+# enough that one call's cost, MAX_TOKENS × MAX_PRICE / 10⁶ dollars, stays an exact whole
+# number of the meter's 10⁻¹² dollar units in a 64-bit column.
+MAX_TOKENS = 100_000_000
+MAX_PRICE = Decimal(10_000)
+Tokens = Annotated[int, Field(strict=True, gt=0, le=MAX_TOKENS)]
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def _env_name(value: str) -> str:
+    if not _ENV_NAME.fullmatch(value):
+        raise ValueError("must be the name of an environment variable (letters, digits and _), never a key itself")
+    return value
 
 
 class _Strict(BaseModel):
@@ -58,11 +85,24 @@ class _Backend(_Strict):
     base_url: str | None = None
     api_key_env: str = ""
     model: str = ""
-    timeout_seconds: Annotated[float, Field(gt=0, le=3600)] | None = None
-    max_retries: Annotated[int, Field(ge=0, le=10)] | None = None
+    timeout_seconds: Annotated[float, Field(strict=True, gt=0, le=3600, allow_inf_nan=False)] | None = None
+    max_retries: Annotated[int, Field(strict=True, ge=0, le=10)] | None = None
     stream: bool | None = None
     argv: list[Annotated[str, Field(min_length=1)]] | None = None
-    env: list[str] | None = None
+    env: list[Annotated[str, AfterValidator(_env_name)]] | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        problem = None if value is None else base_url_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _api_key_env(cls, value: str) -> str:
+        return value and _env_name(value)
 
 
 class _Alias(_Strict):
@@ -79,20 +119,29 @@ def _price(value: Any) -> Decimal | None:
         price = Decimal(str(value))
     except InvalidOperation:
         raise ValueError(f"{value!r} is not a number") from None
-    if not price.is_finite() or price < 0:
-        raise ValueError("a price is a number of dollars per million tokens, 0 or more")
+    if not price.is_finite() or price < 0 or price > MAX_PRICE:
+        raise ValueError(f"a price is a number of dollars per million tokens, from 0 to {MAX_PRICE}")
     return price
 
 
+def _encoding(value: Any) -> Any:
+    if isinstance(value, str) and value not in OFFLINE_ENCODINGS:
+        shown = value if len(value) <= 50 else value[:50] + "…"
+        raise ValueError(f"'{shown}' is not an encoding tokens can be counted in "
+                         f"(available: {', '.join(sorted(OFFLINE_ENCODINGS))})")
+    return value
+
+
 class _Model(_Strict):
-    context_window: Annotated[int, Field(gt=0)] | None = None
-    max_output: Annotated[int, Field(gt=0)] | None = None
+    context_window: Tokens | None = None
+    max_output: Tokens | None = None
     encoding: str | None = None
     input_price: Decimal | None = None
     output_price: Decimal | None = None
     cached_input_price: Decimal | None = None
 
     _prices = field_validator("input_price", "output_price", "cached_input_price", mode="before")(_price)
+    _encodings = field_validator("encoding")(_encoding)
 
 
 class _File(_Strict):
@@ -111,18 +160,28 @@ def read_backends_file(path: str | Path) -> dict[str, Any]:
     """The file's backends (as `LLM_BACKENDS` entries), aliases and model overrides."""
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
     except OSError as error:
         raise BackendsFileError(f"{path}: {error.strerror}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise BackendsFileError(f"{path}: not TOML: {error}") from None
     try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[:error.start].count(b"\n") + 1
+        raise BackendsFileError(f"{path}: line {line}: not UTF-8 text (byte {error.start + 1} of the file)") from None
+    try:
+        raw = tomllib.loads(text)
         parsed = _File.model_validate(raw)
+    except tomllib.TOMLDecodeError as error:  # its message names the line, never the text there
+        raise BackendsFileError(f"{path}: not TOML: {error}") from None
+    except RecursionError:
+        raise BackendsFileError(f"{path}: nested too deeply to be read (arrays or tables within one another)") from None
     except ValidationError as error:
         problems = []
         for problem in error.errors():
             where = ".".join(str(part) for part in problem["loc"])
             message = problem["msg"]
+            if problem["type"] == "value_error":  # this module's own words, without pydantic's "Value error, "
+                message = str(problem["ctx"]["error"])
             if problem["type"] == "extra_forbidden" and problem["loc"][-1] in ("api_key", "key", "token", "password"):
                 message = "a secret is never written here: name the environment variable that holds it (api_key_env)"
             problems.append(f"{where}: {message}")
@@ -142,6 +201,9 @@ def read_backends_file(path: str | Path) -> dict[str, Any]:
         if alias.backend not in backends and alias.backend != "builtin":
             problems.append(f"aliases.{name}.backend: '{alias.backend}' is not a backend of this file "
                             f"(its backends: {', '.join(sorted(backends)) or 'none'})")
+    for name, model in parsed.models.items():
+        if model.max_output and model.context_window and model.max_output > model.context_window:
+            problems.append(f"models.{name}.max_output: larger than its context_window ({model.context_window})")
     if problems:
         raise BackendsFileError(f"{path}: " + "; ".join(problems))
     return {"backends": backends, "aliases": {name: alias.model_dump() for name, alias in parsed.aliases.items()},

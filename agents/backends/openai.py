@@ -36,6 +36,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Callable, Iterable, Iterator
 
+from core.backend_urls import base_url_problem, shown_url
 from engine.errors import EngineError
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
@@ -76,27 +77,21 @@ def summary_instruction(target_tokens: int) -> str:
             "names; add nothing. Reply with the summary only.")
 
 
-def chat_completions_url(base_url: str) -> str:
+def chat_completions_url(base_url: str, name: str = "openai") -> str:
     """`{base_url}/chat/completions`; a bare host gets /v1, a URL already ending in
-    /chat/completions is used as it is."""
+    /chat/completions is used as it is. A base URL the operators' file would refuse (not
+    http(s), a user or password, a query) is refused here too, in words that never repeat
+    it: its message ends up in node runs' errors, which viewers read."""
+    problem = base_url_problem(base_url.strip() if isinstance(base_url, str) else base_url)
+    if problem:
+        raise BackendError(f"backend {name!r}: base_url {problem}", code="BAD_BACKEND_CONFIG", retryable=False)
     parts = urllib.parse.urlsplit(base_url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise BackendError(f"base_url {base_url!r} is not an http(s) URL", code="BAD_BACKEND_CONFIG", retryable=False)
     path = parts.path.rstrip("/")
     if not path:
         path = "/v1"
     if not path.endswith("/chat/completions"):
         path += "/chat/completions"
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
-
-
-def _safe_url(url: str) -> str:
-    """The URL without credentials or query, for labels and messages."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -193,7 +188,7 @@ class OpenAICompatibleBackend(Backend):
                  backoff_seconds: float = 1.0, stream: bool = False,
                  sleep: Callable[[float], None] = time.sleep):
         self.name = name
-        self.url = chat_completions_url(base_url)
+        self.url = chat_completions_url(base_url, name)
         self.api_key_env = api_key_env
         self.model = model
         self.timeout_seconds = float(timeout_seconds)
@@ -204,7 +199,7 @@ class OpenAICompatibleBackend(Backend):
             raise TypeError(f"stream must be true or false, not {stream!r}")
         self.stream = stream
         self.sleep = sleep
-        self.label = f"{name}: OpenAI-compatible chat completions at {_safe_url(self.url)}" + (
+        self.label = f"{name}: OpenAI-compatible chat completions at {shown_url(self.url)}" + (
             f" (default model {model})" if model else "") + (", streamed" if stream else "")
 
     # ------------------------------------------------------------------ the Backend API
@@ -285,7 +280,7 @@ class OpenAICompatibleBackend(Backend):
         """The response body to `body`: read whole, or put together from the event stream
         when one was asked for (a server that answers with JSON instead is read whole)."""
         payload = json.dumps(body, ensure_ascii=False).encode()
-        where = _safe_url(self.url)
+        where = shown_url(self.url)
         stream = bool(body.get("stream"))
         last: BackendError | None = None
         hint: float | None = None  # the last Retry-After, in seconds

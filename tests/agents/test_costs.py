@@ -63,8 +63,8 @@ def test_it_reads_named_backends_aliases_and_model_overrides(tmp_path):
      "backends.x: base_url do not apply to a command backend"),
     ('[backends.x]\nkind = "grpc"', "backends.x.kind: Input should be"),
     ('[aliases.flash]\nbackend = "nowhere"\nmodel = "m"', "aliases.flash.backend: 'nowhere' is not a backend"),
-    ('[models.m]\ninput_price = 0.1', 'models.m.input_price: Value error, write a price as text ("0.15")'),
-    ('[models.m]\ninput_price = "-1"', "models.m.input_price: Value error, a price is a number of dollars"),
+    ('[models.m]\ninput_price = 0.1', 'models.m.input_price: write a price as text ("0.15")'),
+    ('[models.m]\ninput_price = "-1"', "models.m.input_price: a price is a number of dollars"),
     ("[backends", "not TOML"),
 ])
 def test_it_refuses_a_file_naming_the_key_and_what_is_wrong(tmp_path, text, problem):

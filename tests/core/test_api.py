@@ -63,6 +63,16 @@ def test_it_lets_only_admins_manage_users_and_see_backends(api):
     assert api.admin.get("/api/users", limit=2).json()["count"] == 5
 
 
+def test_it_never_shows_a_backend_urls_user_password_or_query(api, settings):
+    leaky = "https://user:sk-SECRET-42@[::1]:8443/v1?key=sk-SECRET-42#sk-SECRET-42"
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "leaky": {"kind": "openai_compatible", "base_url": leaky},
+                             "bare": {"kind": "openai_compatible", "base_url": "user:sk-SECRET-42@api.example.com"}}
+    response = api.admin.get("/api/backends")
+    assert "SECRET" not in response.content.decode() and "user" not in response.content.decode()
+    shown = {backend["name"]: backend["base_url"] for backend in response.json()}
+    assert shown == {"builtin": "", "leaky": "https://[::1]:8443/v1", "bare": "(a URL that is not http(s), not shown)"}
+
+
 def test_it_names_what_is_wrong_with_bad_input(api):
     response = api.admin.post("/api/users", {"username": "dave", "password": "short", "roles": ["wizard"]})
     assert response.status_code == 422

@@ -232,3 +232,31 @@ def test_compress_model_names_map_to_the_backends_real_models(chain, settings, c
     assert {request.body["model"] for request in chat_server.requests} == {called}
     assert (record["model"], record["model_called"]) == ("flash", called)
     assert record["totals"]["compressed"] == len(outputs)
+
+
+def test_it_never_puts_a_backend_urls_user_or_query_into_a_node_runs_error(settings):
+    """A backend defined other than by the checked file (settings made by hand) whose URL holds
+    a key: the node fails on its configuration, and what viewers read does not hold the key."""
+    from core.documents import import_documents
+    from executions.services import execution_start
+    from tests.executions.conftest import drain
+
+    secret = "sk-SECRET-0123456789"
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "leaky": {
+        "kind": "openai_compatible", "base_url": f"https://user:{secret}@api.example.com/v1?key={secret}",
+        "model": "m", "max_retries": 0}}
+    import_documents([
+        {"agent_id": "Leaky", "name": "Leaky", "version": "1.0.0", "type": "business", "status": "active",
+         "prompt_config": {"system_prompt": "Say it."}, "capabilities": {"skills": ["say"]},
+         "runtime": {"backend": "leaky"}},
+        {"blueprint_id": "leaky", "name": "Leaky", "agents": [{"agent_ref": "Leaky", "source": "new"}]},
+        {"workflow_id": "leaky", "name": "Leaky", "topology": "seq", "nodes": [{"id": "only", "agent_ref": "Leaky"}],
+         "error_handling": {"retry_count": 0}},
+    ], actor="test")
+    execution = drain(execution_start(workflow=Workflow.objects.get(workflow_id="leaky")))
+    node_run = execution.node_runs.get(node_id="only")
+    assert (node_run.status, node_run.error_code) == ("failed", "BAD_BACKEND_CONFIG")
+    assert "base_url must be an http:// or https:// URL without user or password" in node_run.error
+    shown = " ".join(str(value) for value in (node_run.error, node_run.error_details, execution.ended_reason,
+                                               execution.escalation))
+    assert secret not in shown and "user:" not in shown

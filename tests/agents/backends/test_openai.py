@@ -127,6 +127,18 @@ def test_it_joins_base_urls_carefully():
         chat_completions_url("ftp://example.com")
 
 
+@pytest.mark.parametrize("base_url", [
+    "https://user:sk-SECRET-42@api.example.com/v1", "https://api.example.com/v1?key=sk-SECRET-42",
+    "api.example.com/v1?key=sk-SECRET-42", "user:sk-SECRET-42@api.example.com",
+    "https://api.example.com/v1#sk-SECRET-42",
+])
+def test_it_refuses_a_base_url_holding_a_secret_without_repeating_it(base_url):
+    with pytest.raises(BackendError) as caught:
+        OpenAICompatibleBackend("hosted", base_url=base_url)
+    assert (caught.value.code, caught.value.retryable) == ("BAD_BACKEND_CONFIG", False)
+    assert str(caught.value).startswith("backend 'hosted': base_url must ") and "SECRET" not in str(caught.value)
+
+
 def test_it_reads_retry_after_as_seconds_or_a_date():
     assert retry_after_seconds("3") == 3.0
     assert retry_after_seconds(None) is None and retry_after_seconds("soon") is None

@@ -58,7 +58,7 @@ def test_it_rebuilds_a_backend_whose_settings_changed(settings):
 def test_it_refuses_a_bad_definition(settings):
     settings.LLM_BACKENDS = {"odd": {"kind": "shell"}, "typo": {"kind": "command", "argv": ["x"], "timeout": 3},
                              "nourl": {"kind": "openai_compatible", "base_url": "not a url"}}
-    for name, words in (("odd", "known kinds: builtin, openai_compatible, command"), ("typo", "timeout"), ("nourl", "not an http")):
+    for name, words in (("odd", "known kinds: builtin, openai_compatible, command"), ("typo", "timeout"), ("nourl", "base_url must be an http:// or https:// URL")):
         with pytest.raises(BackendError) as caught:
             get_backend(name)
         assert caught.value.code == "BAD_BACKEND_CONFIG" and words in str(caught.value)
