@@ -2,8 +2,9 @@
 and a workflow node's context plan before it runs.
 
 Viewers read; authors start runs, steer them (cancel; resume, retry or abort an escalated
-run) and record evaluations; a gate's deciders (a role, or named users) decide it. Starting
-or steering a run sends its node runs to the workers once the transaction commits.
+run) and record evaluations; a gate's deciders (a role, or named users) decide it, and only
+they give its output otherwise (edited in a re-run or a trial, or to resume past it).
+Starting or steering a run sends its node runs to the workers once the transaction commits.
 """
 
 from django.http import StreamingHttpResponse
@@ -104,7 +105,8 @@ def thought_tree_detail(request, execution_id: str = execution_id_param(),
 
 
 @router.post("/executions/{execution_id}/rerun", response=responses(201, ExecutionOut),
-             summary="Run again from a node: a new run that reuses the outputs before it (edited if asked)")
+             summary="Run again from a node: a new run that reuses the outputs before it (edited if asked; a "
+                     "gate's output by one of its deciders only)")
 def executions_rerun(request, payload: RerunIn, execution_id: str = execution_id_param()):
     require_role(request.user, AUTHOR, to="start runs")
     execution = services.execution_rerun(source=selectors.execution_get(execution_id), from_node=payload.from_node,
@@ -122,7 +124,8 @@ def executions_cancel(request, execution_id: str = execution_id_param()):
 
 
 @router.post("/executions/{execution_id}/resume", response=responses(200, ExecutionOut),
-             summary="Go on past the escalated node with an output a person gives")
+             summary="Go on past the escalated node with an output a person gives, checked against the node's "
+                     "contracts; past a gate, by one of its deciders only")
 def executions_resume(request, payload: ResumeIn, execution_id: str = execution_id_param()):
     require_role(request.user, AUTHOR, to="resume runs")
     execution = services.execution_resume(execution=selectors.execution_get(execution_id), output=payload.output,

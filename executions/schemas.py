@@ -53,7 +53,8 @@ class ExecutionIn(Schema):
 class ResumeIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    output: Any = Field(..., description="any JSON: stands for the output of the escalated node")
+    output: Any = Field(..., description="any JSON that holds to the node's contracts: stands for the output of the "
+                                         "escalated node (of a gate: given by one of its deciders, as their decision)")
 
 
 class GateDecisionIn(Schema):
@@ -109,7 +110,8 @@ class RerunIn(Schema):
                                                      "(1-based); by default the last step at `from_node`")
     outputs: dict[str, Any] = Field(default_factory=dict,
                                     description="node id → the output to reuse instead of the stored one (edited); "
-                                                "checked against the node's contracts")
+                                                "checked against the node's contracts; a gate's, given by one of its "
+                                                "deciders only, is their decision")
     agent_versions: dict[str, str] = Field(
         default_factory=dict, description="node id → the agent version its runs use (a version name, or `current`); "
                                           "by default each node runs the version it ran in the past run")
@@ -195,7 +197,8 @@ class NodeRunLightOut(Record):
     status: NodeRunStatus
     error_code: str
     error: str
-    worker: str
+    worker: str = Field(..., description="the worker that ran it; a manual run's: the person who gave its output "
+                                         "on resume")
     backend: str
     model: str
     started_at: str | None
@@ -224,7 +227,9 @@ class NodeRunOut(NodeRunLightOut):
     decision: dict[str, Any] | None
     gate: dict[str, Any] | None = Field(..., description="a gate's run: prompt, decisions, deciders, the data shown "
                                                          "and missing, time-out; decision, decided_by, decided_at, "
-                                                         "comment, timed_out once decided")
+                                                         "comment, timed_out once decided; given (rerun, trial or "
+                                                         "resume) when a decider gave its output other than by "
+                                                         "deciding its waiting run")
     calls: list[dict[str, Any]] = Field(..., description="every model call: purpose, backend, model, tokens_in, "
                                                          "tokens_out, cached_in, usage (reported by the server, "
                                                          "counted here, or builtin), cost (USD, null: not priced)")

@@ -6,6 +6,11 @@ moves it to success (approve, edit) or failed (reject) under the execution's loc
 what was decided, by whom, when and why on the node run's `gate`, and advances the run as
 any stored node run does. A gate decided once is never decided again: the second decision
 is refused naming who made the first.
+
+A gate's output is given by one of its deciders only, whichever way it is given: a decision
+on its waiting run, an output edited in a re-run or typed for a trial, or the output that
+resumes a run escalated at the gate (`gate_output_given`). Each is recorded on the node run
+that carries the output as that person's decision, made when they gave it.
 """
 from __future__ import annotations
 
@@ -55,6 +60,28 @@ def gate_decide(*, execution: Execution, node_run_id: int, decision: str, commen
             raise DocumentError(f"an output is given only with the decision edit, not {decision}", where="output")
         _decide(execution, run, decision, output=output, comment=comment, by=username)
     return run
+
+
+def gate_output_given(*, node_id: str, gate: dict[str, Any], output: Any, actor, given: str, to: str,
+                      where: str) -> dict[str, Any]:
+    """The gate record of an output `actor` gives for gate `node_id` outside a decision on its
+    waiting run (`given`: "rerun", "trial" or "resume"), as their decision made now. `gate` is
+    the record of the gate's run the output takes the place of (its settings and the data it
+    showed), or the gate's settings alone. Refused unless `actor` may decide the gate (`to`
+    says what they tried, and how to ask its deciders instead), and, where the gate does not
+    offer edit, unless the output is the data it showed: what goes on from such a gate is
+    that data, as shown."""
+    username = getattr(actor, "username", "")
+    if not gates.may_decide(gate, username, roles_of(actor)):
+        raise Forbidden(f"gate '{node_id}' is decided by {gates.deciders_text(gate)}; {username or 'you'} may not {to}",
+                        details={"deciders": gates.settings_of(gate)["deciders"]})
+    record = {**gate, **gates.settings_of(gate)}
+    decision = gates.APPROVE if "shown" in record and output == record["shown"] else gates.EDIT
+    if decision not in record["decisions"]:
+        raise DocumentError(f"gate '{node_id}' offers {', '.join(record['decisions'])}, not edit: what goes on from "
+                            "it is the data it showed, as shown", where=where)
+    return {**record, "decision": decision, "decided_by": username, "decided_at": timezone.now().isoformat(),
+            "comment": "", "timed_out": False, "given": given}
 
 
 def gates_time_out(*, now: datetime | None = None) -> list[int]:

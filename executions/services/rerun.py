@@ -7,12 +7,17 @@ worker or billed; then the run starts as any run does, and the engine starts the
 whose dependencies are already done (`engine.replay` says which runs are reused). The past
 run is never changed; the new one records where it came from (`rerun_of`, `rerun`).
 
+A gate's decision is reused as it was, or made again: a gate the re-run reaches (at or after
+the chosen node) opens for its deciders, and a gate's output edited here is the decision of
+the person who edits it, who must be one of the gate's deciders (`gates.gate_output_given`).
+
 A trial runs one node once, on a worker, with the outputs of the nodes it reads copied from
 a past run or typed by hand: an execution marked `trial`, whose plan is that node alone, that
 is never evaluated and so raises no derive requests, and is not listed among the runs.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -24,6 +29,7 @@ from core.jsonutil import check_storable
 from engine.replay import PastRun, RerunRefused, shape_changes, split
 from executions.models import Execution, NodeRun
 from executions.services.advance import _advance, _locked, mapped_state
+from executions.services.gates import gate_output_given
 from executions.services.graph import Graph, check_contracts_of, execution_graph, run_graph
 from executions.services.start import new_execution_id
 from workflows.models import Workflow
@@ -52,8 +58,12 @@ def execution_rerun(*, source: Execution, from_node: str, step: int | None = Non
     except RerunRefused as refused:
         raise DocumentError(str(refused), where=refused.where) from None
     reused = [past_run.key for past_run in cut.reused]
-    edited = _checked_outputs(outputs, graph, allowed={run.node_id for run in reused},
-                              refusal=f"runs again in a re-run from '{from_node}'")
+    allowed = {run.node_id for run in reused}
+    decided = _gate_decisions(outputs, graph, allowed, {run.node_id: run.gate for run in reused if run.gate},
+                              actor=actor, given="rerun",
+                              to=lambda node_id: f"give its output in a re-run: re-run from '{node_id}' to ask its "
+                                                 "deciders again")
+    edited = _checked_outputs(outputs, graph, allowed=allowed, refusal=f"runs again in a re-run from '{from_node}'")
     versions = {run.node_id: run.agent_version_id for run in past  # the versions the past run ran
                 if run.node_id in cut.runs and run.agent_version_id and run.agent_id == graph.plan.agents[run.node_id]}
     pinned = _pins(agent_versions, graph, cut.runs, refusal=f"does not run in a re-run from '{from_node}'")
@@ -68,6 +78,7 @@ def execution_rerun(*, source: Execution, from_node: str, step: int | None = Non
                    "edited": sorted(edited), "pinned": {node_id: v.version for node_id, v in pinned.items()}},
         )
         _copy(execution, reused, edited, graph)
+        _record_decisions(execution, decided)
         _advance(_locked(execution), completed=None)
     return execution
 
@@ -91,13 +102,16 @@ def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = Non
     for name, value in (("input", input), ("state", state)):
         if value is not None:
             check_storable(_object(value, name), where=name)
-    edited = _checked_outputs(outputs, graph, allowed=set(graph.plan.nodes) - {node_id},
-                              refusal="is the node tried: its output is what the trial makes")
+    allowed = set(graph.plan.nodes) - {node_id}
     reused = []
     if source is not None:
         latest = {run.node_id: run for run in source.node_runs.filter(status=NodeRun.Status.SUCCESS)
                   .exclude(node_id=node_id).order_by("sequence", "id")}
         reused = list(latest.values())
+    decided = _gate_decisions(outputs, graph, allowed, {run.node_id: run.gate for run in reused if run.gate},
+                              actor=actor, given="trial", to=lambda _: "give its output in a trial")
+    edited = _checked_outputs(outputs, graph, allowed=allowed,
+                              refusal="is the node tried: its output is what the trial makes")
     pinned = _pins({node_id: agent_version} if agent_version else {}, graph, {node_id},
                    refusal="is not the node tried")
     with transaction.atomic():
@@ -114,6 +128,7 @@ def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = Non
                    "pinned": {key: version.version for key, version in pinned.items()}},
         )
         _copy(execution, reused, edited, graph, keep_state=True)
+        _record_decisions(execution, decided)
         _advance(_locked(execution), completed=None)
     return execution
 
@@ -142,6 +157,31 @@ def _checked_outputs(outputs: dict, graph: Graph, *, allowed: set[str], refusal:
         check_storable(output, where=where)
         check_contracts_of(graph, node_id, output, where=where)
     return outputs
+
+
+def _gate_decisions(outputs: dict, graph: Graph, allowed: set[str], past: dict[str, dict], *, actor, given: str,
+                    to: Callable[[str], str]) -> dict[str, dict]:
+    """The gate records of the gates whose outputs a person gives here, by node id: each that
+    person's decision, refused unless they are one of the gate's deciders (`to`: what they
+    tried, for the refusal). `past`: the gate records of the copied runs the outputs take the
+    place of. Asked before `_checked_outputs` (which refuses an output for a node that is not
+    in the workflow or not reused), so that who may give a gate's output is answered before
+    what it must hold."""
+    decided = {}
+    for node_id, output in outputs.items():
+        node = graph.nodes.get(node_id)
+        if node is None or node.gate is None or node_id not in allowed:
+            continue
+        decided[node_id] = gate_output_given(node_id=node_id, gate=past.get(node_id) or node.gate, output=output,
+                                             actor=actor, given=given, to=to(node_id), where=f"outputs.{node_id}")
+    return decided
+
+
+def _record_decisions(execution: Execution, decided: dict[str, dict]) -> None:
+    """Put on each edited copy of a gate the decision of the person who gave its output, in
+    place of the decision it copied (which stays on the past run's node run)."""
+    for node_id, gate in decided.items():
+        execution.node_runs.filter(node_id=node_id, kind=NodeRun.Kind.EDITED).update(gate=gate)
 
 
 def _pins(asked: dict, graph: Graph, runs: set[str] | frozenset[str], *, refusal: str) -> dict[str, AgentVersion]:

@@ -12,7 +12,8 @@ from core.jsonutil import check_storable
 from core.states import change_status, transition_all
 from executions.models import Execution, NodeRun
 from executions.services.advance import _advance, _apply_output_mapping, _end, _locked, _new_run, _unpaused
-from executions.services.graph import execution_graph, run_graph
+from executions.services.gates import gate_output_given
+from executions.services.graph import check_contracts_of, execution_graph, run_graph
 from workflows.models import Workflow
 
 
@@ -61,18 +62,29 @@ def execution_cancel(*, execution: Execution, actor=None) -> Execution:
 
 
 def execution_resume(*, execution: Execution, output: Any, actor=None) -> Execution:
-    """Go on past the escalated node with an output a person gives."""
+    """Go on past the escalated node with an output a person gives: held to the node's
+    contracts like every output a person gives. Past a gate (rejected, or not decided in
+    time), the output is the gate's: only one of its deciders gives it, and it is recorded
+    as their decision (gates.gate_output_given). The node run that carries the output names
+    who gave it (`worker`)."""
     check_storable(output, where="output")
     with transaction.atomic():
         execution = _escalated(execution)
-        node = execution_graph(execution).nodes[execution.escalation["node_id"]]
+        graph = execution_graph(execution)
+        node = graph.nodes[execution.escalation["node_id"]]
+        gate = None
+        if node.gate is not None:
+            gate = gate_output_given(node_id=node.node_id, gate=_gate_record(execution, node), output=output,
+                                     actor=actor, given="resume", where="output",
+                                     to="resume the run past it: retry the node to ask its deciders again")
+        check_contracts_of(graph, node.node_id, output, where="output")
         now = timezone.now()
         change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None, **_unpaused(execution, now))
         run = _new_run(execution, node.node_id, agent_id=node.agent_id, kind="manual", attempt=1,
                        status=NodeRun.Status.SUCCESS)
         NodeRun.objects.filter(pk=run.pk).update(output=output, backend="manual", completed_at=now, started_at=now,
-                                                 worker=getattr(actor, "username", "") or "manual")
-        run.output = output
+                                                 worker=getattr(actor, "username", "") or "manual", gate=gate)
+        run.output, run.gate = output, gate
         _apply_output_mapping(execution, run, node)
         _advance(execution, completed=run)
     return execution
@@ -95,6 +107,14 @@ def execution_abort(*, execution: Execution, actor=None) -> Execution:
         who = getattr(actor, "username", "") or "someone"
         _end(execution, Execution.Status.FAILED, f"aborted by {who} after escalation at '{execution.escalation['node_id']}'")
     return execution
+
+
+def _gate_record(execution: Execution, node) -> dict:
+    """The record of the gate's latest run (the one that escalated: its settings and the data
+    it showed), else the gate's settings."""
+    latest = (execution.node_runs.filter(node_id=node.node_id, gate__isnull=False).order_by("-sequence", "-id")
+              .values_list("gate", flat=True).first())
+    return latest or node.gate
 
 
 def _escalated(execution: Execution) -> Execution:

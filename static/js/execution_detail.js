@@ -805,12 +805,21 @@
     return `after ${fmt.ms(gate.timeout_seconds * 1000)} undecided, ${outcome}${when}`;
   }
 
+  // A gate's output given other than by a decision on its waiting run: by one of its
+  // deciders all the same, as their decision (executions/services/gates.py).
+  const GIVEN_TEXT = {
+    rerun: "edited in this re-run, in place of the decision it copies",
+    trial: "typed for this trial, in place of the decision it copies",
+    resume: "given to resume the run past the gate",
+  };
+
   /** A gate's run in one line, after its agent in the attempt's summary. */
   function gateSummaryText(run) {
     const gate = run.gate;
     if (gate.decision) {
       const by = gate.timed_out ? "its time-out" : gate.decided_by || "—";
-      return ` · ${gate.decision} by ${by}${run.duration_ms !== null && run.duration_ms !== undefined ? ` after ${fmt.ms(run.duration_ms)}` : ""}`;
+      const given = gate.given === "resume" ? " on resume" : "";
+      return ` · ${gate.decision} by ${by}${given}${run.duration_ms !== null && run.duration_ms !== undefined && !gate.given ? ` after ${fmt.ms(run.duration_ms)}` : ""}`;
     }
     return run.status === "waiting" ? " · waiting for a person's decision" : ` · ${run.status}, not decided`;
   }
@@ -856,6 +865,7 @@
         fact("Decision", decisionBadge(gate.decision)),
         fact("Decided by", el("span", { class: "gate-decided-by" }, gate.timed_out ? "its time-out" : gate.decided_by || "—")),
         fact("When", el("span", { class: "gate-decided-at" }, fmt.time(gate.decided_at))),
+        gate.given ? fact("Given", el("span", { class: "gate-given" }, GIVEN_TEXT[gate.given] || gate.given)) : null,
         fact("Timed out", el("span", { class: "gate-timed-out" }, gate.timed_out ? "yes: nobody decided in time" : "no")),
         fact("Comment", gate.comment ? el("span", { class: "gate-comment" }, gate.comment) : el("span", { class: "gate-comment muted" }, "none")))
         : null,
@@ -1018,7 +1028,8 @@
     if (run.kind === "reused") {
       return el("p", { class: "copy-origin" }, "Not run in this execution: reused from ", original || "an earlier run", ".");
     }
-    return el("p", { class: "copy-origin edited" }, "Not run in this execution: edited by a person",
+    const who = run.gate && run.gate.decided_by ? run.gate.decided_by : "a person";
+    return el("p", { class: "copy-origin edited" }, `Not run in this execution: edited by ${who}`,
       original ? ["; the original: ", original] : " (typed by hand: no run made it)", ".");
   }
 
@@ -1037,6 +1048,7 @@
         el("strong", {}, `${run.kind} #${run.attempt}`), " ",
         el("span", { class: "mono" }, run.agent_ref),
         el("span", { class: "muted small" }, run.gate ? gateSummaryText(run)
+          : run.kind === "manual" && run.backend === "manual" ? ` · given by ${run.worker || "a person"} on resume`
           : ` · ${run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : run.status}` +
           ` · ${fmt.n(run.tokens_in)} → ${fmt.n(run.tokens_out)} tokens` +
           (run.called ? ` · ${costLine(run.cost, run.cost_complete)}` : "")),

@@ -40,7 +40,9 @@
         fact("Status", el("span", { class: `badge ${run.status}` }, run.status)),
         fact("Agent", el("span", { class: "mono" }, run.agent_ref), run.agent_version ? el("span", { class: "muted" }, ` v${run.agent_version}`) : ""),
         fact("Backend / model", model || "—"),
-        fact("Worker", run.worker ? el("span", { class: "mono small" }, run.worker) : "—"),
+        // A manual run's output is a person's, given to resume the run: its worker is who.
+        run.kind === "manual" && run.backend === "manual" ? fact("Given by", el("span", { class: "given-by" }, run.worker || "—"), " on resume")
+          : fact("Worker", run.worker ? el("span", { class: "mono small" }, run.worker) : "—"),
         fact("Tokens in / out", `${fmt.n(run.tokens_in)} / ${fmt.n(run.tokens_out)}`),
         fact("Cost", (run.calls || []).length ? el("span", { class: "run-cost" }, cost.ofCalls(run.calls, run.cost, run.cost_complete))
           : el("span", { class: "run-cost muted" }, "no model call")),

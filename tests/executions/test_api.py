@@ -19,7 +19,7 @@ from demo.documents import AGENTS, PARALLEL_ANALYSIS, RELEASE_REVIEW
 from executions.documents import execution_record
 from executions.models import Evaluation, Execution, NodeRun
 from executions.services import execution_start
-from workflows.models import Workflow
+from workflows.models import Blueprint, Contract, Workflow
 
 pytestmark = pytest.mark.django_db
 
@@ -404,6 +404,24 @@ def test_it_resumes_with_any_json_output_but_names_a_missing_or_unstorable_one(a
     with_text = api.author.post(f"/api/executions/{execution.execution_id}/resume", {"output": "a plain string"})
     assert with_text.status_code == 200 and with_text.json()["status"] == "running"
     assert api.viewer.record(execution.execution_id)["node_runs"][-1]["node_id"] == "review"  # on to the next state
+
+
+def test_it_refuses_a_resume_output_that_breaks_the_nodes_contract_naming_the_schema_error(api):
+    workflow = Workflow.objects.get(workflow_id="release_review")
+    Contract.objects.create(blueprint=Blueprint.objects.create(blueprint_id="release", name="Release"),
+                            from_agent=workflow.nodes.get(node_id="draft").agent,
+                            to_agent=workflow.nodes.get(node_id="review").agent, key="draft_text",
+                            schema={"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}})
+    execution = escalate(start("release_review", topic="v2"), "draft")
+    before = snapshot(execution)
+
+    response = api.author.post(f"/api/executions/{execution.execution_id}/resume", {"output": {"text": 42}})
+
+    assert response.status_code == 422, response.json()
+    assert response.json()["message"] == "output: breaks the contract 'draft_text' at text: 42 is not of type 'string'"
+    assert snapshot(execution) == before
+    kept = api.author.post(f"/api/executions/{execution.execution_id}/resume", {"output": {"text": "By hand."}})
+    assert kept.status_code == 200 and kept.json()["status"] == "running"
 
 
 def test_it_refuses_a_resume_output_with_a_lone_surrogate_and_keeps_the_run(api):

@@ -341,3 +341,108 @@ def test_a_time_out_decides_what_on_timeout_says(on_timeout, status, code):
         assert gate.output == gate.gate["shown"] and after == "publish"
     else:
         assert gate.error == "no decision within 86400 s: rejected (on_timeout reject)" and after == "draft"
+
+
+def test_only_a_decider_gives_a_gates_output_in_a_rerun_and_the_copy_names_them(ana):
+    source = decide(release(), "approve", ana, comment="fine as it is")
+    original = gate_of(source)
+    edited = {"draft": "Release notes, as the re-run gives them."}
+
+    with pytest.raises(Forbidden, match="gate 'approve' is decided by a user with the approver role; otto may not "
+                                        "give its output in a re-run: re-run from 'approve' to ask its deciders"):
+        execution_rerun(source=source, from_node="publish", outputs={"approve": edited}, actor=user("otto", "author"))
+    assert Execution.objects.count() == 1  # nothing was started
+
+    rerun = drain(execution_rerun(source=source, from_node="publish", outputs={"approve": edited},
+                                  actor=user("bo", "author", "approver")))
+
+    copy = gate_of(rerun)
+    assert copy.kind == "edited" and copy.reused_from == original and copy.output == edited
+    assert copy.gate["decision"] == "edit" and copy.gate["decided_by"] == "bo" and copy.gate["given"] == "rerun"
+    assert copy.gate["decided_at"] != original.gate["decided_at"] and copy.gate["comment"] == ""
+    assert copy.gate["shown"] == original.gate["shown"]  # what the decider had before them
+    publish = rerun.node_runs.filter(node_id="publish").order_by("sequence").first()
+    assert "as the re-run gives them" in str(publish.resolved_inputs)
+    original.refresh_from_db()
+    assert (original.gate["decided_by"], original.gate["comment"], original.output) == (
+        "ana", "fine as it is", original.gate["shown"])  # the past run's decision stands as it was
+
+
+def test_a_rerun_asks_the_gates_from_its_start_again_and_gives_no_output_a_gate_does_not_offer():
+    workflow_import_document(PARALLEL, actor="test")
+    lea, max_ = user("lea"), user("max")
+    source = drain(execution_start(workflow=Workflow.objects.get(workflow_id="launch_signoff"),
+                                   input={"topic": "launch"}))
+    decide(source, "approve", lea, node_id="legal")
+    source = decide(source, "approve", max_, node_id="marketing")
+    assert source.status == "success"
+
+    again = drain(execution_rerun(source=source, from_node="draft"))
+    assert again.status == "waiting"
+    assert {(r.node_id, r.kind, r.status, r.gate["decision"]) for r in again.node_runs.filter(gate__isnull=False)} == {
+        ("legal", "first", "waiting", None), ("marketing", "first", "waiting", None)}
+
+    with pytest.raises(DocumentError, match="gate 'marketing' offers approve, reject, not edit") as refused:
+        execution_rerun(source=source, from_node="publish", outputs={"marketing": {"text": "other words"}}, actor=max_)
+    assert refused.value.where == "outputs.marketing"
+
+    later = drain(execution_rerun(source=source, from_node="publish", outputs={"legal": {"text": "Legal's words."}},
+                                  actor=lea))
+    assert later.status == "success"
+    assert (gate_of(later, "legal").gate["decided_by"], gate_of(later, "legal").gate["decision"]) == ("lea", "edit")
+    marketing = gate_of(later, "marketing")
+    assert (marketing.kind, marketing.gate["decided_by"], marketing.gate.get("given")) == ("reused", "max", None)
+
+
+def test_a_gates_output_typed_for_a_trial_needs_one_of_its_deciders(ana):
+    source = decide(release(), "approve", ana)
+    workflow = Workflow.objects.get(workflow_id="release_review")
+
+    with pytest.raises(Forbidden, match="otto may not give its output in a trial"):
+        node_try(workflow=workflow, node_id="publish", source=source, outputs={"approve": {"draft": "Mine."}},
+                 actor=user("otto", "author"))
+
+    trial = drain(node_try(workflow=workflow, node_id="publish", source=source, outputs={"approve": {"draft": "Hers."}},
+                           actor=ana))
+    copy = gate_of(trial)
+    assert copy.kind == "edited" and copy.output == {"draft": "Hers."}
+    assert (copy.gate["decision"], copy.gate["decided_by"], copy.gate["given"]) == ("edit", "ana", "trial")
+
+
+def test_resuming_past_a_gates_rejection_needs_a_decider_holds_to_the_contracts_and_records_who():
+    from executions.services import execution_resume
+
+    workflow_import_document({**PARALLEL, "error_handling": {"retry_count": 0, "escalate_to": "Orchestrator"}},
+                             actor="test")
+    workflow = Workflow.objects.get(workflow_id="launch_signoff")
+    Contract.objects.create(blueprint=Blueprint.objects.create(blueprint_id="launch", name="Launch"),
+                            from_agent=workflow.nodes.get(node_id="legal").agent,
+                            to_agent=workflow.nodes.get(node_id="publish").agent, key="signed_off",
+                            schema={"type": "object", "required": ["text"],
+                                    "properties": {"text": {"type": "string", "minLength": 10}}})
+    Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())
+    lea, max_ = user("lea"), user("max")
+    execution = drain(execution_start(workflow=workflow, input={"topic": "launch"}))
+    decide(execution, "approve", max_, node_id="marketing")
+    execution = decide(execution, "reject", lea, node_id="legal", comment="not cleared")
+    assert execution.status == "escalated" and execution.escalation["node_id"] == "legal"
+    rejected = gate_of(execution, "legal")
+
+    with pytest.raises(Forbidden, match="gate 'legal' is decided by lea; otto may not resume the run past it"):
+        execution_resume(execution=execution, output={"text": "Cleared by an author."}, actor=user("otto", "author"))
+    with pytest.raises(DocumentError, match="output: breaks the contract 'signed_off' at text: .* too short"):
+        execution_resume(execution=execution, output={"text": "ok"}, actor=lea)
+    execution.refresh_from_db()
+    assert execution.status == "escalated" and gate_of(execution, "legal") == rejected  # nothing was changed
+
+    execution_resume(execution=execution, output={"text": "Cleared by legal after all."}, actor=lea)
+    execution = drain(execution)
+
+    assert execution.status == "success", execution.ended_reason
+    resumed = gate_of(execution, "legal")
+    assert (resumed.kind, resumed.status, resumed.output, resumed.worker) == (
+        "manual", "success", {"text": "Cleared by legal after all."}, "lea")
+    assert (resumed.gate["decision"], resumed.gate["decided_by"], resumed.gate["given"]) == ("edit", "lea", "resume")
+    assert resumed.gate["shown"] == rejected.gate["shown"]
+    publish = execution.node_runs.get(node_id="publish")
+    assert "Cleared by legal after all." in str(publish.resolved_inputs)

@@ -123,3 +123,79 @@ def test_the_commands_list_and_decide_a_gate(api, tmp_path, capsys):
     assert gate.gate["comment"] == "tightened"
     assert Execution.objects.get(pk=execution.pk).state["draft"] == "Release notes, edited at the command line."
     assert User.objects.filter(username="approver-user").exists()
+
+
+def test_a_rerun_that_edits_a_gates_output_is_refused_to_a_non_decider_and_names_the_decider_who_gave_it(api):
+    execution, gate = waiting_release()
+    assert api.approver.post(decision_url(execution, gate), {"decision": "approve"}).status_code == 200
+    drain(execution)
+    url = f"/api/executions/{execution.execution_id}/rerun"
+    body = {"from_node": "publish", "outputs": {"approve": {"draft": "Release notes an author would rather ship."}}}
+
+    refused = api.author.post(url, body)
+
+    assert refused.status_code == 403, refused.json()
+    assert refused.json()["message"] == (
+        "gate 'approve' is decided by a user with the approver role; author-user may not give its output in a "
+        "re-run: re-run from 'approve' to ask its deciders again")
+    assert Execution.objects.count() == 1  # nothing was started
+
+    answer = api.admin.post(url, body)  # an admin holds every role, the approver's too
+    assert answer.status_code == 201, answer.json()
+    rerun = answer.json()["execution_id"]
+    drain(Execution.objects.get(execution_id=rerun))
+    copy = next(run for run in api.viewer.record(rerun)["node_runs"] if run["node_id"] == "approve")
+    assert copy["kind"] == "edited" and copy["reused_from"] == gate.pk
+    assert (copy["gate"]["decision"], copy["gate"]["decided_by"], copy["gate"]["given"]) == (
+        "edit", "admin-user", "rerun")
+
+
+def test_resuming_past_a_gate_that_escalated_needs_one_of_its_deciders_and_names_them(api):
+    from datetime import timedelta
+
+    from executions.services import node_runs_sweep
+
+    execution, gate = waiting_release()
+    node_runs_sweep(now=gate.decide_by + timedelta(seconds=1))  # nobody decided: on_timeout escalate
+    execution.refresh_from_db()
+    assert execution.status == "escalated" and execution.escalation["node_id"] == "approve"
+    url = f"/api/executions/{execution.execution_id}/resume"
+    output = {"draft": "Release notes, given by an approver after the time-out."}
+
+    refused = api.author.post(url, {"output": output})
+
+    assert refused.status_code == 403, refused.json()
+    assert refused.json()["message"] == (
+        "gate 'approve' is decided by a user with the approver role; author-user may not resume the run past it: "
+        "retry the node to ask its deciders again")
+    execution.refresh_from_db()
+    assert execution.status == "escalated"
+
+    answer = api.admin.post(url, {"output": output})
+    assert answer.status_code == 200, answer.json()
+    resumed = [run for run in api.viewer.record(execution.execution_id)["node_runs"] if run["node_id"] == "approve"][-1]
+    assert (resumed["kind"], resumed["status"], resumed["output"], resumed["worker"]) == (
+        "manual", "success", output, "admin-user")
+    assert (resumed["gate"]["decision"], resumed["gate"]["decided_by"], resumed["gate"]["given"]) == (
+        "edit", "admin-user", "resume")
+
+
+def test_the_rerun_command_gives_a_gates_output_only_as_one_of_its_deciders(api, tmp_path, capsys):
+    execution, gate = waiting_release()
+    call_command("decide_gate", execution.execution_id, "approve", "approve", "--as", "approver-user")
+    drain(execution)
+    capsys.readouterr()
+    edited = tmp_path / "draft.json"
+    edited.write_text(json.dumps({"draft": "Release notes, given at the command line."}))
+    rerun = ["rerun_execution", execution.execution_id, "--from-node", "publish", "--output", f"approve={edited}"]
+
+    for who in ([], ["--as", "author-user"]):
+        with pytest.raises(CommandError, match="may not give its output in a re-run") as refused:
+            call_command(*rerun, *who)
+        assert refused.value.returncode == 3
+    assert Execution.objects.count() == 1
+
+    call_command(*rerun, "--as", "approver-user")
+    made = Execution.objects.get(execution_id=capsys.readouterr().out.strip())
+    copy = made.node_runs.get(node_id="approve")
+    assert (copy.kind, copy.gate["decided_by"], made.created_by.username) == ("edited", "approver-user", "approver-user")

@@ -322,3 +322,33 @@ def test_a_refused_decision_is_said_and_one_made_meanwhile_is_shown_with_who_mad
     expect(decided.locator(".gate-error")).to_contain_text(refusal)
     expect(decided.locator("form.gate-form")).to_have_count(0)
     assert refused_requests_only(errors) == []
+
+
+def test_the_run_page_names_who_gave_an_output_on_resume_past_a_gate_and_past_any_node(page_for, api, demo, no_tasks):
+    from datetime import timedelta
+
+    from executions.services import execution_resume, node_runs_sweep
+
+    execution = release()
+    node_runs_sweep(now=gate_of(execution).decide_by + timedelta(seconds=1))  # undecided: escalated
+    execution_resume(execution=execution, output={"draft": "Release notes the admin gave on resume."},
+                     actor=api.admin.user)
+    execution = drain(execution)  # published, then compliance escalates to a person
+    assert execution.status == "escalated" and execution.escalation["node_id"] == "compliance"
+    execution_resume(execution=execution, output={"compliant": True}, actor=api.author.user)
+    resumed_gate, resumed = gate_of(execution), gate_of(execution, "compliance")
+    assert (resumed_gate.kind, resumed.kind) == ("manual", "manual")
+
+    page = page_for(api.viewer.user)
+    errors = watch_errors(page)
+    page.goto(gate_url(execution, resumed_gate))
+    box = gate_box(page, resumed_gate)
+    expect(box.locator(".gate-decision")).to_have_attribute("data-decision", "edit")
+    expect(box.locator(".gate-decided-by")).to_have_text("admin-user")
+    expect(box.locator(".gate-given")).to_have_text("given to resume the run past the gate")
+    expect(page.locator(f"#run-{resumed_gate.pk} > summary")).to_contain_text("edit by admin-user on resume")
+
+    page.goto(gate_url(execution, resumed))
+    expect(page.locator(f"#run-{resumed.pk} > summary")).to_contain_text("given by author-user on resume")
+    expect(page.locator(f"#run-{resumed.pk} .given-by")).to_have_text("author-user")
+    assert errors == []

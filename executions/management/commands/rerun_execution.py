@@ -1,14 +1,16 @@
 from pathlib import Path
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from core.errors import DocumentError, IllegalTransition
 from core.jsonutil import parse_json
+from core.roles import Forbidden
 from executions.management.waiting import wait_and_print
 from executions.models import Execution
 from executions.services import execution_rerun
 
-BAD_INPUT = 2
+BAD_INPUT, REFUSED = 2, 3
 
 
 def pairs(values: list[str], option: str) -> dict[str, str]:
@@ -27,7 +29,8 @@ class Command(BaseCommand):
         "Run a past execution again from one of its nodes: the outputs of the nodes before it are reused "
         "(or replaced with --output), the node and what follows it run again, each with the agent version it "
         "ran unless --agent-version pins another. Prints the new execution's id; with --wait, its record as "
-        "run_workflow --wait does (exit 0 on success, 1 otherwise); 2 on bad input."
+        "run_workflow --wait does (exit 0 on success, 1 otherwise); 2 on bad input; 3 when refused (a gate's "
+        "output given other than by one of its deciders, named with --as)."
     )
 
     def add_arguments(self, parser):
@@ -38,13 +41,20 @@ class Command(BaseCommand):
                             help="reuse the JSON in FILE as NODE's output (repeatable)")
         parser.add_argument("--agent-version", action="append", default=[], metavar="NODE=VERSION",
                             help="run NODE with this version of its agent, or 'current' (repeatable)")
+        parser.add_argument("--as", dest="username", help="the username making the re-run: recorded as its creator, "
+                                                          "and needed to give a gate's output (only its deciders do)")
         parser.add_argument("--wait", action="store_true", help="wait for the run to end (or to escalate)")
         parser.add_argument("--timeout", type=float, default=600, help="seconds to wait before giving up (exit 1)")
 
-    def handle(self, *args, execution, from_node, step, output, agent_version, wait, timeout, **options):
+    def handle(self, *args, execution, from_node, step, output, agent_version, username, wait, timeout, **options):
         source = Execution.objects.select_related("workflow").filter(execution_id=execution).first()
         if source is None:
             raise CommandError(f"no execution has the id {execution!r}", returncode=BAD_INPUT)
+        person = None
+        if username is not None:
+            person = get_user_model().objects.filter(username=username).first()
+            if person is None:
+                raise CommandError(f"--as: no user is named {username!r}", returncode=BAD_INPUT)
         outputs = {}
         for node_id, path in pairs(output, "--output").items():
             try:
@@ -55,9 +65,11 @@ class Command(BaseCommand):
                 raise CommandError(f"--output {node_id}={path}: {error.problem}", returncode=BAD_INPUT)
         try:
             rerun = execution_rerun(source=source, from_node=from_node, step=step, outputs=outputs,
-                                    agent_versions=pairs(agent_version, "--agent-version"))
+                                    agent_versions=pairs(agent_version, "--agent-version"), actor=person)
         except (DocumentError, IllegalTransition) as error:
             raise CommandError(str(error), returncode=BAD_INPUT)
+        except Forbidden as error:
+            raise CommandError(str(error), returncode=REFUSED)
         if not wait:
             self.stdout.write(rerun.execution_id)
             return
