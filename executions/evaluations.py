@@ -42,6 +42,7 @@ from executions.documents import evaluation_document
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.schemas import EvaluationDocument
 from executions.runner import contract_results, skills
+from executions.services.budget import judge_budget
 from executions.services.graph import execution_graph
 from workflows.models import Workflow
 
@@ -72,8 +73,12 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
     # The judge the run's version names, as it is now (editing an agent bumps only the
     # workflows it is a node of, so the graph's copy may be older).
     judge = graph.settings.judge_agent and Agent.objects.filter(pk=graph.settings.judge_agent.pk).first()
-    with metered() as meter, calling("judge"):
+    # The judge's calls are held to the run's max_cost like every call made for the run: a
+    # run stopped by its budget has nothing left for them, and its evaluation says so.
+    with metered(judge_budget(execution, graph.settings)) as meter, calling("judge"):
         verdict, judge_problem = _judge(execution, runs, checks, judge)
+    if meter.reserved:  # a call that failed: what it claimed is claimed no more
+        Execution.objects.filter(pk=execution.pk).update(cost_reserved=F("cost_reserved") - meter.reserved)
     policy = evaluation_policy()
     expected = _expected_nodes(graph, runs)
     wall = graph.settings.max_wall_seconds
@@ -96,10 +101,11 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
                 return stored
             evaluation = _store(scored, "execution", execution.execution_id, execution=locked,
                                 evaluation_id=_evaluation_id(f"eval_{execution.execution_id}"))
-            if meter.calls:  # the judge's calls are part of what the run cost
+            if meter.calls:  # the judge's calls are part of what the run cost (held to a
+                # max_cost, their cost was spent on the run's row as each was made: `settled`)
                 Execution.objects.filter(pk=locked.pk).update(
-                    calls=locked.calls + [call.as_dict() for call in meter.calls], cost=F("cost") + meter.cost,
-                    cost_complete=locked.cost_complete and meter.complete)
+                    calls=locked.calls + [call.as_dict() for call in meter.calls],
+                    cost=F("cost") + meter.cost - meter.settled, cost_complete=locked.cost_complete and meter.complete)
             # The agents that ran a node here: a re-run's copies are the past run's work, and a
             # gate's decision is a person's, not its stand-in agent's.
             agents = {}

@@ -81,8 +81,9 @@ class Execution(models.Model):
     # runs' and the judge's; `cost_complete` is False once a call's model had no prices.
     cost = models.BigIntegerField(default=0)
     cost_complete = models.BooleanField(default=True)
-    # Claimed from the run's max_cost by calls in flight (the most each may cost), released
-    # when their node run is stored: parallel nodes never spend past the limit together.
+    # Claimed from the run's max_cost by its judge's calls in flight (the most each may
+    # cost), released when each is made; a running node run holds its calls' claims on its
+    # own row (NodeRun.cost_reserved), so that a claim dies with the claim that made it.
     cost_reserved = models.BigIntegerField(default=0)
     calls = models.JSONField(default=list, blank=True, help_text="The model calls made for the run outside its "
                                                                  "node runs: the judge's")
@@ -202,8 +203,14 @@ class NodeRun(models.Model):
     decide_by = models.DateTimeField(null=True, blank=True, help_text="A waiting gate's time-out")
     calls = models.JSONField(default=list, blank=True, help_text="Every model call: purpose, backend, model, "
                                                                  "tokens (reported or counted), cost")
-    cost = models.BigIntegerField(default=0, help_text="Its priced calls' cost, in units of 10⁻¹² USD")
+    cost = models.BigIntegerField(default=0, help_text="Its priced calls' cost, in units of 10⁻¹² USD (while it "
+                                                       "runs in a run with a max_cost: those made so far)")
     cost_complete = models.BooleanField(default=True, help_text="False once a call's model had no prices")
+    # While it runs, in a run with a max_cost: what its calls in flight claim from the limit
+    # (the most each may cost), in units. A run's spend and claims are its own `cost` and
+    # `cost_reserved` and those of its running node runs (executions/services/budget.py);
+    # a node run that stops running, whoever moves it, claims nothing any more.
+    cost_reserved = models.BigIntegerField(default=0)
     # Kept by the database from the columns above, for the run's summary to read from an index.
     next_node = models.GeneratedField(expression=KeyTextTransform("node_id", "decision"),
                                       output_field=models.CharField(max_length=100, null=True), db_persist=True,

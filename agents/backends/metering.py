@@ -8,6 +8,12 @@ summary, a compression, a Tree-of-Thoughts role …). With no meter open, nothin
 
 Costs are kept as whole units of 10⁻¹² USD (`UNITS`), so that sums are exact on every
 database; prices are dollars per million tokens.
+
+A meter held to a budget bounds each call before it is made (`Meter.check`: its input,
+counted here with a margin, and the most it may write, priced) and claims that bound from
+the run's limit; once the call is made, the usage the server reported replaces the bound
+(`Meter.record`). A call whose cost took the run (or the node run) past its limit is
+refused after the fact: BudgetExceeded with `crossed`, and so is every call after it.
 """
 from __future__ import annotations
 
@@ -21,6 +27,18 @@ from agents.backends.base import BackendError
 from agents.catalogue import model_entry
 
 UNITS = Decimal(10) ** 12  # cost units per USD
+
+# A call's input is bounded at what is counted here, a quarter more, and 32 tokens: a server
+# counts in its own encoding (tokenizers differ by a fifth or more on mixed languages) and
+# adds its chat template's tokens (a few per message). A server that counts more still is
+# caught by what it reports (Meter.record).
+INPUT_MARGIN_PERCENT = 25
+FRAMING_TOKENS = 32
+
+
+def input_bound(counted: int) -> int:
+    """The most input tokens a server is taken to count for `counted` tokens counted here."""
+    return counted + -(-counted * INPUT_MARGIN_PERCENT // 100) + FRAMING_TOKENS
 
 
 @dataclass(frozen=True)
@@ -53,23 +71,34 @@ class BudgetExceeded(BackendError):
 @dataclass
 class Budget:
     """The cost limits a meter's calls are held to, in units: `node` for its own calls, and
-    the run's (`run`), which `reserve(units)` claims from atomically (False: the run's limit
-    would be crossed), so that parallel nodes never spend past it together."""
+    the run's (`run`), whose keeper claims the bound of a call from it atomically
+    (`reserve(units)`; False: the run's limit would be crossed), so that parallel nodes never
+    claim past it together, then settles the call (`settle(cost, bound)`: its cost is spent,
+    its bound no longer claimed). `spent()` and `settle` answer what the run has spent and
+    what its calls in flight claim, (spent, claimed)."""
 
     node: int | None = None
     run: int | None = None
     reserve: Callable[[int], bool] | None = None
-    spent: Callable[[], int] | None = None  # what the run has spent, for the message
+    settle: Callable[[int, int], tuple[int, int]] | None = None
+    spent: Callable[[], tuple[int, int]] | None = None
 
 
 class Meter:
     def __init__(self, budget: Budget | None = None) -> None:
         self.calls: list[Call] = []
         self.budget = budget
-        self.reserved = 0  # units claimed from the run's limit by this meter's calls
+        self.reserved = 0  # units claimed from the run's limit by this meter's calls, and not settled
+        self.settled = 0  # units of this meter's calls' cost spent on the run's record as they were made
+        self.crossed: BudgetExceeded | None = None  # the call that took the run or the node past its limit
+        self._checked: tuple[int, int] | None = None  # (bound, tokens counted) of the call checked last
 
     def check(self, backend: str, model: str, tokens_in: int, max_tokens: int | None) -> None:
-        """Refuse a call that could cross a limit: its input and the most it may write, priced."""
+        """Refuse a call that could cross a limit: its input (with the margin, `input_bound`)
+        and the most it may write, priced; and any call once one has crossed a limit."""
+        self._checked = None  # a call checked before and never recorded (it failed) keeps its claim
+        if self.crossed is not None:
+            raise BudgetExceeded(str(self.crossed), details=self.crossed.details)
         budget = self.budget
         if budget is None or (budget.node is None and budget.run is None):
             return
@@ -79,21 +108,58 @@ class Meter:
                                  "could cost anything: a run with a cost limit does not make it",
                                  details={"backend": backend, "model": model})
         most = max_tokens or entry.max_output or entry.context_window or 0
-        estimate = units(entry.cost(tokens_in, most))
-        figures = {"backend": backend, "model": model, "tokens_in": tokens_in, "max_tokens": most,
-                   "estimate": usd(estimate), "node_spent": usd(self.cost)}
+        bounded = input_bound(tokens_in)
+        estimate = units(entry.cost(bounded, most))
+        figures = {"backend": backend, "model": model, "tokens_in": tokens_in, "tokens_in_bound": bounded,
+                   "max_tokens": most, "estimate": usd(estimate), "node_spent": usd(self.cost)}
         if budget.node is not None and self.cost + estimate > budget.node:
             raise BudgetExceeded(f"the next call (up to ${usd(estimate)}) would take the node past its max_node_cost "
                                  f"${usd(budget.node)} (spent ${usd(self.cost)})",
                                  details={**figures, "limit": "max_node_cost", "max_node_cost": usd(budget.node)})
         if budget.run is not None:
             if not budget.reserve(estimate):
-                spent = budget.spent() if budget.spent else 0
+                spent, claimed = budget.spent() if budget.spent else (0, 0)
+                also = f", ${usd(claimed)} more claimed by calls in flight" if claimed else ""
                 raise BudgetExceeded(f"the next call (up to ${usd(estimate)}) would take the run past its max_cost "
-                                     f"${usd(budget.run)} (spent ${usd(spent)})",
+                                     f"${usd(budget.run)} (spent ${usd(spent)}{also})",
                                      details={**figures, "limit": "max_cost", "max_cost": usd(budget.run),
-                                              "run_spent": usd(spent)})
+                                              "run_spent": usd(spent), "run_claimed": usd(claimed)})
             self.reserved += estimate
+        self._checked = (estimate, tokens_in)
+
+    def record(self, call: Call) -> None:
+        """A call made: on the meter; held to a budget, its cost (as the server reported it)
+        replaces its bound on the run's record, and a cost that took the run or the node past
+        its limit raises BudgetExceeded (`crossed`), as does every call checked after it."""
+        self.calls.append(call)
+        checked, self._checked = self._checked, None
+        budget = self.budget
+        if budget is None or call.cost is None:  # a call of unknown cost keeps its bound claimed
+            return
+        bound, counted = checked or (0, None)
+        crossed = None
+        if budget.settle is not None and (call.cost or bound):
+            spent, claimed = budget.settle(call.cost, bound)
+            self.reserved -= bound
+            self.settled += call.cost
+            if spent > budget.run:
+                crossed = ("max_cost", "the run", budget.run, spent, {"run_spent": usd(spent),
+                                                                       "run_claimed": usd(claimed)})
+        if crossed is None and budget.node is not None and self.cost > budget.node:
+            crossed = ("max_node_cost", "the node run", budget.node, self.cost, {})
+        if crossed is not None and self.crossed is None:
+            limit, whose, most, spent, figures = crossed
+            counted_text = "" if counted is None else f", {counted} counted here before the call"
+            self.crossed = BudgetExceeded(
+                f"{whose} has spent ${usd(spent)}, past its {limit} ${usd(most)}: its last call cost ${usd(call.cost)} "
+                f"against ${usd(bound)} claimed for it ({call.tokens_in} tokens in, {call.usage}{counted_text}); "
+                "no call is made after it",
+                details={"limit": limit, limit: usd(most), "node_spent": usd(self.cost), **figures,
+                         "crossed": True, "backend": call.backend, "model": call.model, "cost": usd(call.cost),
+                         "estimate": usd(bound), "tokens_in": call.tokens_in, "tokens_out": call.tokens_out,
+                         "tokens_counted": counted, "usage": call.usage})
+        if self.crossed is not None:
+            raise BudgetExceeded(str(self.crossed), details=self.crossed.details)
 
     @property
     def cost(self) -> int:
@@ -143,13 +209,14 @@ def record_call(*, backend: str, model: str, tokens_in: int, tokens_out: int, ca
                 usage: str = "reported") -> Call:
     """A completed call, priced from the catalogue, on the open meter (if any). A call whose
     usage is `unknown` (the server answered something unreadable, and may have billed it)
-    has no cost: the run's cost then says it is incomplete."""
+    has no cost: the run's cost then says it is incomplete. Raises BudgetExceeded when the
+    call's cost took the meter's run or node run past its limit (Meter.record)."""
     cost = None if usage == "unknown" else model_entry(backend, model).cost(tokens_in, tokens_out, cached_in)
     call = Call(_purpose.get(), backend, model, tokens_in, tokens_out, cached_in, usage,
                 None if cost is None else units(cost))
     meter = _meter.get()
     if meter is not None:
-        meter.calls.append(call)
+        meter.record(call)
     return call
 
 

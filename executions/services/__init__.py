@@ -1,6 +1,7 @@
 """Writes for executions, one module per concern (imports run down this list, never up):
 
 - graph.py: the graph of the workflow version a run runs, as running it reads it, cached per process
+- budget.py: a run's cost limit, kept for every call made for it (its node runs' and its judge's)
 - inline.py: the next node of a chain, run by the worker that made it ready
 - advance.py: what runs next after a start, a stored result or a failure; the end of a run
 - node_run.py: a node run on a worker: claim, perform, store, advance; heartbeats

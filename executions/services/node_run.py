@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import connection, models, transaction
 from django.utils import timezone
 
-from agents.backends.metering import Budget, Meter, metered
+from agents.backends.metering import Meter, metered
 from agents.documents import agent_as_of
 from agents.models import Agent
 from core.states import Touch, Under, claim_row, transition, transition_under
@@ -28,6 +28,7 @@ from executions.models import Execution, NodeRun
 from executions.services.advance import (
     _advance, _apply_output_mapping, _dispatch, _elapsed, _end, _locked, _plan_and_policy, _wall_time_end,
 )
+from executions.services.budget import claims_ended, node_run_budget
 from executions.services.graph import execution_graph
 from executions.services.inline import INLINE_SECONDS, MAX_INLINE, _inline
 
@@ -91,7 +92,8 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
         # the run does what its recorded version says.
         run.agent = agent_as_of(run.agent, run.agent_version)
     # Every model call the node makes, with its cost, held to the run's cost limits.
-    with heartbeat(run.pk, claim), metered(_budget(execution, graph)) as meter:
+    budget = node_run_budget(execution, graph.settings, node_run_id=run.pk, claim=claim)
+    with heartbeat(run.pk, claim), metered(budget) as meter:
         try:
             performed = nodes.perform(run, graph, node)
         except SoftTimeLimitExceeded:  # raised by Celery wherever the node was; the worker goes on
@@ -100,15 +102,29 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
                 f"the node did not finish within the node time limit of {limit:g} s and was stopped"), meter)
             return "failed"
         except runner.NodeFailure as failure:
-            _node_failed(run, claim, failure, meter)
+            _node_failed(run, claim, _crossed(meter, failure.record) or failure, meter)
             return "failed"
         except Exception as error:  # a defect must fail the node visibly, not leave it running
             logger.exception("node run %s failed unexpectedly", run.pk)
             _node_failed(run, claim, runner.NodeFailure(f"{type(error).__name__}: {error}", code="INTERNAL_ERROR",
                                                         retryable=False), meter)
             return "failed"
+    crossed = _crossed(meter, performed.record)
+    if crossed is not None:
+        _node_failed(run, claim, crossed, meter)
+        return "failed"
     _node_succeeded(run, claim, performed, node, meter)
     return "success"
+
+
+def _crossed(meter: Meter, record: dict) -> runner.NodeFailure | None:
+    """The failure of a node one of whose calls took the run or the node run past its cost
+    limit, whatever became of the node after (a summary's failure is absorbed, a search
+    goes on without its role): the run stops on its budget, and its record says why."""
+    crossed = meter.crossed
+    if crossed is None:
+        return None
+    return runner.NodeFailure(str(crossed), code=crossed.code, retryable=False, record=record, details=crossed.details)
 
 
 def _claim(node_run_id: int, claim: str, now) -> NodeRun | None:
@@ -158,32 +174,16 @@ def _charge(execution: Execution, added: dict, flags: dict) -> None:
             **{name: models.F(name) + amount for name, amount in added.items()}, **flags)
 
 
-def _budget(execution: Execution, graph) -> Budget | None:
-    """The cost limits of the run's version, if it sets any. The run's own is claimed from
-    call by call with one conditional UPDATE (`cost_reserved`), released when the node run is
-    stored; a worker that dies mid-call leaves its claim, which errs towards stopping."""
-    limits = graph.settings
-    if limits.max_cost is None and limits.max_node_cost is None:
-        return None
-    rows = Execution.objects.filter(pk=execution.pk)
-
-    def reserve(estimate: int) -> bool:
-        within = models.Q(cost__lte=limits.max_cost - estimate - models.F("cost_reserved"))
-        return rows.filter(within).update(cost_reserved=models.F("cost_reserved") + estimate) == 1
-
-    return Budget(node=limits.max_node_cost, run=limits.max_cost, reserve=reserve if limits.max_cost is not None else None,
-                  spent=lambda: rows.values_list("cost", flat=True).get())
-
-
 def _metered(meter: Meter | None) -> tuple[dict, dict, dict]:
-    """The node run's fields for the calls `meter` recorded; the amounts they add to its
-    execution's columns (their cost; the claims they made on its max_cost, released, as a
-    negative amount); and the execution's fields they set (an unpriced call: not complete)."""
+    """The node run's fields for the calls `meter` recorded (and its claims on the run's
+    max_cost, which end with it: see executions/services/budget.py); the amount they add to
+    its execution's cost; and the execution's fields they set (an unpriced call: not
+    complete)."""
     if meter is None or not (meter.calls or meter.reserved):
         return {}, {}, {}
-    added = {name: amount for name, amount in (("cost", meter.cost), ("cost_reserved", -meter.reserved)) if amount}
-    return ({"calls": [call.as_dict() for call in meter.calls], "cost": meter.cost, "cost_complete": meter.complete},
-            added, {} if meter.complete else {"cost_complete": False})
+    fields = {"calls": [call.as_dict() for call in meter.calls], "cost": meter.cost, "cost_complete": meter.complete,
+              "cost_reserved": 0}
+    return fields, {"cost": meter.cost} if meter.cost else {}, {} if meter.complete else {"cost_complete": False}
 
 
 def _node_succeeded(run: NodeRun, claim: str, performed, node, meter: Meter | None = None) -> None:
@@ -237,10 +237,13 @@ def _store_alone(run: NodeRun, claim: str, fields: dict, added: dict, flags: dic
 
 
 def _node_failed(run: NodeRun, claim: str, failure, meter: Meter | None = None) -> None:
+    """Store a failure; with no `meter`, for a claim whose worker is gone (the sweep)."""
     ended = timezone.now()
     calls, added, flags = _metered(meter)
     with transaction.atomic():
         execution = _locked(run.execution)
+        if meter is None:
+            calls, flags = claims_ended(run.pk, claim)
         _charge(execution, added, flags)
         stored = transition(
             NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.FAILED, where={"worker": claim},

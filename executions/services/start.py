@@ -56,8 +56,9 @@ def execution_cancel(*, execution: Execution, actor=None) -> Execution:
         execution = _locked(execution)
         who = getattr(actor, "username", "") or "someone"
         _end(execution, Execution.Status.CANCELLED, f"cancelled by {who}")
+        # What a running node run claimed from the run's max_cost ends with it.
         transition_all(execution.node_runs, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED,
-                       completed_at=timezone.now())
+                       completed_at=timezone.now(), cost_reserved=0)
     return execution
 
 

@@ -17,6 +17,7 @@ from executions.models import Evaluation, Execution, NodeRun
 from executions.services.advance import (
     _dispatch, _end, _evaluate_after_commit, _locked, _wall_time_end,
 )
+from executions.services.budget import claims_ended
 from executions.services.gates import gates_time_out
 from executions.services.node_run import _node_failed, _time_limit_failure
 
@@ -67,9 +68,14 @@ def node_runs_sweep(*, now=None) -> dict:
             report["failed"].append(run.pk)
             continue
         with transaction.atomic():
+            # What the silent worker spent and claimed from the run's max_cost ends with its claim.
+            locked = _locked(run.execution)
+            ended, flags = claims_ended(run.pk, run.worker)
             if transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.PENDING,
                           where={"worker": run.worker}, worker="", heartbeat_at=now,
-                          dispatches=models.F("dispatches") + 1) == 1:
+                          dispatches=models.F("dispatches") + 1, **ended) == 1:
+                if flags:
+                    Execution.objects.filter(pk=locked.pk).update(**flags)
                 report["requeued"].append(run.pk)
                 _dispatch(run.pk)
     for run in NodeRun.objects.filter(status=NodeRun.Status.PENDING, heartbeat_at__lt=stale,

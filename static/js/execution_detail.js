@@ -301,9 +301,11 @@
   }
 
   // A run stopped by its budget: a call that could have crossed max_cost (the run's) or
-  // max_node_cost (a node run's) was refused before it was made (agents/backends/metering.py);
-  // its node run failed with BUDGET_EXCEEDED and the figures in its error_details. Such a
-  // run is the last of its node (nothing was retried), so the nodes' latest runs hold it.
+  // max_node_cost (a node run's) was refused before it was made, or a call made cost more
+  // than its bound and the spend crossed the limit (`crossed`: the server counted more than
+  // was counted here; agents/backends/metering.py); its node run failed with BUDGET_EXCEEDED
+  // and the figures in its error_details. Such a run is the last of its node (nothing was
+  // retried), so the nodes' latest runs hold it.
   function renderBudgetStop(record) {
     const box = document.getElementById("budget-stop");
     const refused = latestRuns().filter((run) => run.error_code === "BUDGET_EXCEEDED");
@@ -331,7 +333,25 @@
     const model = [details.backend, details.model].filter(Boolean).join(" / ");
     let why;
     let facts = [];
-    if (limit) {
+    if (limit && details.crossed) {
+      const over = limitUnits !== null && spentUnits !== null && spentUnits > limitUnits
+        ? money.decimal(spentUnits - limitUnits) : null;
+      why = el("p", {}, "A call cost ", el("strong", {}, money.text(details.cost)), " against ",
+        el("strong", {}, money.text(details.estimate)), " claimed for it, and ", whose, " had then spent ",
+        el("strong", {}, money.text(spent)), ", past its ", el("code", {}, limit), " ", el("strong", {}, money.text(details[limit])),
+        ": no call was made after it.");
+      facts = [
+        fact("Limit", figure("limit", el("code", {}, limit), " ", money.text(details[limit]))),
+        fact(limit === "max_cost" ? "Spent by the run" : "Spent by the node run", figure("spent", money.text(spent))),
+        fact("Over the limit by", figure("over", over === null ? "—" : money.text(over))),
+        fact("The call's cost", figure("cost", money.text(details.cost)),
+          el("span", { class: "muted small" }, ` (${fmt.n(details.tokens_in)} tokens in, ${details.usage || "?"}; `
+            + `${details.tokens_counted === null || details.tokens_counted === undefined ? "?" : fmt.n(details.tokens_counted)} `
+            + "counted here before the call)")),
+        fact("Claimed for it", figure("estimate", money.text(details.estimate))),
+        fact("Backend / model", model || "—"),
+      ];
+    } else if (limit) {
       why = el("p", {}, "The next call could have cost up to ", el("strong", {}, money.text(details.estimate)), ", and ", whose,
         " had spent ", el("strong", {}, money.text(spent)), " of its ", el("code", {}, limit), " ", el("strong", {}, money.text(details[limit])),
         ": the call was not made.");
@@ -340,7 +360,8 @@
         fact(limit === "max_cost" ? "Spent by the run" : "Spent by the node run", figure("spent", money.text(spent))),
         fact("Left", figure("left", left === null ? "—" : money.text(left))),
         fact("The refused call's bound", figure("estimate", money.text(details.estimate)),
-          el("span", { class: "muted small" }, ` (${fmt.n(details.tokens_in)} tokens in and up to ${fmt.n(details.max_tokens)} out, priced)`)),
+          el("span", { class: "muted small" }, ` (${fmt.n(details.tokens_in)} tokens in and up to ${fmt.n(details.max_tokens)} out, priced`
+            + (details.tokens_in_bound ? `; the input taken as ${fmt.n(details.tokens_in_bound)} tokens, as a server may count more)` : ")"))),
         fact("Backend / model", model || "—"),
       ];
     } else {

@@ -176,6 +176,35 @@ def test_a_meter_refuses_a_call_past_the_nodes_limit_or_to_a_model_with_no_price
     assert free.calls == []
 
 
+def test_it_bounds_a_calls_input_a_quarter_and_32_tokens_above_the_count_here(settings):
+    from agents.backends.metering import Budget, BudgetExceeded, check_call, units
+
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "hosted": {"kind": "openai_compatible", "base_url": "http://h/v1"}}
+    settings.MODEL_OVERRIDES = {"m": {"input_price": Decimal("1"), "output_price": Decimal("2")}}
+    with metered(Budget(node=units(Decimal("0.002")))), pytest.raises(BudgetExceeded) as refused:
+        # 1,000 tokens in and 500 out would be $0.002; with the margin, 1,282 in: $0.002282
+        check_call(backend="hosted", model="m", tokens_in=1000, max_tokens=500)
+    details = refused.value.details
+    assert (details["tokens_in"], details["tokens_in_bound"], details["estimate"]) == (1000, 1282, "0.002282000000")
+
+
+def test_it_refuses_every_call_after_one_whose_reported_cost_took_the_node_past_its_limit(settings):
+    from agents.backends.metering import Budget, BudgetExceeded, check_call, units
+
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "hosted": {"kind": "openai_compatible", "base_url": "http://h/v1"}}
+    settings.MODEL_OVERRIDES = {"m": {"input_price": Decimal("1"), "output_price": Decimal("2")}}
+    with metered(Budget(node=units(Decimal("0.01")))) as meter:
+        check_call(backend="hosted", model="m", tokens_in=100, max_tokens=100)  # bound: 157 in, 100 out: $0.000357
+        with pytest.raises(BudgetExceeded, match=r"^the node run has spent \$0.020020000000, past its max_node_cost "
+                                                 r"\$0.010000000000: its last call cost \$0.020020000000 against "
+                                                 r"\$0.000357000000 claimed for it \(20000 tokens in, reported, "
+                                                 r"100 counted here before the call\)"):
+            record_call(backend="hosted", model="m", tokens_in=20_000, tokens_out=10)
+        with pytest.raises(BudgetExceeded, match="past its max_node_cost"):
+            check_call(backend="hosted", model="m", tokens_in=1, max_tokens=1)
+    assert len(meter.calls) == 1 and meter.crossed.details["crossed"] is True
+
+
 @pytest.mark.django_db
 def test_an_agents_window_limits_default_from_its_models_catalogue_entry_and_say_so(settings, api):
     from agents.models import Agent

@@ -283,6 +283,32 @@ def test_a_node_run_past_its_max_node_cost_and_a_model_without_prices_say_why(pa
     assert errors == []
 
 
+@pytest.mark.django_db(transaction=True)
+def test_it_shows_a_run_whose_spend_crossed_its_limit_after_a_call_cost_more_than_was_claimed(page_for, api, demo):
+    crossed = make_execution("thesis_reading", [
+        {"node_id": "task_scholar_001", "status": "failed", "error_code": "BUDGET_EXCEEDED",
+         "error": "the run has spent $0.06004, past its max_cost $0.05: …",
+         "error_details": {"limit": "max_cost", "max_cost": "0.050000000000", "run_spent": "0.060040000000",
+                           "run_claimed": "0.000000000000", "node_spent": "0.060040000000", "crossed": True,
+                           "backend": "hosted", "model": "gpt-4o-mini", "cost": "0.030020000000",
+                           "estimate": "0.000900000000", "tokens_in": 30000, "tokens_out": 10, "tokens_counted": 350,
+                           "usage": "reported"}},
+    ], execution_id="exec_crossed", status="failed", ended_reason="BUDGET_EXCEEDED at node 'task_scholar_001': …")
+    page = page_for(api.viewer.user)
+    errors = watch_errors(page)
+    page.goto(f"/executions/{crossed.execution_id}/")
+    stop = page.locator("#budget-stop")
+    expect(stop.locator("[data-figure=limit]")).to_have_text("max_cost $0.05")
+    expect(stop.locator("[data-figure=spent]")).to_have_text(usd_text("0.060040000000"))
+    expect(stop.locator("[data-figure=over]")).to_have_text(usd_text("0.010040000000"))
+    expect(stop.locator("[data-figure=cost]")).to_have_text(usd_text("0.030020000000"))
+    expect(stop.locator("[data-figure=estimate]")).to_have_text(usd_text("0.000900000000"))
+    expect(stop).to_contain_text("30,000 tokens in, reported; 350 counted here before the call")
+    expect(stop).to_contain_text("no call was made after it")
+    expect(stop).not_to_contain_text("the call was not made")
+    assert errors == []
+
+
 # -- the executions list --------------------------------------------------------------------------
 
 
