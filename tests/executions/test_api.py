@@ -296,6 +296,20 @@ def test_it_filters_a_runs_node_runs_by_node_status_kind_and_window_newest_first
         assert api.viewer.get(path, **bad).status_code == 422, bad
 
 
+@pytest.mark.parametrize("params, where", [
+    ({"node": "\x00"}, "query.node"),
+    ({"node": "task_a\x00"}, "query.node"),
+    ({"kind": "first\x00"}, "query.kind"),
+    ({"limit": "1\x00"}, "query.limit"),
+    ({"no\x00de": "task_a"}, "query"),
+])
+def test_it_refuses_a_node_run_filter_with_a_nul_character(api, params, where):
+    execution = start()
+    response = api.viewer.get(f"/api/executions/{execution.execution_id}/node-runs", **params)
+    assert response.status_code == 422, response.content
+    assert response.json()["message"].startswith(f"{where}: ") and "NUL" in response.json()["message"]
+
+
 def test_it_draws_a_window_of_the_timeline_counted_per_node_or_run_by_run(api, monkeypatch):
     execution = start()
     many_node_runs(execution, 40)

@@ -80,6 +80,17 @@ def test_refusals_answer_with_their_status_and_change_nothing(api):
     assert "already decided: reject by admin-user at" in second.json()["message"]
 
 
+def test_it_refuses_a_comment_with_a_nul_character_and_the_gate_stays_open(api):
+    execution, gate = waiting_release()
+
+    answer = api.approver.post(decision_url(execution, gate), {"decision": "approve", "comment": "ship \x00 it"})
+
+    assert answer.status_code == 422, answer.content
+    assert answer.json()["message"] == "comment: contains a NUL character (\\u0000)"
+    gate.refresh_from_db()
+    assert gate.status == "waiting" and gate.gate["decision"] is None
+
+
 def test_a_decision_on_a_cancelled_run_is_a_conflict(api):
     execution, gate = waiting_release()
     execution_cancel(execution=execution)
