@@ -129,14 +129,15 @@ def responses(status: int, schema: Any) -> dict[int, Any]:
 class Rendered:
     """A queryset whose rows are rendered a page at a time: what `Page` slices and counts
     (in SQL). `render` takes the page's rows and gives their JSON forms, so that it can read
-    what the page needs in one more query rather than one per row."""
+    what the page needs in one more query rather than one per row. A list (of ids chosen in
+    Python) is sliced and counted the same way."""
 
     def __init__(self, queryset, render: Callable[[list], list]):
         self.queryset = queryset
         self.render = render
 
     def count(self) -> int:
-        return self.queryset.count()
+        return len(self.queryset) if isinstance(self.queryset, list) else self.queryset.count()
 
     def __getitem__(self, window: slice) -> list:
         return self.render(list(self.queryset[window]))

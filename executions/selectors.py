@@ -171,6 +171,12 @@ def evaluation_get(evaluation_id: str) -> dict[str, Any]:
     return evaluation_out(evaluation)
 
 
+def pending_gates(ids: list[int]) -> list[dict[str, Any]]:
+    """A page of waiting gates (node run ids, in the page's order) as the API lists them."""
+    runs = NodeRun.objects.select_related("execution__workflow").in_bulk(ids)
+    return [pending_gate(runs[pk]) for pk in ids if pk in runs]
+
+
 def pending_gate(run: NodeRun) -> dict[str, Any]:
     """A waiting gate as the API lists it (`run` comes with its execution and workflow)."""
     gate = run.gate
