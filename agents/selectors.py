@@ -11,7 +11,7 @@ from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
 from agents.documents import ID, agent_document, derive_request_document
 from agents.models import Agent, AgentVersion, DeriveRequest
 from core.api_support import Rendered
-from core.errors import NotFound
+from core.errors import NotFound, echo
 from agents.run_records import run_records
 from core.jsonutil import iso
 
@@ -73,8 +73,8 @@ def agent_version_get(agent_id: str, version: str) -> dict[str, Any]:
     frozen = AgentVersion.objects.filter(agent=agent, version=version).first() if "\x00" not in version else None
     if frozen is None:
         known = ", ".join(agent.versions.values_list("version", flat=True))
-        raise NotFound(f"agent '{agent_id}' has no version '{version}' (versions: {known})",
-                       details={"agent_id": agent_id, "version": version})
+        raise NotFound(f"agent '{agent_id}' has no version '{echo(version)}' (versions: {known})",
+                       details={"agent_id": agent_id, "version": echo(version)})
     return {"agent_id": agent.agent_id, "version": frozen.version, "created_at": iso(frozen.created_at),
             "created_by": frozen.created_by, "content": frozen.content}
 

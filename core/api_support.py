@@ -1,19 +1,25 @@
-"""What every API router shares: authentication, the error shape, pagination.
+"""What every API router shares: authentication, how requests are read, the error shape,
+pagination.
 
 Routers declare `responses(200, SomeOut)` so that every status an operation can answer
 with is in the OpenAPI schema; errors are always `{"code", "message", "details"}`.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
 from django.contrib.auth.views import redirect_to_login
 from ninja import Field, Schema
+from ninja.errors import ValidationError
 from ninja.pagination import PaginationBase
+from ninja.parser import Parser
 from ninja.security import APIKeyCookie, HttpBearer
 
+from core.errors import DocumentError
+from core.jsonutil import check_storable
 from core.models import ApiToken
 
 
@@ -74,6 +80,38 @@ def signed_in(view):
     return wrapper
 
 
+class StrictParser(Parser):
+    """How every operation reads its request: what neither database can hold or JSON cannot
+    say is refused (422, naming where) before any field is read, so that no operation has to
+    remember it and a filter never sends the database what it refuses.
+
+    A body is checked whole as every write checks what it stores (`check_storable`: NUL
+    characters, lone surrogates, NaN and Infinity, nesting beyond MAX_NESTING); a query
+    string's names and values may not hold a NUL character (%00). Text that is not JSON at
+    all stays ninja's 400."""
+
+    def parse_body(self, request):
+        body = json.loads(request.body)
+        check_storable(body)  # ninja answers what this raises as a 400: the API's handler unwraps it
+        return body
+
+    def parse_querydict(self, data, list_fields, request):
+        place = "query" if data is request.GET else "form"
+
+        def refuse_unstorable(text: str, *where: str) -> None:  # as a field's own check would: VALIDATION_ERROR
+            try:
+                check_storable(text)
+            except DocumentError as refused:
+                raise ValidationError([{"loc": (place, *where), "msg": refused.problem}]) from None
+
+        for key, values in data.lists():
+            refuse_unstorable(key)  # before it names a place
+            for value in values:
+                if isinstance(value, str):  # not an uploaded file
+                    refuse_unstorable(value, key)
+        return super().parse_querydict(data, list_fields, request)
+
+
 class ErrorOut(Schema):
     code: str = Field(..., description="stable error code, e.g. NOT_FOUND, FORBIDDEN, INVALID_DOCUMENT")
     message: str
@@ -91,14 +129,15 @@ def responses(status: int, schema: Any) -> dict[int, Any]:
 class Rendered:
     """A queryset whose rows are rendered a page at a time: what `Page` slices and counts
     (in SQL). `render` takes the page's rows and gives their JSON forms, so that it can read
-    what the page needs in one more query rather than one per row."""
+    what the page needs in one more query rather than one per row. A list (of ids chosen in
+    Python) is sliced and counted the same way."""
 
     def __init__(self, queryset, render: Callable[[list], list]):
         self.queryset = queryset
         self.render = render
 
     def count(self) -> int:
-        return self.queryset.count()
+        return len(self.queryset) if isinstance(self.queryset, list) else self.queryset.count()
 
     def __getitem__(self, window: slice) -> list:
         return self.render(list(self.queryset[window]))

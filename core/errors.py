@@ -10,6 +10,17 @@ from typing import Any
 from engine.errors import EngineError
 
 
+ECHO_LIMIT = 60  # characters of a value someone sent that a message quotes back
+
+
+def echo(text: str) -> str:
+    """What a message quotes of a value someone sent: all of it when short, else its first
+    ECHO_LIMIT characters and its length, so that an answer never grows with the request."""
+    if len(text) <= ECHO_LIMIT:
+        return text
+    return f"{text[:ECHO_LIMIT]}… ({len(text)} characters)"
+
+
 class SwitchyardError(EngineError):
     """An error the API's one handler answers with its code and an HTTP status; the
     engine's own errors are not, so one that escapes a request stays a server error."""

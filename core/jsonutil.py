@@ -5,9 +5,9 @@ import json
 import math
 import sys
 from datetime import datetime, timezone as dt_timezone
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel
+from pydantic import AfterValidator, BaseModel
 
 from core.errors import DocumentError
 from engine.json_schema import SchemaValidator, document_schema
@@ -21,6 +21,30 @@ def iso(value: datetime | None) -> str | None:
     return text.replace("+00:00", "Z")
 
 
+def in_utc(value: datetime, where: str = "") -> datetime:
+    """A datetime in UTC; one without an offset is taken to be in UTC. One that UTC cannot
+    hold (`0001-01-01T00:00:00+12:00` is in the year 0 there) is a DocumentError rather than
+    the OverflowError a comparison or the database would raise later."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=dt_timezone.utc)
+    try:
+        return value.astimezone(dt_timezone.utc)
+    except OverflowError:
+        raise DocumentError(f"{value.isoformat()} is out of range in UTC (years 1 to 9999)", where=where) from None
+
+
+def _in_utc(value: datetime) -> datetime:
+    try:
+        return in_utc(value)
+    except DocumentError as error:
+        raise ValueError(error.problem) from None  # pydantic names the field
+
+
+# A datetime an API operation reads (a query's `since`, `started_after`): ISO 8601, UTC when
+# no offset is given, and always aware, so that naive and aware values never meet.
+UtcDatetime = Annotated[datetime, AfterValidator(_in_utc)]
+
+
 def parse_datetime(value: Any, where: str) -> datetime | None:
     if value is None:
         return None
@@ -30,9 +54,7 @@ def parse_datetime(value: Any, where: str) -> datetime | None:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         raise DocumentError(f"'{value}' is not an ISO 8601 datetime (e.g. 2026-02-03T10:30:00Z)", where=where)
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt_timezone.utc)
-    return parsed
+    return in_utc(parsed, where)
 
 
 def json_path_of(path) -> str:

@@ -12,7 +12,7 @@ from ninja import Body, Path, Query, Router, Status
 from ninja.pagination import paginate
 
 from agents.selectors import agent_get
-from core.api_support import Page, responses
+from core.api_support import Page, Rendered, responses
 from core.roles import ADMIN, AUTHOR, require_role
 from executions import evaluations, run_summary, selectors, services
 from executions.comparison import execution_comparison, executions_for_comparison
@@ -160,13 +160,15 @@ def executions_gate_decide(request, payload: GateDecisionIn, execution_id: str =
 
 
 @router.get("/gates", response=responses(200, list[GateOut]), tags=["gates"],
-            summary="The gates waiting for a decision the signed-in user (or, for admins, `user`) may make")
+            summary="The gates waiting for a decision the signed-in user (or, for admins, `user`) may make, "
+                    "oldest first")
+@paginate(Page)
 def gates_list(request, filters: Query[GatesQuery]):
     user = request.user
     if filters.user and filters.user != user.get_username():
         require_role(user, ADMIN, to="list the gates waiting for another user")
         user = selectors.user_get(filters.user)
-    return [selectors.pending_gate(run) for run in services.gates_pending(user=user)]
+    return Rendered(services.gates_pending_ids(user=user), selectors.pending_gates)
 
 
 @router.get("/workflows/{workflow_id}/costs", response=responses(200, list[RunCostOut]), tags=["workflows"],

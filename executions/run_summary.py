@@ -181,7 +181,12 @@ def timeline(execution: Execution, *, since: datetime | None = None, until: date
     since = since or start
     # The window is half-open: it ends just after the last run, so that a run that starts as
     # the last ends (a copy takes no time) is in it.
-    until = until or max(end, since) + timedelta(milliseconds=1)
+    if until is None:
+        try:
+            until = max(end, since) + timedelta(milliseconds=1)
+        except OverflowError:  # `since` is the calendar's last millisecond: no window fits after it
+            raise DocumentError(f"a window from {iso(since)} would end after the year 9999: give an earlier since",
+                                where="since") from None
     width = (until - since).total_seconds() / buckets
     runs = _in_window(NodeRun.objects.filter(execution=execution), since, until).order_by()
     grouped = (runs.annotate(bucket=Floor((Epoch("started_at") - since.timestamp()) / width))

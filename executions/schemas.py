@@ -9,12 +9,12 @@ change is not cut short here. Datetimes are the seeds' strings (UTC, a trailing 
 """
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 from pydantic import ConfigDict
 
+from core.jsonutil import UtcDatetime
 from engine.shapes import ID_PATTERN, MAX_COLUMN_INT, Identifier, Omittable, Shape, between
 
 MAX_ROW_ID = 2**63 - 1  # the largest primary key either database holds
@@ -133,8 +133,8 @@ class TryIn(Schema):
 class ExecutionFilters(Schema):
     workflow: str | None = Field(None, pattern=ID_PATTERN, description="runs of this workflow (its workflow_id)")
     status: ExecutionStatus | None = None
-    started_after: datetime | None = when()
-    started_before: datetime | None = when()
+    started_after: UtcDatetime | None = when()
+    started_before: UtcDatetime | None = when()
 
 
 class NodeRunCounts(Schema):
@@ -241,16 +241,18 @@ class NodeRunFilters(Schema):
     node: str = Field("", max_length=100, description="only this node's runs")
     status: NodeRunStatus | Literal[""] = Field("", description="only runs with this status")
     kind: NodeRunKind | Literal[""] = Field("", description="only runs of this kind")
-    since: datetime | None = Field(None, description="only runs going at some moment from then on")
-    until: datetime | None = Field(None, description="only runs going at some moment before then")
+    since: UtcDatetime | None = Field(None, description="only runs going at some moment from then on (UTC when no "
+                                                        "offset is given)")
+    until: UtcDatetime | None = Field(None, description="only runs going at some moment before then")
     order: Literal["sequence", "-sequence"] = Field("sequence", description="in the order they were made, or newest "
                                                                             "first")
     full: bool = Field(False, description="whole records rather than light ones")
 
 
 class TimelineQuery(Schema):
-    since: datetime | None = Field(None, description="the window's start (default: the first node run's start)")
-    until: datetime | None = Field(None, description="the window's end (default: the last one's end, or now)")
+    since: UtcDatetime | None = Field(None, description="the window's start (default: the first node run's start; "
+                                                        "UTC when no offset is given)")
+    until: UtcDatetime | None = Field(None, description="the window's end (default: the last one's end, or now)")
     buckets: int = Field(120, ge=1, le=1000, description="the equal slices of time the window is counted in")
 
 

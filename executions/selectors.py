@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterator
-from datetime import datetime, timezone as dt_timezone
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -19,7 +19,7 @@ from django.urls import reverse
 
 from agents.backends.metering import usd
 from core.api_support import Rendered
-from core.errors import DocumentError, NotFound
+from core.errors import NotFound
 from core.jsonutil import iso
 from executions.documents import (
     evaluation_document, execution_head, node_run_record, node_run_result, thought_tree_document,
@@ -33,31 +33,20 @@ STREAM_CHUNK = 500  # node runs read at a time when the whole record is streamed
 # -- executions ---------------------------------------------------------------------------
 
 
-def _utc(value: datetime | None, where: str) -> datetime | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=dt_timezone.utc)
-    try:
-        return value.astimezone(dt_timezone.utc)
-    except OverflowError:
-        raise DocumentError(f"{value.isoformat()} is out of range in UTC", where=where) from None
-
-
 def executions_list(*, workflow: str | None = None, status: str | None = None,
                     started_after: datetime | None = None, started_before: datetime | None = None) -> Rendered:
     """Execution summaries, newest first: the §5 head, why the run ended, and its node runs
-    counted by status (one grouped query per page, not one per execution)."""
-    after, before = _utc(started_after, "started_after"), _utc(started_before, "started_before")
+    counted by status (one grouped query per page, not one per execution). The times are
+    aware (the API reads them as `UtcDatetime`)."""
     executions = Execution.objects.filter(trial=False)
     if workflow:
         executions = executions.filter(workflow__workflow_id=workflow)
     if status:
         executions = executions.filter(status=status)
-    if after:
-        executions = executions.filter(started_at__gte=after)
-    if before:
-        executions = executions.filter(started_at__lt=before)
+    if started_after:
+        executions = executions.filter(started_at__gte=started_after)
+    if started_before:
+        executions = executions.filter(started_at__lt=started_before)
     rows = executions.values("pk", "execution_id", "workflow__workflow_id", "status", "started_at", "completed_at",
                              "ended_reason", "created_at", "created_by__username", "cost", "cost_complete")
     return Rendered(rows, _summaries)
@@ -180,6 +169,12 @@ def evaluation_get(evaluation_id: str) -> dict[str, Any]:
     if evaluation is None:
         raise NotFound(f"evaluation '{evaluation_id}' does not exist", details={"where": "evaluation_id"})
     return evaluation_out(evaluation)
+
+
+def pending_gates(ids: list[int]) -> list[dict[str, Any]]:
+    """A page of waiting gates (node run ids, in the page's order) as the API lists them."""
+    runs = NodeRun.objects.select_related("execution__workflow").in_bulk(ids)
+    return [pending_gate(runs[pk]) for pk in ids if pk in runs]
 
 
 def pending_gate(run: NodeRun) -> dict[str, Any]:

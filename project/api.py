@@ -8,10 +8,11 @@ from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, ValidationError
 
-from core.api_support import AUTH, signed_in
+from core.api_support import AUTH, StrictParser, signed_in
 from core.errors import SwitchyardError
 
 api = NinjaAPI(title="Switchyard API", version="1", urls_namespace="api", auth=AUTH, docs_decorator=signed_in,
+               parser=StrictParser(),
                description="Agents, blueprints, workflows, executions, derive requests and evaluations.")
 
 STATUS_BY_CODE = {
@@ -60,6 +61,8 @@ def not_found(request, exc):
 
 @api.exception_handler(HttpError)
 def http_error(request, exc: HttpError):
+    if isinstance(exc.__cause__, SwitchyardError):  # the parser refused the body: ninja wraps that in a 400
+        return domain_error(request, exc.__cause__)
     return error(request, exc.status_code, {400: "BAD_REQUEST", 403: "FORBIDDEN", 404: "NOT_FOUND", 409: "CONFLICT"}.get(exc.status_code, "ERROR"),
                  str(exc))
 

@@ -112,6 +112,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "core.middleware.ApiAnswers",  # outside all else: sees every answer under /api/, errors included
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "core.middleware.PayloadTooLarge",  # before anything reads the body

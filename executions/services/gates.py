@@ -102,15 +102,25 @@ def gates_time_out(*, now: datetime | None = None) -> list[int]:
     return decided
 
 
+def gates_pending_ids(*, user) -> list[int]:
+    """The node runs of the gates waiting for a decision that `user` may make (None: every
+    one), oldest first. Only each gate's deciders are read, not the data it shows, which may
+    be large: a page of them is read whole afterwards."""
+    waiting = (NodeRun.objects.filter(status=NodeRun.Status.WAITING, gate__isnull=False, execution__trial=False)
+               .order_by("started_at", "id"))
+    if user is None:
+        return list(waiting.values_list("id", flat=True))
+    roles, username = roles_of(user), getattr(user, "username", "")
+    return [pk for pk, deciders in waiting.values_list("id", "gate__deciders")
+            if gates.may_decide({"deciders": deciders}, username, roles)]
+
+
 def gates_pending(*, user) -> list[NodeRun]:
     """The gates waiting for a decision that `user` may make (None: every one), oldest first,
     with their runs."""
-    waiting = (NodeRun.objects.filter(status=NodeRun.Status.WAITING, gate__isnull=False, execution__trial=False)
-               .select_related("execution__workflow").order_by("started_at", "id"))
-    if user is None:
-        return list(waiting)
-    roles, username = roles_of(user), getattr(user, "username", "")
-    return [run for run in waiting if gates.may_decide(run.gate, username, roles)]
+    ids = gates_pending_ids(user=user)
+    runs = NodeRun.objects.select_related("execution__workflow").in_bulk(ids)
+    return [runs[pk] for pk in ids if pk in runs]
 
 
 def _gate_run(execution: Execution, node_run_id: int) -> NodeRun:

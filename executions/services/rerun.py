@@ -24,7 +24,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents.models import AgentVersion
-from core.errors import DocumentError, IllegalTransition
+from core.errors import DocumentError, IllegalTransition, echo
 from core.jsonutil import check_storable
 from engine.replay import PastRun, RerunRefused, shape_changes, split
 from executions.models import Execution, NodeRun
@@ -205,7 +205,7 @@ def _pins(asked: dict, graph: Graph, runs: set[str] | frozenset[str], *, refusal
         version = versions.first() if name == CURRENT else versions.filter(version=name).first()
         if version is None:
             known = ", ".join(versions.values_list("version", flat=True)) or "none"
-            raise DocumentError(f"agent '{agent.agent_id}' has no version '{name}' (its versions: {known})",
+            raise DocumentError(f"agent '{agent.agent_id}' has no version '{echo(name)}' (its versions: {known})",
                                 where=where)
         pinned[node_id] = version
     return pinned

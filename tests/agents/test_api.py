@@ -102,6 +102,13 @@ def test_it_answers_404_json_for_an_unknown_agent_or_version(api, tree):
     assert "versions: 1.0.0" in api.viewer.get("/api/agents/scholar/versions/9.9.9").json()["message"]
 
 
+def test_it_quotes_only_the_start_of_a_long_unknown_version(api, tree):
+    response = api.viewer.get("/api/agents/scholar/versions/" + "9" * 100_000)
+    assert response.status_code == 404 and len(response.content) < 500, len(response.content)
+    assert response.json()["message"] == f"agent 'scholar' has no version '{'9' * 60}… (100000 characters)' (versions: 1.0.0)"
+    assert api.viewer.get("/api/agents/scholar/versions/" + "9" * 60).json()["details"]["version"] == "9" * 60
+
+
 # --- writing agents ---------------------------------------------------------------------
 
 def test_it_creates_an_agent_from_a_seed_document(api, tree):

@@ -1,4 +1,5 @@
-"""What the middleware answers before any view runs: a body over the upload limit."""
+"""What the middleware answers: a body over the upload limit, a page filter with a NUL character,
+and every answer under /api/ (JSON errors, never cached)."""
 import json
 
 import pytest
@@ -51,3 +52,42 @@ def test_it_answers_a_page_filter_with_a_nul_character_with_400(api, url):
 def test_it_leaves_nul_characters_in_the_api_to_each_parameters_check(api):
     response = api.viewer.get("/api/agents", q="a\x00b")
     assert response.status_code == 422 and response.json()["message"].startswith("query.q: ")
+
+
+@pytest.mark.parametrize("path", ["/api/nonexistent", "/api/executions/x/nothing/here", "/api/agents/a/b/c/d"])
+def test_it_answers_a_path_no_api_operation_has_with_the_apis_json_404(api, path):
+    for client in (api.viewer, api.anonymous):
+        response = client.get(path)
+        assert response.status_code == 404 and response["Content-Type"] == "application/json"
+        assert response.json() == {"code": "NOT_FOUND", "details": None,
+                                   "message": "no API operation answers at this address (the operations: /api/docs)"}
+
+
+def test_it_answers_a_method_an_operation_does_not_take_in_json_naming_the_methods_it_takes(api):
+    response = api.author.delete("/api/me")
+    assert response.status_code == 405 and response["Allow"] == "GET"
+    assert response.json() == {"code": "METHOD_NOT_ALLOWED", "details": None,
+                               "message": "DELETE is not an operation here; the methods here: GET"}
+
+
+def test_it_answers_a_failure_nothing_handled_in_json(api, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("executions.selectors.executions_list", broken)
+    api.viewer.client.raise_request_exception = False
+    response = api.viewer.get("/api/executions")
+    assert response.status_code == 500 and response["Content-Type"] == "application/json"
+    assert response.json() == {"code": "SERVER_ERROR", "message": "internal server error", "details": None}
+    assert b"a bug" not in response.content
+
+
+def test_no_cache_keeps_an_api_answer(api):
+    refused = api.author.post("/api/executions", {"workflow_id": "w"})  # no such workflow
+    assert refused.status_code == 422
+    for response in (api.viewer.get("/api/me"), api.viewer.get("/api/executions"), api.anonymous.get("/api/me"),
+                     api.viewer.get("/api/nonexistent"), refused):
+        assert "no-store" in response["Cache-Control"], (response.status_code, response.content)
+    browser = Client()
+    browser.force_login(api.viewer.user)
+    assert "no-store" not in browser.get("/agents/").get("Cache-Control", "")  # pages are not the API's

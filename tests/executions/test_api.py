@@ -5,7 +5,7 @@ retry sends to workers stay in `django_capture_on_commit_callbacks`, where they 
 counted. The round trip with a real worker is in test_api_round_trip.py.
 """
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from unittest import mock
 
@@ -296,6 +296,20 @@ def test_it_filters_a_runs_node_runs_by_node_status_kind_and_window_newest_first
         assert api.viewer.get(path, **bad).status_code == 422, bad
 
 
+@pytest.mark.parametrize("params, where", [
+    ({"node": "\x00"}, "query.node"),
+    ({"node": "task_a\x00"}, "query.node"),
+    ({"kind": "first\x00"}, "query.kind"),
+    ({"limit": "1\x00"}, "query.limit"),
+    ({"no\x00de": "task_a"}, "query"),
+])
+def test_it_refuses_a_node_run_filter_with_a_nul_character(api, params, where):
+    execution = start()
+    response = api.viewer.get(f"/api/executions/{execution.execution_id}/node-runs", **params)
+    assert response.status_code == 422, response.content
+    assert response.json()["message"].startswith(f"{where}: ") and "NUL" in response.json()["message"]
+
+
 def test_it_draws_a_window_of_the_timeline_counted_per_node_or_run_by_run(api, monkeypatch):
     execution = start()
     many_node_runs(execution, 40)
@@ -323,6 +337,73 @@ def test_it_draws_a_window_of_the_timeline_counted_per_node_or_run_by_run(api, m
     counted = api.viewer.get(path).json()
     assert counted["node_runs"] is None and counted["total"] == 43
     assert api.viewer.get(path, buckets=0).status_code == 422
+
+
+def runs_at(execution, *times):
+    """The run's first node runs of task_a started and completed at `times`, (start, end) in UTC."""
+    runs = execution.node_runs.filter(node_id="task_a", sequence__gte=100).order_by("sequence")
+    for run, (started, completed) in zip(runs, times):
+        NodeRun.objects.filter(pk=run.pk).update(started_at=datetime.fromisoformat(started),
+                                                 completed_at=datetime.fromisoformat(completed))
+    return [run.sequence for run in runs]
+
+
+@pytest.mark.parametrize("operation", ["node-runs", "timeline"])
+def test_it_reads_a_window_without_an_offset_as_utc_whatever_the_servers_zone(api, settings, operation):
+    settings.TIME_ZONE = "Pacific/Auckland"
+    execution = start()
+    many_node_runs(execution, 2)
+    Execution.objects.filter(pk=execution.pk).update(status="success")
+    early, late = runs_at(execution, ("2026-11-27T08:00:00+00:00", "2026-11-27T08:30:00+00:00"),
+                          ("2026-11-27T10:00:00+00:00", "2026-11-27T10:30:00+00:00"))
+    path = f"/api/executions/{execution.execution_id}/{operation}"
+
+    def sequences(**window):
+        response = api.viewer.get(path, **window)
+        assert response.status_code == 200, response.content
+        answer = response.json()
+        return [run["sequence"] for run in answer["items" if operation == "node-runs" else "node_runs"]]
+
+    assert sequences(since="2026-11-27T09:00:00") == [late]
+    assert sequences(since="2026-11-27T09:00:00", until="2026-11-27T09:59:59") == []
+    assert sequences(until="2026-11-27T09:00:00") == [early]
+    assert sequences(since="2026-11-27") == [early, late]  # a date alone: its midnight in UTC
+    assert sequences(since="2026-11-27T09:00:00", until="2026-11-27T11:00:00Z") == [late]  # naive and aware
+    assert sequences(since="2026-11-27T07:00:00-02:00", until="2026-11-27T11:00:00") == [late]
+    if operation == "timeline":
+        assert api.viewer.get(path, since="2026-11-27T09:00:00").json()["since"] == "2026-11-27T09:00:00Z"
+
+
+@pytest.mark.parametrize("operation", ["node-runs", "timeline"])
+@pytest.mark.parametrize("params, where", [
+    ({"since": "0001-01-01T00:00:00+12:00"}, "since"),  # the year 0 in UTC
+    ({"until": "0001-01-01T00:00:00+12:00"}, "until"),
+    ({"since": "9999-12-31T23:59:59-23:00"}, "since"),  # past the year 9999 in UTC
+    ({"since": "2026-11-27T09:00:00", "until": "2026-11-27T08:00:00Z"}, "until"),  # until before since
+    ({"since": "2026-11-27T09:00:00Z", "until": "2026-11-27"}, "until"),
+    ({"until": "tomorrow"}, "until"),
+])
+def test_it_names_a_window_that_cannot_be_read(api, operation, params, where):
+    execution = start()
+    many_node_runs(execution, 2)
+    response = api.viewer.get(f"/api/executions/{execution.execution_id}/{operation}", **params)
+    assert response.status_code == 422, response.content
+    assert response.json()["message"].startswith(f"query.{where}: ") or response.json()["message"].startswith(
+        f"{where}: "), response.json()
+
+
+def test_it_reads_windows_at_the_ends_of_the_calendar(api):
+    execution = start()
+    many_node_runs(execution, 2)
+    path = f"/api/executions/{execution.execution_id}"
+    first, last = "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z"
+    assert api.viewer.get(f"{path}/node-runs", since=last).json()["count"] == 0
+    assert api.viewer.get(f"{path}/node-runs", since=first, until=last).json()["count"] == 2
+    assert api.viewer.get(f"{path}/timeline", since=first, until=last).json()["total"] == 2
+    assert api.viewer.get(f"{path}/timeline", until=last).json()["until"] == last
+    # The timeline's default window ends a millisecond after its start: none fits after the last moment.
+    refused = api.viewer.get(f"{path}/timeline", since=last)
+    assert refused.status_code == 422 and refused.json()["message"].startswith("since: "), refused.content
 
 
 def test_a_run_without_a_started_node_run_has_an_empty_timeline(api):

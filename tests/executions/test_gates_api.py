@@ -35,12 +35,12 @@ def test_an_approver_lists_the_gate_waiting_for_them_and_approves_it(api):
 
     listed = api.approver.get("/api/gates")
     assert listed.status_code == 200, listed.json()
-    (pending,) = listed.json()
+    (pending,) = listed.json()["items"]
     assert pending["execution_id"] == execution.execution_id and pending["node_id"] == "approve"
     assert pending["node_run_id"] == gate.pk and pending["prompt"] == "Publish these release notes?"
     assert pending["shown"]["draft"] == execution.state["draft"] and pending["on_timeout"] == "escalate"
     assert pending["url"] == f"/executions/{execution.execution_id}/?node=approve&run={gate.pk}#node-panel"
-    assert api.author.get("/api/gates").json() == []  # authors are not this gate's deciders
+    assert api.author.get("/api/gates").json()["items"] == []  # authors are not this gate's deciders
 
     answer = api.approver.post(decision_url(execution, gate), {"decision": "approve", "comment": "ship it"})
 
@@ -49,7 +49,7 @@ def test_an_approver_lists_the_gate_waiting_for_them_and_approves_it(api):
     assert record["status"] == "success" and record["output"] == pending["shown"]
     assert record["gate"]["decision"] == "approve" and record["gate"]["decided_by"] == "approver-user"
     assert record["gate"]["comment"] == "ship it"
-    assert api.approver.get("/api/gates").json() == []
+    assert api.approver.get("/api/gates").json()["items"] == []
     detail = api.viewer.record(execution.execution_id)
     assert detail["status"] == "running"  # publishing was sent to a worker
     assert [r["node_id"] for r in detail["node_runs"]][-1] == "publish"
@@ -80,6 +80,17 @@ def test_refusals_answer_with_their_status_and_change_nothing(api):
     assert "already decided: reject by admin-user at" in second.json()["message"]
 
 
+def test_it_refuses_a_comment_with_a_nul_character_and_the_gate_stays_open(api):
+    execution, gate = waiting_release()
+
+    answer = api.approver.post(decision_url(execution, gate), {"decision": "approve", "comment": "ship \x00 it"})
+
+    assert answer.status_code == 422, answer.content
+    assert answer.json()["message"] == "comment: contains a NUL character (\\u0000)"
+    gate.refresh_from_db()
+    assert gate.status == "waiting" and gate.gate["decision"] is None
+
+
 def test_a_decision_on_a_cancelled_run_is_a_conflict(api):
     execution, gate = waiting_release()
     execution_cancel(execution=execution)
@@ -89,14 +100,28 @@ def test_a_decision_on_a_cancelled_run_is_a_conflict(api):
     assert answer.status_code == 409 and "is cancelled" in answer.json()["message"]
 
 
+def test_it_lists_the_waiting_gates_a_page_at_a_time_oldest_first(api, django_assert_max_num_queries):
+    gates = [waiting_release()[1].pk for _ in range(3)]
+
+    first = api.approver.get("/api/gates", limit=1).json()
+    assert (first["count"], first["limit"], first["offset"]) == (3, 1, 0)
+    assert [gate["node_run_id"] for gate in first["items"]] == gates[:1]
+    rest = api.approver.get("/api/gates", limit=2, offset=1).json()
+    assert [gate["node_run_id"] for gate in rest["items"]] == gates[1:]
+    assert api.approver.get("/api/gates", limit=0).status_code == 422
+    with django_assert_max_num_queries(6):  # the token (2), the deciders of every gate, one page of gates
+        assert len(api.approver.get("/api/gates", limit=2).json()["items"]) == 2
+    assert api.author.get("/api/gates").json() == {"items": [], "count": 0, "limit": 50, "offset": 0}
+
+
 def test_only_admins_list_another_users_gates(api):
     waiting_release()
 
     assert api.viewer.get("/api/gates", user="approver-user").status_code == 403
     listed = api.admin.get("/api/gates", user="approver-user")
-    assert listed.status_code == 200 and len(listed.json()) == 1
+    assert listed.status_code == 200 and listed.json()["count"] == 1
     assert api.admin.get("/api/gates", user="nobody").status_code == 404
-    assert api.admin.get("/api/gates", user="author-user").json() == []
+    assert api.admin.get("/api/gates", user="author-user").json()["count"] == 0
 
 
 def test_the_commands_list_and_decide_a_gate(api, tmp_path, capsys):

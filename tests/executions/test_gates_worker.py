@@ -33,7 +33,7 @@ def test_the_release_review_gate_approved_through_the_api_goes_on_to_publish(dem
     gate = execution.node_runs.get(node_id="approve")
     assert gate.worker == "" and gate.dispatches == 0  # a person's step: no worker took it
 
-    (pending,) = api.approver.get("/api/gates").json()
+    (pending,) = api.approver.get("/api/gates").json()["items"]
     answer = api.approver.post(f"/api/executions/{execution.execution_id}/node-runs/{pending['node_run_id']}/decision",
                                {"decision": "approve", "comment": "ship it"})
     assert answer.status_code == 200, answer.json()

@@ -54,6 +54,18 @@ def test_a_bad_rerun_is_a_json_error_naming_where_and_starts_nothing(api, source
     assert Execution.objects.count() == 1
 
 
+def test_a_long_unknown_version_is_quoted_by_its_start_only(api, source):
+    long = "9" * 100_000
+    rerun = api.author.post(f"/api/executions/{source.execution_id}/rerun",
+                            {"from_node": "task_vault_001", "agent_versions": {"task_vault_001": long}})
+    tried = api.author.post("/api/workflows/thesis_reading/nodes/task_vault_001/try",
+                            {"execution": source.execution_id, "agent_version": long})
+    for response in (rerun, tried):
+        assert response.status_code == 422 and len(response.content) < 500, len(response.content)
+        assert f"has no version '{'9' * 60}… (100000 characters)'" in response.json()["message"]
+    assert Execution.objects.count() == 1
+
+
 def test_rerunning_needs_an_author_and_a_run_that_has_ended(api, source):
     assert api.viewer.post(f"/api/executions/{source.execution_id}/rerun",
                            {"from_node": "task_vault_001"}).status_code == 403

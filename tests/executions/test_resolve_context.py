@@ -99,3 +99,16 @@ def test_it_exits_1_with_the_failure_when_a_reference_aborts(tmp_path, capsys, s
         call_command("resolve_context", str(path))
     assert caught.value.returncode == 1
     assert json.loads(capsys.readouterr().out)["aborted"]["error_code"] == "REF_PERMISSION_DENIED"
+
+
+@pytest.mark.django_db
+def test_it_exits_3_naming_the_limit_when_the_instructions_alone_exceed_the_context(tmp_path, capsys):
+    path = tmp_path / "large.json"
+    path.write_text(json.dumps(describe(
+        agent={"role": "Validator", "context_limits": {"max_input_tokens": 1000}},
+        items=[{"name": "task_instructions", "content": "Check each claim. " * 2000, "data_type": "instructions"}])))
+    with pytest.raises(CommandError, match=r"^INSTRUCTIONS_EXCEED_CONTEXT: the task instructions and system prompt "
+                                           r"take \d+ tokens, more than the context limit of \d+") as caught:
+        call_command("resolve_context", str(path))
+    assert caught.value.returncode == 3
+    assert capsys.readouterr().out == ""

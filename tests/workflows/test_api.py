@@ -335,6 +335,20 @@ def test_it_names_what_is_wrong_with_a_plan_request(api, demo):
     assert api.anonymous.post(path.format("task_vault_001")).status_code == 401
 
 
+@pytest.mark.parametrize("body, where", [
+    ('{"state": {"draft": NaN}}', "state.draft"),
+    ('{"outputs": {"task_scholar_001": {"atoms": [Infinity]}}}', "outputs.task_scholar_001.atoms[0]"),
+    ('{"input": {"limit": -Infinity}}', "input.limit"),
+    ('{"state": {"note": "a\\u0000b"}}', "state.note"),
+])
+def test_it_refuses_a_plan_request_holding_what_json_cannot_say(api, demo, body, where):
+    response = api.viewer.client.post("/api/workflows/thesis_reading/nodes/task_vault_001/plan", body,
+                                      content_type="application/json")
+    assert response.status_code == 422, response.content[:300]
+    assert response.json()["message"].startswith(f"{where}: "), response.json()
+    assert b"NaN" not in response.content and b"Infinity" not in response.content
+
+
 def test_optional_strings_given_empty_mean_none_everywhere(api, demo):
     blank = {**REVIEW, "transitions": [{"from": "read", "to": "check", "condition": "", "on_success": "",
                                         "on_failure": ""}],

@@ -10,10 +10,11 @@ from executions.context import assemble_node_context, outputs_from
 from engine.context.limits import ContextLimits
 from engine.context.messages import MessageError
 from engine.context.resolution import ResolutionAborted
+from engine.context.trimming import InstructionsTooLarge
 from engine.tokens import UnknownEncoding
 from engine.shapes import NodeInput, Omittable, OpenShape, Priority, Shape, Text
 
-INVALID = 2
+ABORTED, INVALID, TOO_LARGE = 1, 2, 3
 
 
 class DescribedAgent(OpenShape):
@@ -48,7 +49,8 @@ class Command(BaseCommand):
     help = (
         "Assemble one node's context from a JSON description (a file, or - for stdin) and print what "
         "each input resolved to, how it was passed and why, the resolution failures and the "
-        "context_management record. Exit 2 when the description is invalid, 1 when a reference aborts."
+        "context_management record. Exit 2 when the description is invalid, 1 when a reference aborts, 3 when "
+        "the task instructions and system prompt alone exceed the context limit (they are never truncated)."
     )
 
     def add_arguments(self, parser):
@@ -82,5 +84,7 @@ class Command(BaseCommand):
         except ResolutionAborted as aborted:
             self.stdout.write(json.dumps({"aborted": aborted.failure.as_dict(),
                                           "resolution_failures": aborted.failures}, ensure_ascii=False, indent=2))
-            raise CommandError(str(aborted), returncode=1)
+            raise CommandError(str(aborted), returncode=ABORTED)
+        except InstructionsTooLarge as error:  # a run of this node would fail with the same code
+            raise CommandError(f"{error.code}: {error.message}", returncode=TOO_LARGE)
         self.stdout.write(json.dumps(assembly.as_dict(), ensure_ascii=False, indent=2))
