@@ -97,7 +97,6 @@ def serve(agent_ids, *, max_output_tokens=None):
     """Move the agents to the priced model on the loopback server."""
     for agent_id in agent_ids:
         document = agent_document(Agent.objects.get(agent_id=agent_id))
-        del document["version"]  # an edit, stored as the next version
         agent_import_document({**document, "runtime": {**document.get("runtime", {}), "backend": "chat",
                                                        "model": "priced-model"}}, actor="test")
     if max_output_tokens is not None:

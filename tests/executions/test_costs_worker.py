@@ -32,7 +32,6 @@ def reply_for(body):
 
 def move(agent_id, backend, model):
     document = agent_document(Agent.objects.get(agent_id=agent_id))
-    del document["version"]  # an edit, stored as the next version
     agent_import_document({**document, "runtime": {**document.get("runtime", {}), "backend": backend, "model": model}},
                           actor="test")
 

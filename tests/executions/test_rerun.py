@@ -37,7 +37,6 @@ def named_input(node_run, name):
 def new_version(agent_id, **prompt):
     agent = Agent.objects.get(agent_id=agent_id)
     document = agent_document(agent)
-    del document["version"]  # an edit, stored as the next version
     agent_import_document({**document, "prompt_config": {**document["prompt_config"], **prompt}}, actor="test")
     return Agent.objects.get(agent_id=agent_id).version
 

@@ -58,7 +58,6 @@ def test_the_thesis_chain_rerun_from_its_last_node_edited_and_pinned(demo, tmp_p
     assert validator_input["differs"] and "resolved_tokens" in validator_input["changed"]
 
     document = agent_document(Agent.objects.get(agent_id="Knowledge_Vault"))
-    del document["version"]  # an edit, stored as the next version
     agent_import_document({**document, "prompt_config": {**document["prompt_config"],
                                                          "task_context": "Cite the atom ids."}}, actor="test")
     (tmp_path / "results.json").write_text(json.dumps({"validation_results": edited_results}))
