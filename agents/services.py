@@ -23,7 +23,7 @@ from agents.catalogue import model_entry
 from agents.documents import CONTEXT_LIMIT_FIELDS, RUNTIME_FIELDS, agent_as_of, versioned_content
 from agents.models import Agent, AgentVersion, DeriveRequest, DeriveRequestEvent
 from agents.schemas import AgentDocument, DeriveRequestDocument
-from core.errors import DocumentError, IllegalTransition, SwitchyardError
+from core.errors import DocumentError, IllegalTransition, SwitchyardError, echo
 from core.jsonutil import check_shape, check_storable, parse_datetime
 from core.roles import ADMIN, APPROVER, require_role
 from core.states import change_status
@@ -218,12 +218,10 @@ def _agent_apply_changes(
     changed = content != before
     versions = {version.version: version for version in agent.versions.all()}
     taken = set(versions)
-    if requested_version in versions and versioned_content(agent_as_of(agent, versions[requested_version])) != content:
-        raise DocumentError(
-            f"{requested_version!r} exists already with other content, and a version never changes: name a new "
-            f"version, or leave `version` out to store this as {next_version(agent.version, taken)!r}",
-            where="version",
-        )
+    # A version never changes: a document naming one that exists with other content is
+    # stored as the next version, and the outcome says so rather than "updated" alone.
+    renamed = requested_version in versions and versioned_content(
+        agent_as_of(agent, versions[requested_version])) != content
     if requested_version and requested_version not in taken:
         agent.version = requested_version  # the author named a new version
     elif changed:
@@ -239,6 +237,9 @@ def _agent_apply_changes(
     agent.save()
     if new_version:
         _freeze_version(agent, agent.version, actor=actor)
+    if renamed:
+        return (f"updated, stored as version {agent.version}: version '{echo(requested_version)}' exists with other "
+                f"content, and a version never changes")
     return "updated"
 
 
@@ -367,8 +368,6 @@ def agent_update(*, agent: Agent, document: Any, user) -> Agent:
     if isinstance(document, dict):
         document = {**document, "agent_id": agent.agent_id}
     document = _agent_edit_document(document, current=agent)
-    if document.get("version") == agent.version:
-        del document["version"]  # the version being edited: a change to what it is stores the next one
     if document["lineage"].get("parent_id") != (agent.parent.agent_id if agent.parent_id else None):
         require_role(user, ADMIN, to="change an agent's parent; a child agent comes from an approved derive request")
     updated, _ = agent_import_document(document, actor=user.get_username())

@@ -1,4 +1,8 @@
+import json
+from io import StringIO
+
 import pytest
+from django.core.management import call_command
 from hypothesis import given, settings as hsettings, strategies as st
 from hypothesis.extra.django import TestCase as HypothesisTestCase
 
@@ -81,14 +85,16 @@ def test_it_uses_a_version_the_author_names():
     assert Agent.objects.get(agent_id="a").version == "2.0.0"
 
 
-def test_it_refuses_a_taken_version_with_other_content():
+def test_it_says_so_when_a_named_version_exists_with_other_content(monkeypatch):
     agent_import_document(agent("a", version="1.0.0", constraints=["old rule"]))
-    with pytest.raises(DocumentError, match=r"\(agent 'a'\)\.version: '1\.0\.0' exists already with other content, "
-                                            r"and a version never changes: .* leave `version` out to store this as '1.0.1'"):
-        import_documents(agent("a", version="1.0.0", constraints=["new rule"]))
+    monkeypatch.setattr("sys.stdin", StringIO(json.dumps(agent("a", version="1.0.0", constraints=["new"]))))
+    out = StringIO()
+    call_command("import_document", "-", stdout=out)
+    assert out.getvalue() == ("updated, stored as version 1.0.1: version '1.0.0' exists with other content, and a "
+                              "version never changes: agent a\n")
     a = Agent.objects.get(agent_id="a")
-    assert (a.version, a.constraints) == ("1.0.0", ["old rule"])
-    assert list(a.versions.values_list("version", flat=True)) == ["1.0.0"]
+    assert (a.version, a.constraints) == ("1.0.1", ["new"])
+    assert AgentVersion.objects.get(agent=a, version="1.0.0").content["constraints"] == ["old rule"]
 
 
 def test_it_keeps_a_taken_version_whose_content_is_the_same():
