@@ -18,6 +18,8 @@ from importlib.metadata import version
 
 from django.conf import settings
 
+from engine.tokens import DEFAULT_ENCODING
+
 MILLION = Decimal(1_000_000)
 PRICES = ("input_price", "output_price", "cached_input_price")
 FIELDS = ("context_window", "max_output", "encoding", *PRICES)
@@ -71,6 +73,14 @@ def model_entry(backend: str, model: str) -> ModelEntry:
     values = {**{name: value for name, (value, _) in found.items()}, **overrides}
     sources = {**{name: source for name, (_, source) in found.items()}, **{name: OPERATOR for name in overrides}}
     return ModelEntry(backend, model, **{name: values[name] for name in FIELDS if name in values}, sources=sources)
+
+
+def token_encoding(backend: str, model: str, stated: str = "") -> str:
+    """The encoding `model`'s tokens are counted in on the backend named `backend`: the one its
+    catalogue entry names; for a model it names none for (the builtin, a model the catalogue
+    does not know), `stated` (an agent's `runtime.encoding`), else cl100k_base. The name is
+    not checked here: counting in one Switchyard cannot count is refused (engine.tokens)."""
+    return model_entry(backend, model).encoding or stated or DEFAULT_ENCODING
 
 
 @lru_cache(maxsize=512)

@@ -227,7 +227,9 @@ class NodeRunOut(NodeRunLightOut):
                                                          "comment, timed_out once decided")
     calls: list[dict[str, Any]] = Field(..., description="every model call: purpose, backend, model, tokens_in, "
                                                          "tokens_out, cached_in, usage (reported by the server, "
-                                                         "counted here, or builtin), cost (USD, null: not priced)")
+                                                         "counted here, or builtin), encoding (what tokens counted "
+                                                         "here were counted in; null: reported), cost (USD, null: "
+                                                         "not priced)")
     prompt: str
     output: Any = None
 

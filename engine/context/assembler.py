@@ -200,6 +200,7 @@ class ContextBuilder:
         final = sum(passed.values())
         record = {
             "task_id": task_id,
+            "encoding": self.counter.name,  # what every count of this record is in
             "total_input_data": {
                 report.name: {"tokens": report.resolved_tokens, "priority": report.priority,
                               "data_type": report.data_type, "transfer_mode": report.transfer_mode,

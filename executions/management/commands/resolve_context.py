@@ -10,7 +10,7 @@ from executions.context import assemble_node_context, outputs_from
 from engine.context.limits import ContextLimits
 from engine.context.messages import MessageError
 from engine.context.resolution import ResolutionAborted
-from engine.tokens import UnknownEncoding
+from engine.tokens import DEFAULT_ENCODING, UnknownEncoding
 from engine.shapes import NodeInput, Omittable, OpenShape, Priority, Shape, Text
 
 INVALID = 2
@@ -68,7 +68,7 @@ class Command(BaseCommand):
             agent = payload["agent"]
             runtime = agent.get("runtime") or {}
             role = agent.get("role", runtime.get("role", ""))
-            encoding = agent.get("encoding", runtime.get("encoding", "cl100k_base"))
+            encoding = agent.get("encoding", runtime.get("encoding", DEFAULT_ENCODING))
             limits = ContextLimits.from_dict(agent.get("context_limits") or {}, role=role)
             assembly = assemble_node_context(
                 limits=limits, encoding=encoding, task_id=payload.get("task_id", ""), node_input=payload["input"],
