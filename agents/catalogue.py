@@ -85,20 +85,23 @@ def token_encoding(backend: str, model: str, stated: str = "") -> str:
 
 @lru_cache(maxsize=512)
 def _published(model: str) -> tuple:
-    """(field, (value, source)) pairs genai-prices knows of `model`; () when it knows nothing."""
+    """(field, (value, source)) pairs published for `model`: its encoding from tiktoken's model
+    table (which knows fine-tuned and dated names too), the rest from genai-prices; () when
+    neither knows it."""
     from genai_prices import data_snapshot
 
+    encoding = _encoding(model)
+    tokenizer = (("encoding", (encoding, "tiktoken's model table")),) if encoding else ()
     try:
         provider, info = data_snapshot.get_snapshot().find_provider_model(model, None, None, None)
     except LookupError:
-        return ()
+        return tokenizer
     source = f"genai-prices {version('genai-prices')} ({provider.id}: {info.id})"
     prices = info.get_prices(datetime.now(timezone.utc))
-    found = {"context_window": info.context_window, "encoding": _encoding(model),
+    found = {"context_window": info.context_window,
              "input_price": _flat(prices, "input_mtok"), "output_price": _flat(prices, "output_mtok"),
              "cached_input_price": _flat(prices, "cache_read_mtok")}
-    return tuple((name, (value, source if name != "encoding" else "tiktoken's model table"))
-                 for name, value in found.items() if value is not None)
+    return tuple((name, (value, source)) for name, value in found.items() if value is not None) + tokenizer
 
 
 def _flat(prices, name: str) -> Decimal | None:

@@ -32,6 +32,7 @@ def test_it_names_each_models_encoding_from_the_catalogue(hosted):
     assert model_entry("hosted", "gpt-4o-mini").encoding == "o200k_base"
     assert token_encoding("hosted", "gpt-4o-mini", "cl100k_base") == "o200k_base"  # the model's, not the row's
     assert token_encoding("hosted", "gpt-4") == "cl100k_base"
+    assert token_encoding("hosted", "ft:gpt-4o-mini:acme::x1") == "o200k_base"  # not priced, still its encoding
     assert token_encoding("hosted", "local-llama", "o200k_base") == "o200k_base"  # none catalogued: the agent's
     assert token_encoding("hosted", "local-llama") == "cl100k_base"
     hosted.MODEL_OVERRIDES = {"local-llama": {"encoding": "o200k_base"}}
@@ -69,6 +70,9 @@ def test_an_agent_is_counted_in_its_models_encoding_and_says_where_it_came_from(
     ({"backend": "builtin", "encoding": "p50k_base"}, {},
      "runtime.encoding: encoding 'p50k_base' is not one Switchyard can count offline (it counts: cl100k_base, "
      "o200k_base)"),
+    ({"backend": "hosted", "model": "text-davinci-003"}, {},
+     "runtime.encoding: the model text-davinci-003 counts in p50k_base (from tiktoken's model table), but encoding "
+     "'p50k_base' is not one Switchyard can count offline"),
     ({"backend": "hosted", "model": "local-llama"}, {"local-llama": {"encoding": "r50k_base"}},
      "runtime.encoding: the model local-llama counts in r50k_base (from the operators' file), but encoding "
      "'r50k_base' is not one Switchyard can count offline"),
