@@ -14,7 +14,7 @@ from engine.context.content import render
 from engine.context.limits import ContextLimits
 from engine.context.resolution import Sources, select_path
 from engine.jsonpath import compile_path
-from engine.tokens import TokenCounter, get_encoding
+from engine.tokens import OFFLINE_ENCODINGS, TokenCounter, get_encoding
 
 ASSEMBLY_TARGET = 1.5
 JSONPATH_TARGET = 1.3
@@ -70,10 +70,12 @@ class Command(BaseCommand):
         parser.add_argument("--inputs", type=int, default=100)
         parser.add_argument("--tokens-each", type=int, default=10_500)
         parser.add_argument("--repeats", type=int, default=3)
+        parser.add_argument("--encoding", default="cl100k_base", choices=sorted(OFFLINE_ENCODINGS),
+                            help="what to count in (o200k_base is today's OpenAI models')")
         parser.add_argument("--json", dest="as_json", action="store_true", help="print the figures as JSON")
 
-    def handle(self, *args, inputs, tokens_each, repeats, as_json, **options):
-        figures = [*self.assembly(inputs, tokens_each, repeats), self.jsonpath(repeats)]
+    def handle(self, *args, inputs, tokens_each, repeats, encoding, as_json, **options):
+        figures = [*self.assembly(inputs, tokens_each, repeats, encoding), self.jsonpath(repeats)]
         if as_json:
             self.stdout.write(json.dumps(figures, indent=2))
             return
@@ -82,10 +84,10 @@ class Command(BaseCommand):
             self.stdout.write(f"{f['name']}: {f['ours_s']:.3f} s vs {f['baseline']} {f['baseline_s']:.3f} s "
                               f"→ {f['ratio']:.2f}× (target ≤ {f['target']}×, {verdict}) — {f['detail']}")
 
-    def assembly(self, count: int, tokens_each: int, repeats: int) -> list[dict]:
+    def assembly(self, count: int, tokens_each: int, repeats: int, name: str) -> list[dict]:
         outputs = make_inputs(count, tokens_each)
         texts = [render(value) for value in outputs.values()]
-        encoding = get_encoding("cl100k_base")
+        encoding = get_encoding(name)
         total = sum(len(encoding.encode(text, disallowed_special=())) for text in texts)
         bare = best_of(repeats, lambda: [encoding.encode(text, disallowed_special=()) for text in texts])
 
@@ -99,7 +101,7 @@ class Command(BaseCommand):
 
             def run():
                 # A fresh counter each time: nothing is remembered between runs.
-                builder = ContextBuilder(limits=ContextLimits(), counter=TokenCounter("cl100k_base"),
+                builder = ContextBuilder(limits=ContextLimits(), counter=TokenCounter(name),
                                          sources=Sources(task_output=outputs.__getitem__))
                 records.append(builder.assemble(task_id="bench", **kwargs).record)
 
@@ -108,7 +110,7 @@ class Command(BaseCommand):
             figures.append({
                 "name": f"context assembly ({label})", "ours_s": ours, "baseline": "bare tiktoken encode",
                 "baseline_s": bare, "ratio": ours / bare, "target": ASSEMBLY_TARGET,
-                "detail": f"{count} inputs, {total:,} tokens → {resolution['final_tokens']:,} passed, "
+                "detail": f"{count} inputs, {total:,} tokens in {name} → {resolution['final_tokens']:,} passed, "
                           f"{len(resolution['actions'])} actions",
             })
         return figures
