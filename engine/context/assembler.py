@@ -222,7 +222,8 @@ class ContextBuilder:
         data = resolved.data
         data_type = infer_data_type(reference, data)
         priority = infer_priority(reference.get("priority"), data_type, data)
-        tokens = self.counter.count(render(data))
+        text = render(data)
+        tokens = self.counter.count(text)
         report = InputReport(name, dict(reference), data_type, priority, resolved.resolved_at, tokens, FULL, "")
         item = Item(name, data, tokens, priority, data_type, dict(reference.get("summary_config") or {}))
 
@@ -248,7 +249,9 @@ class ContextBuilder:
         elif choice.mode == REFERENCE:
             batches = math.ceil(tokens / DEFAULT_BATCH_SIZE) if choice.batched else None
             content = reference_transfer(reference, data, preview_count=transfer_config.get("inline_preview_count", 3),
-                                         tokens=tokens, batches=batches)
+                                         tokens=tokens, batches=batches,
+                                         # render's text is the JSON text, but a string's (which is itself)
+                                         dumped=None if isinstance(data, str) else text)
             reduced = self.shrinker.measure(content)
             actions.append(_transfer_action(name, "reference", tokens, reduced, choice.reason))
             item = Item(name, content, reduced, priority, data_type)
