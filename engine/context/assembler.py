@@ -127,8 +127,13 @@ def infer_priority(explicit: int | None, data_type: str, data: Any) -> int:
         return DEFAULT_PRIORITIES[data_type]
     elements = data if isinstance(data, list) else [v for value in data.values() if isinstance(value, list)
                                                      for v in value] if isinstance(data, dict) else []
-    levels = [level for level in map(element_priority, elements) if level]
-    return min(levels) if levels else FALLBACK_PRIORITY
+    best = None
+    for level in map(element_priority, elements):
+        if level == 1:
+            return 1  # none is more important: the rest need not be read
+        if level and (best is None or level < best):
+            best = level
+    return best or FALLBACK_PRIORITY
 
 
 class ContextBuilder:

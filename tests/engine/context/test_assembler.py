@@ -228,3 +228,14 @@ def test_it_names_the_encoding_every_count_of_the_record_is_in():
     record = builder.assemble(task_id="t", references=[ref("medium_text")]).record
     assert record["encoding"] == "o200k_base"
     assert record["total_tokens"] == TokenCounter("o200k_base").count(OUTPUTS["medium_text"])
+
+
+def test_it_gives_data_the_priority_of_its_most_important_element():
+    from engine.context.assembler import infer_priority
+
+    background, evidence, claim = ({"atom_type": kind} for kind in ("background", "evidence", "claim"))
+    assert infer_priority(None, "", [background, evidence, "x", claim, {"priority": 4}]) == 1
+    assert infer_priority(None, "", {"atoms": [background, evidence], "notes": "n"}) == 2
+    assert infer_priority(None, "", [background, {"priority": 4}]) == 3
+    assert infer_priority(None, "", ["x", {"content": "y"}]) == 2  # says nothing: "important"
+    assert infer_priority(3, "", [claim]) == 3 and infer_priority(None, "raw_text", [claim]) == 4
