@@ -18,6 +18,8 @@ from importlib.metadata import version
 
 from django.conf import settings
 
+from engine.tokens import DEFAULT_ENCODING
+
 MILLION = Decimal(1_000_000)
 PRICES = ("input_price", "output_price", "cached_input_price")
 FIELDS = ("context_window", "max_output", "encoding", *PRICES)
@@ -73,22 +75,33 @@ def model_entry(backend: str, model: str) -> ModelEntry:
     return ModelEntry(backend, model, **{name: values[name] for name in FIELDS if name in values}, sources=sources)
 
 
+def token_encoding(backend: str, model: str, stated: str = "") -> str:
+    """The encoding `model`'s tokens are counted in on the backend named `backend`: the one its
+    catalogue entry names; for a model it names none for (the builtin, a model the catalogue
+    does not know), `stated` (an agent's `runtime.encoding`), else cl100k_base. The name is
+    not checked here: counting in one Switchyard cannot count is refused (engine.tokens)."""
+    return model_entry(backend, model).encoding or stated or DEFAULT_ENCODING
+
+
 @lru_cache(maxsize=512)
 def _published(model: str) -> tuple:
-    """(field, (value, source)) pairs genai-prices knows of `model`; () when it knows nothing."""
+    """(field, (value, source)) pairs published for `model`: its encoding from tiktoken's model
+    table (which knows fine-tuned and dated names too), the rest from genai-prices; () when
+    neither knows it."""
     from genai_prices import data_snapshot
 
+    encoding = _encoding(model)
+    tokenizer = (("encoding", (encoding, "tiktoken's model table")),) if encoding else ()
     try:
         provider, info = data_snapshot.get_snapshot().find_provider_model(model, None, None, None)
     except LookupError:
-        return ()
+        return tokenizer
     source = f"genai-prices {version('genai-prices')} ({provider.id}: {info.id})"
     prices = info.get_prices(datetime.now(timezone.utc))
-    found = {"context_window": info.context_window, "encoding": _encoding(model),
+    found = {"context_window": info.context_window,
              "input_price": _flat(prices, "input_mtok"), "output_price": _flat(prices, "output_mtok"),
              "cached_input_price": _flat(prices, "cache_read_mtok")}
-    return tuple((name, (value, source if name != "encoding" else "tiktoken's model table"))
-                 for name, value in found.items() if value is not None)
+    return tuple((name, (value, source)) for name, value in found.items() if value is not None) + tokenizer
 
 
 def _flat(prices, name: str) -> Decimal | None:

@@ -88,7 +88,8 @@ def agent_document(agent: Agent) -> dict[str, Any]:
             "created_by": agent.created_by,
         },
         "context_limits": context_limits_document(agent),
-        "runtime": {field: getattr(agent, field) for field in RUNTIME_FIELDS},
+        # The encoding its tokens are counted in: its model's, as the catalogue names it now.
+        "runtime": {field: getattr(agent, field) for field in RUNTIME_FIELDS} | {"encoding": agent.token_encoding},
     }
 
 

@@ -10,6 +10,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
+from agents.catalogue import token_encoding
 from core.states import StateMachine
 from engine.context.limits import ContextLimits
 
@@ -88,6 +89,12 @@ class Agent(models.Model):
             reserved_for_instructions=self.reserved_for_instructions,
             safety_margin=self.safety_margin, data_area=self.data_area, role=self.role,
         )
+
+    @property
+    def token_encoding(self) -> str:
+        """The encoding this agent's tokens are counted in: its model's, as the catalogue names
+        it now, else its own `encoding` (agents/catalogue.py, token_encoding)."""
+        return token_encoding(self.backend, self.model, self.encoding)
 
     @property
     def available_for_data(self) -> int:

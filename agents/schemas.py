@@ -121,8 +121,8 @@ class AgentDetailOut(AgentDocument):
     lineage: Omittable[LineageDetail] = None
     versions: Omittable[list[AgentVersionOut]] = Field(None, description="newest first (read-only)")
     limit_sources: Omittable[dict[str, str]] = Field(
-        None, description="where max_input_tokens and max_output_tokens came from: the document, the model "
-                          "catalogue, or the default (read-only)")
+        None, description="where max_input_tokens, max_output_tokens and the encoding came from: the document, "
+                          "the model catalogue, or the default (read-only)")
 
 
 class AgentVersionContentOut(Schema):

@@ -28,7 +28,7 @@ from core.jsonutil import check_shape, check_storable, parse_datetime
 from core.roles import ADMIN, APPROVER, require_role
 from core.states import change_status
 from core.tasks import send_after_commit
-from engine.tokens import OFFLINE_ENCODINGS
+from engine.tokens import UnknownEncoding, check_encoding
 
 DEFAULT_VERSION = "1.0.0"
 
@@ -66,9 +66,7 @@ def _runtime_and_limits(document: dict[str, Any]) -> dict[str, Any]:
         known = ", ".join(sorted(settings.LLM_BACKENDS))
         raise DocumentError(f"backend '{values['backend']}' is not configured (configured: {known})", where="runtime.backend")
     values["limit_sources"] = _model_limits(values, limits)
-    if values["encoding"] not in OFFLINE_ENCODINGS:
-        available = ", ".join(OFFLINE_ENCODINGS)
-        raise DocumentError(f"encoding '{values['encoding']}' is not available offline (available: {available})", where="runtime.encoding")
+    values["limit_sources"]["encoding"] = _model_encoding(values, runtime)
     reserved = values["reserved_for_system_prompt"] + values["reserved_for_instructions"]
     if reserved >= values["max_input_tokens"]:
         raise DocumentError(
@@ -103,6 +101,33 @@ def _model_limits(values: dict[str, Any], limits: dict[str, Any]) -> dict[str, s
         else:
             sources["max_input_tokens"] = "Switchyard's default (the catalogue has no context window for the model)"
     return sources
+
+
+def _model_encoding(values: dict[str, Any], runtime: dict[str, Any]) -> str:
+    """Set the encoding the agent's tokens are counted in: its model's, as the catalogue names
+    it (a document may state it, but only that one); for a model the catalogue names none
+    for, the document's or cl100k_base. Say where it came from; refuse one Switchyard cannot
+    count rather than count in another."""
+    entry = model_entry(values["backend"], values["model"])
+    stated = runtime.get("encoding")
+    if entry.encoding:
+        if stated is not None and stated != entry.encoding:
+            raise DocumentError(f"the model {entry.model} counts in {entry.encoding} (from "
+                                f"{entry.sources['encoding']}), not '{stated}': leave the encoding out or "
+                                f"name {entry.encoding}", where="runtime.encoding")
+        values["encoding"] = entry.encoding
+        source = f"{entry.model}'s encoding, from {entry.sources['encoding']}"
+    elif stated is not None:
+        source = "the agent's document (the catalogue names no encoding for the model)"
+    else:
+        source = "Switchyard's default (the catalogue names no encoding for the model)"
+    try:
+        check_encoding(values["encoding"])
+    except UnknownEncoding as error:
+        whose = f"the model {entry.model} counts in {entry.encoding} (from {entry.sources['encoding']}), but " \
+            if entry.encoding else ""
+        raise DocumentError(f"{whose}{error}", where="runtime.encoding") from None
+    return source
 
 
 def _set_lineage(agent: Agent, parent: Agent | None) -> None:

@@ -14,7 +14,7 @@ from engine.context.errors import REF_NOT_FOUND, RefError
 from engine.context.files import read_file
 from engine.context.limits import ContextLimits
 from engine.context.resolution import Resolver, Sources
-from engine.tokens import TokenCounter
+from engine.tokens import DEFAULT_ENCODING, TokenCounter
 from knowledge.registry import run_db_query
 
 
@@ -41,7 +41,7 @@ def outputs_from(outputs: dict[str, Any]) -> Callable[[str], Any]:
     return task_output
 
 
-def context_builder(*, limits: ContextLimits, encoding: str = "cl100k_base",
+def context_builder(*, limits: ContextLimits, encoding: str = DEFAULT_ENCODING,
                     task_output: Callable[[str], Any] | None = None,
                     abstractive: Callable[[str, int], str] | None = None, host: str = "") -> ContextBuilder:
     sources = Sources(task_output=task_output, read_file=functools.partial(read_workspace_file, host=host),

@@ -230,7 +230,7 @@ def _judge(execution: Execution, runs: list[NodeRun], checks: list[Check], judge
         system_prompt=(judge.prompt_config or {}).get("system_prompt", ""), prompt=prompt,
         inputs={"outputs": outputs, "checks": [check.__dict__ for check in checks]},
         execution_input=dict(execution.input), node_id="judge", execution_id=execution.execution_id,
-        model=judge.model, max_output_tokens=judge.max_output_tokens,
+        model=judge.model, max_output_tokens=judge.max_output_tokens, encoding=judge.token_encoding,
     )
     try:
         reply = get_backend(judge.backend).complete(request).output

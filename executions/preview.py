@@ -29,7 +29,7 @@ from engine.context.messages import MessageError
 from engine.context.resolution import ResolutionAborted
 from engine.context.trimming import InstructionsTooLarge
 from engine.errors import EngineError
-from engine.tokens import TokenCounter
+from engine.tokens import TokenCounter, UnknownEncoding, check_encoding
 from executions.runner import (
     COMPRESSION_CACHE,
     as_text,
@@ -103,6 +103,11 @@ def node_context_plan(*, workflow, node_id: str, outputs: dict[str, Any] | None 
     if state is None:
         state = execution.state if execution else {}
 
+    try:
+        encoding = check_encoding(agent.token_encoding)
+    except UnknownEncoding as error:  # a run would fail with its code: say why
+        raise DocumentError(f"node '{node.node_id}' cannot run: {error.code}: {agent.agent_id}'s tokens cannot be "
+                            f"counted: {error}", where=f"nodes[{node.node_id}]") from None
     skipped = _Skipped()
     references = list(node.input_mapping.get("data_references", []))
     items = prompt_items(agent) + named_inputs(node, {"input": input, "state": state, "nodes": outputs})
@@ -112,7 +117,7 @@ def node_context_plan(*, workflow, node_id: str, outputs: dict[str, Any] | None 
     messages = [{"kind": "state", "data": state}] if state else []
 
     # executions.context.assemble_node_context, with the resolver's waits counted rather than slept.
-    builder = context_builder(limits=agent.context_limits, encoding=agent.encoding,
+    builder = context_builder(limits=agent.context_limits, encoding=encoding,
                               task_output=outputs_from(outputs), abstractive=skipped.abstractive)
     builder.resolver.sleep = skipped.wait
     plan: dict[str, Any] = {
@@ -156,7 +161,7 @@ def node_context_plan(*, workflow, node_id: str, outputs: dict[str, Any] | None 
 def _compress_dependencies(node, plan, outputs, references, items, agent, skipped: _Skipped):
     """`executions.runner.compress_dependencies`, with the extractive compressor and a
     cache that is read, never written."""
-    counter = TokenCounter(agent.encoding)
+    counter = TokenCounter(agent.token_encoding)
     extractive = compression.extractive_compressor(counter)
 
     def compressor(text: str, ratio: float, model: str) -> str:
@@ -179,7 +184,7 @@ def _cost_estimate(agent, assembly) -> dict[str, Any]:
     and the most each call may write (an assumption the answer states), priced from the
     catalogue. Summaries and compressions a model would write are not in it."""
     entry = model_entry(agent.backend, agent.model)
-    counter = TokenCounter(agent.encoding)
+    counter = TokenCounter(agent.token_encoding)
     system = (agent.prompt_config or {}).get("system_prompt", "")
     calls = assembly.batch_count if assembly else 0
     tokens_in = sum(counter.count(system) + counter.count(render_prompt(assembly.texts(call))) for call in range(calls))

@@ -29,7 +29,7 @@ from engine.errors import EngineError
 from engine.json_schema import SchemaValidator
 from engine.jsonpath import PathError
 from engine.scheduling import Plan
-from engine.tokens import TokenCounter
+from engine.tokens import TokenCounter, UnknownEncoding, check_encoding
 from executions.models import NodeRun
 from workflows.models import Contract, Node
 
@@ -72,6 +72,7 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
     outputs = latest_outputs(execution, needed_outputs(node, plan))
     scope = {"input": execution.input, "state": execution.state, "nodes": outputs}
     record: dict[str, Any] = {"backend": agent.backend, "model": agent.model or ""}
+    encoding = counting_encoding(agent)
 
     node_input = dict(node.input_mapping)
     references = list(node_input.get("data_references", []))
@@ -89,7 +90,7 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
 
     try:
         assembly = assemble_node_context(
-            limits=agent.context_limits, encoding=agent.encoding, task_id=node.node_id,
+            limits=agent.context_limits, encoding=encoding, task_id=node.node_id,
             node_input={"data_references": references, "transfer_config": node_input.get("transfer_config")},
             task_output=task_output, items=items, messages=messages,
             abstractive=abstractive_summarizer(backend, agent.model),
@@ -117,7 +118,7 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
             agent_id=agent.agent_id, skills=skills(agent), required_skills=required,
             system_prompt=system_prompt, prompt=prompt, inputs=inputs, state=dict(execution.state),
             execution_input=dict(execution.input), node_id=node.node_id, execution_id=execution.execution_id,
-            attempt=run.attempt, model=agent.model, max_output_tokens=agent.max_output_tokens,
+            attempt=run.attempt, model=agent.model, max_output_tokens=agent.max_output_tokens, encoding=encoding,
         )
         try:
             with calling(f"batch {call + 1}/{assembly.batch_count}" if assembly.batch_count > 1 else "node"):
@@ -134,6 +135,17 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
     record.update(prompt=prompt_text[:PROMPT_LIMIT], tokens_in=tokens_in, tokens_out=tokens_out)
     check_contracts(node, plan, output, record, graph.contracts)
     return Performed(output, record)
+
+
+def counting_encoding(agent) -> str:
+    """The encoding the agent's tokens are counted in (its model's, as the catalogue names it);
+    a NodeFailure when Switchyard cannot count it, for another encoding's counts would put
+    the budget, trimming and cost bounds in the wrong units."""
+    try:
+        return check_encoding(agent.token_encoding)
+    except UnknownEncoding as error:
+        raise NodeFailure(f"{agent.agent_id}'s tokens cannot be counted: {error}", code=error.code,
+                          retryable=False) from None
 
 
 def abstractive_summarizer(backend, model: str):
@@ -219,7 +231,7 @@ def compress_dependencies(node, plan, outputs, references, items, agent):
     block under the seed's header; the references to them are replaced by it."""
     dependencies = [dep for dep in plan.dependencies(node.node_id) if dep in outputs]
     texts = {dep: as_text(outputs[dep]) for dep in dependencies}
-    counter = TokenCounter(agent.encoding)
+    counter = TokenCounter(counting_encoding(agent))
     result = compression.compress_dependencies(
         texts, ratio=node.compress_ratio, model=node.compress_model, cache=COMPRESSION_CACHE,
         compressor=compressor_for(agent, counter, node.compress_model), counter=counter,

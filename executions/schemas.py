@@ -232,7 +232,9 @@ class NodeRunOut(NodeRunLightOut):
                                                          "deciding its waiting run")
     calls: list[dict[str, Any]] = Field(..., description="every model call: purpose, backend, model, tokens_in, "
                                                          "tokens_out, cached_in, usage (reported by the server, "
-                                                         "counted here, or builtin), cost (USD, null: not priced)")
+                                                         "counted here, or builtin), encoding (what tokens counted "
+                                                         "here were counted in; null: reported), cost (USD, null: "
+                                                         "not priced)")
     prompt: str
     output: Any = None
 

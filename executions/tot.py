@@ -208,7 +208,7 @@ class RoleCalls:
                 system_prompt=(agent.prompt_config or {}).get("system_prompt", ""), prompt=prompt,
                 inputs={"message": message}, execution_input=dict(self.run.execution.input),
                 node_id=self.node.node_id, execution_id=self.run.execution.execution_id, attempt=self.run.attempt,
-                model=agent.model, max_output_tokens=agent.max_output_tokens,
+                model=agent.model, max_output_tokens=agent.max_output_tokens, encoding=agent.token_encoding,
             )
             try:
                 with calling(f"tot {role}"):

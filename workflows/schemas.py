@@ -276,6 +276,8 @@ class ResolutionOut(_Document):
 
 class ContextManagementOut(_Document):
     task_id: str
+    encoding: str | None = Field(None, description="the encoding every token count of the record is in: the "
+                                                   "model's, as the catalogue names it")
     total_input_data: dict[str, InputBudgetOut]
     total_tokens: int
     context_limit: int

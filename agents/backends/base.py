@@ -28,6 +28,9 @@ class BackendRequest:
     attempt: int = 1
     model: str = ""
     max_output_tokens: int = 16_000
+    # The encoding the agent's tokens are counted in (its model's, as the catalogue names
+    # it); "" for the catalogue's, or cl100k_base where it names none.
+    encoding: str = ""
 
 
 @dataclass

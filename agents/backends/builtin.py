@@ -15,6 +15,7 @@ perform); the helpers such skills read a request with are public here.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -24,19 +25,18 @@ from engine.context.summary import summarize as summarize_data
 from engine.tot.errors import ToTError
 from engine.tot.game24 import builtin_roles as game24_roles
 from engine.tot.messages import check_message, make_message
-from engine.tokens import TokenCounter, get_encoding
+from engine.tokens import DEFAULT_ENCODING, TokenCounter, get_encoding
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
-from .metering import record_call
-
-ENCODING = "cl100k_base"
+from .metering import counting_encoding, record_call
 
 
-def count_tokens(text: str) -> int:
-    """Tokens of `text` in cl100k_base (offline); what backends report when a server does not."""
+def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
+    """Tokens of `text` in `encoding` (offline); what backends report when a server does not.
+    A call is counted in its model's encoding (metering.counting_encoding says which)."""
     if not text:
         return 0
-    return len(get_encoding(ENCODING).encode(text, disallowed_special=()))
+    return len(get_encoding(encoding).encode(text, disallowed_special=()))
 
 
 def output_text(output: Any) -> str:
@@ -305,7 +305,7 @@ def extract_atoms(request: BackendRequest) -> dict:
             "confidence": confidence_of(sentence),
             "source_section": section,
         }
-        budget -= count_tokens(json.dumps(atom, ensure_ascii=False)) + 1
+        budget -= count_tokens(json.dumps(atom, ensure_ascii=False), request.encoding or DEFAULT_ENCODING) + 1
         if budget < 0:
             break
         atoms.append(atom)
@@ -481,7 +481,8 @@ def respond(request: BackendRequest) -> dict:
     (its data inputs, else its task), labelled as such, since the builtin writes nothing of
     its own."""
     text = text_of(data_inputs(request)) or text_of(request.prompt)
-    digest = summarize_data(text, target_tokens=RESPOND_TOKENS, counter=TokenCounter(ENCODING), strategy="extractive")
+    digest = summarize_data(text, target_tokens=RESPOND_TOKENS, counter=TokenCounter(request.encoding or DEFAULT_ENCODING),
+                            strategy="extractive")
     return {"response": output_text(digest.content), "inputs": sorted(data_inputs(request)),
             "note": "builtin: not a model; an agent without skills gets an extractive digest of its inputs"}
 
@@ -569,6 +570,9 @@ class BuiltinBackend(Backend):
         self.name = name
 
     def complete(self, request: BackendRequest) -> BackendResponse:
+        # The builtin is no model: its tokens are counted in the agent's encoding.
+        encoding = counting_encoding(self.name, request.model, request.encoding)
+        request = dataclasses.replace(request, encoding=encoding)
         skill = choose_skill(request)
         perform = SKILLS.get(skill)
         if perform is None:
@@ -582,12 +586,15 @@ class BuiltinBackend(Backend):
             )
         output = perform(request)
         text = output_text(output)
-        tokens_in, tokens_out = count_tokens(request.system_prompt) + count_tokens(request.prompt), count_tokens(text)
-        record_call(backend=self.name, model="builtin", tokens_in=tokens_in, tokens_out=tokens_out, usage="builtin")
+        tokens_in = count_tokens(request.system_prompt, encoding) + count_tokens(request.prompt, encoding)
+        tokens_out = count_tokens(text, encoding)
+        record_call(backend=self.name, model="builtin", tokens_in=tokens_in, tokens_out=tokens_out, usage="builtin",
+                    encoding=encoding)
         return BackendResponse(output=output, tokens_in=tokens_in, tokens_out=tokens_out, backend=self.name,
                                model="builtin", text=text)
 
     def summarize(self, text: str, target_tokens: int, *, model: str = "") -> str:
         """An extractive summary (the builtin writes nothing of its own)."""
-        summary = summarize_data(text, target_tokens=target_tokens, counter=TokenCounter(ENCODING), strategy="extractive")
+        summary = summarize_data(text, target_tokens=target_tokens, counter=TokenCounter(DEFAULT_ENCODING),
+                                 strategy="extractive")
         return output_text(summary.content)

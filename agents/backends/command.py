@@ -22,7 +22,7 @@ import subprocess
 from typing import Any
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
-from .metering import check_call, record_call
+from .metering import check_call, counting_encoding, record_call
 from .builtin import count_tokens
 from .openai import parse_reply, summary_instruction, summary_text
 
@@ -54,7 +54,10 @@ class CommandBackend(Backend):
     def complete(self, request: BackendRequest) -> BackendResponse:
         stdin = f"{request.system_prompt}\n\n{request.prompt}" if request.system_prompt else request.prompt
         model = request.model or self.model
-        check_call(backend=self.name, model=model, tokens_in=count_tokens(stdin), max_tokens=request.max_output_tokens)
+        # A command reports no usage: its tokens are counted here, in its model's encoding.
+        encoding = counting_encoding(self.name, model, request.encoding)
+        check_call(backend=self.name, model=model, tokens_in=count_tokens(stdin, encoding),
+                   max_tokens=request.max_output_tokens)
         stdout = self.run(stdin, {
             "SWITCHYARD_AGENT_ID": request.agent_id,
             "SWITCHYARD_NODE_ID": request.node_id,
@@ -63,18 +66,20 @@ class CommandBackend(Backend):
             "SWITCHYARD_MODEL": model,
             "SWITCHYARD_MAX_OUTPUT_TOKENS": str(request.max_output_tokens),
         })
-        tokens_in, tokens_out = count_tokens(stdin), count_tokens(stdout)
-        record_call(backend=self.name, model=model, tokens_in=tokens_in, tokens_out=tokens_out, usage="counted")
+        tokens_in, tokens_out = count_tokens(stdin, encoding), count_tokens(stdout, encoding)
+        record_call(backend=self.name, model=model, tokens_in=tokens_in, tokens_out=tokens_out, usage="counted",
+                    encoding=encoding)
         return BackendResponse(output=parse_reply(stdout), tokens_in=tokens_in, tokens_out=tokens_out,
                                backend=self.name, model=model or self.name, text=stdout)
 
     def summarize(self, text: str, target_tokens: int, *, model: str = "") -> str:
         stdin = f"{summary_instruction(target_tokens)}\n\n{text}"
-        check_call(backend=self.name, model=model or self.model, tokens_in=count_tokens(stdin),
+        encoding = counting_encoding(self.name, model or self.model)
+        check_call(backend=self.name, model=model or self.model, tokens_in=count_tokens(stdin, encoding),
                    max_tokens=max(32, target_tokens * 2))
         stdout = self.run(stdin, {"SWITCHYARD_MODEL": model or self.model, "SWITCHYARD_TASK": "summarize"})
-        record_call(backend=self.name, model=model or self.model, tokens_in=count_tokens(stdin),
-                    tokens_out=count_tokens(stdout), usage="counted")
+        record_call(backend=self.name, model=model or self.model, tokens_in=count_tokens(stdin, encoding),
+                    tokens_out=count_tokens(stdout, encoding), usage="counted", encoding=encoding)
         return summary_text(stdout)
 
     def environment(self, extra: dict[str, str]) -> dict[str, str]:

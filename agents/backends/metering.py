@@ -24,7 +24,8 @@ from decimal import Decimal
 from typing import Callable, Iterator
 
 from agents.backends.base import BackendError
-from agents.catalogue import model_entry
+from agents.catalogue import model_entry, token_encoding
+from engine.tokens import UnknownEncoding, check_encoding
 
 UNITS = Decimal(10) ** 12  # cost units per USD
 
@@ -51,11 +52,12 @@ class Call:
     cached_in: int
     usage: str  # reported (by the server) | counted (here: the server reported none) | builtin | unknown
     cost: int | None  # units of 10⁻¹² USD; None: the model has no prices in the catalogue
+    encoding: str | None = None  # what tokens counted here were counted in; None: the server reported them
 
     def as_dict(self) -> dict:
         return {"purpose": self.purpose, "backend": self.backend, "model": self.model, "tokens_in": self.tokens_in,
                 "tokens_out": self.tokens_out, "cached_in": self.cached_in, "usage": self.usage,
-                "cost": usd(self.cost)}
+                "encoding": self.encoding, "cost": usd(self.cost)}
 
 
 class BudgetExceeded(BackendError):
@@ -198,6 +200,17 @@ def calling(purpose: str) -> Iterator[None]:
         _purpose.reset(token)
 
 
+def counting_encoding(backend: str, model: str, stated: str = "") -> str:
+    """The encoding a call to `model` on `backend` is counted in, before it is made and where
+    the server reports no usage: the model's, as the catalogue names it (else `stated`, the
+    agent's). One Switchyard cannot count fails the call (not retryable), never counted in
+    another encoding."""
+    try:
+        return check_encoding(token_encoding(backend, model, stated))
+    except UnknownEncoding as error:
+        raise BackendError(f"model '{model}' on '{backend}': {error}", code=error.code, retryable=False) from None
+
+
 def check_call(*, backend: str, model: str, tokens_in: int, max_tokens: int | None) -> None:
     """Before a call: raise BudgetExceeded if it could cross a limit of the open meter."""
     meter = _meter.get()
@@ -206,14 +219,15 @@ def check_call(*, backend: str, model: str, tokens_in: int, max_tokens: int | No
 
 
 def record_call(*, backend: str, model: str, tokens_in: int, tokens_out: int, cached_in: int = 0,
-                usage: str = "reported") -> Call:
+                usage: str = "reported", encoding: str | None = None) -> Call:
     """A completed call, priced from the catalogue, on the open meter (if any). A call whose
     usage is `unknown` (the server answered something unreadable, and may have billed it)
-    has no cost: the run's cost then says it is incomplete. Raises BudgetExceeded when the
-    call's cost took the meter's run or node run past its limit (Meter.record)."""
+    has no cost: the run's cost then says it is incomplete. `encoding`: what its tokens were
+    counted in, when they were counted here. Raises BudgetExceeded when the call's cost took
+    the meter's run or node run past its limit (Meter.record)."""
     cost = None if usage == "unknown" else model_entry(backend, model).cost(tokens_in, tokens_out, cached_in)
     call = Call(_purpose.get(), backend, model, tokens_in, tokens_out, cached_in, usage,
-                None if cost is None else units(cost))
+                None if cost is None else units(cost), None if usage == "reported" else encoding)
     meter = _meter.get()
     if meter is not None:
         meter.record(call)

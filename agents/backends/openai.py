@@ -41,7 +41,7 @@ from engine.errors import EngineError
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
 from .builtin import count_tokens
-from .metering import Call, check_call, record_call
+from .metering import Call, check_call, counting_encoding, record_call
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)\n?```", re.S)
 
@@ -209,7 +209,8 @@ class OpenAICompatibleBackend(Backend):
         if request.system_prompt:
             messages.append({"role": "system", "content": request.system_prompt})
         messages.append({"role": "user", "content": request.prompt})
-        data, content, call = self.chat(messages, model=request.model, max_tokens=request.max_output_tokens)
+        data, content, call = self.chat(messages, model=request.model, max_tokens=request.max_output_tokens,
+                                        encoding=request.encoding)
         return BackendResponse(output=parse_reply(content), tokens_in=call.tokens_in, tokens_out=call.tokens_out,
                                backend=self.name, model=call.model, text=content)
 
@@ -223,11 +224,13 @@ class OpenAICompatibleBackend(Backend):
 
     # ------------------------------------------------------------------ HTTP
 
-    def chat(self, messages: list[dict], *, model: str = "", max_tokens: int | None = None) -> tuple[dict, str, Call]:
+    def chat(self, messages: list[dict], *, model: str = "", max_tokens: int | None = None,
+             encoding: str = "") -> tuple[dict, str, Call]:
         """(the response body, the first choice's content, the call as metered) of one chat
         completion; a streamed one's body is put together as the unstreamed body would be.
         Its tokens are the server's `usage` (in a stream, the last one sent); where it
-        reports none, they are counted here and the call says so."""
+        reports none, they are counted here, in the model's encoding (`encoding`, the agent's,
+        where the catalogue names none), and the call says so."""
         chosen = model or self.model
         if not chosen:
             raise BackendError(f"backend {self.name!r} has no default model and the agent names none",
@@ -238,16 +241,18 @@ class OpenAICompatibleBackend(Backend):
         if self.stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
-        counted_in = sum(count_tokens(str(message.get("content", ""))) for message in messages)
+        encoding = counting_encoding(self.name, chosen, encoding)
+        counted_in = sum(count_tokens(str(message.get("content", "")), encoding) for message in messages)
         check_call(backend=self.name, model=chosen, tokens_in=counted_in, max_tokens=max_tokens)
         try:
-            return self._answer(body, chosen, counted_in)
+            return self._answer(body, chosen, counted_in, encoding)
         except BackendError as error:
             if error.code == "BAD_RESPONSE":  # the server answered, and may have billed the call: its cost is unknown
-                record_call(backend=self.name, model=chosen, tokens_in=counted_in, tokens_out=0, usage="unknown")
+                record_call(backend=self.name, model=chosen, tokens_in=counted_in, tokens_out=0, usage="unknown",
+                            encoding=encoding)
             raise
 
-    def _answer(self, body: dict, chosen: str, counted_in: int) -> tuple[dict, str, Call]:
+    def _answer(self, body: dict, chosen: str, counted_in: int, encoding: str) -> tuple[dict, str, Call]:
         data = self._post(body)
         try:
             message = data["choices"][0]["message"]
@@ -262,10 +267,10 @@ class OpenAICompatibleBackend(Backend):
         tokens_in, tokens_out, cached_in = _usage(data.get("usage"))
         reported = tokens_in is not None and tokens_out is not None
         if not reported:
-            tokens_in, tokens_out = counted_in, count_tokens(content)
+            tokens_in, tokens_out = counted_in, count_tokens(content, encoding)
         call = record_call(backend=self.name, model=str(data.get("model") or chosen), tokens_in=tokens_in,
                            tokens_out=tokens_out, cached_in=cached_in if reported else 0,
-                           usage="reported" if reported else "counted")
+                           usage="reported" if reported else "counted", encoding=encoding)
         return data, content, call
 
     def _headers(self, *, stream: bool = False) -> dict[str, str]:

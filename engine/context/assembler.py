@@ -127,8 +127,13 @@ def infer_priority(explicit: int | None, data_type: str, data: Any) -> int:
         return DEFAULT_PRIORITIES[data_type]
     elements = data if isinstance(data, list) else [v for value in data.values() if isinstance(value, list)
                                                      for v in value] if isinstance(data, dict) else []
-    levels = [level for level in map(element_priority, elements) if level]
-    return min(levels) if levels else FALLBACK_PRIORITY
+    best = None
+    for level in map(element_priority, elements):
+        if level == 1:
+            return 1  # none is more important: the rest need not be read
+        if level and (best is None or level < best):
+            best = level
+    return best or FALLBACK_PRIORITY
 
 
 class ContextBuilder:
@@ -200,6 +205,7 @@ class ContextBuilder:
         final = sum(passed.values())
         record = {
             "task_id": task_id,
+            "encoding": self.counter.name,  # what every count of this record is in
             "total_input_data": {
                 report.name: {"tokens": report.resolved_tokens, "priority": report.priority,
                               "data_type": report.data_type, "transfer_mode": report.transfer_mode,
@@ -221,7 +227,8 @@ class ContextBuilder:
         data = resolved.data
         data_type = infer_data_type(reference, data)
         priority = infer_priority(reference.get("priority"), data_type, data)
-        tokens = self.counter.count(render(data))
+        text = render(data)
+        tokens = self.counter.count(text)
         report = InputReport(name, dict(reference), data_type, priority, resolved.resolved_at, tokens, FULL, "")
         item = Item(name, data, tokens, priority, data_type, dict(reference.get("summary_config") or {}))
 
@@ -247,7 +254,9 @@ class ContextBuilder:
         elif choice.mode == REFERENCE:
             batches = math.ceil(tokens / DEFAULT_BATCH_SIZE) if choice.batched else None
             content = reference_transfer(reference, data, preview_count=transfer_config.get("inline_preview_count", 3),
-                                         tokens=tokens, batches=batches)
+                                         tokens=tokens, batches=batches,
+                                         # render's text is the JSON text, but a string's (which is itself)
+                                         dumped=None if isinstance(data, str) else text)
             reduced = self.shrinker.measure(content)
             actions.append(_transfer_action(name, "reference", tokens, reduced, choice.reason))
             item = Item(name, content, reduced, priority, data_type)

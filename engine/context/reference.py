@@ -9,12 +9,13 @@ IDENTITY_KEYS = ("ref_type", "task_id", "path", "table", "conditions", "select",
 
 
 def reference_transfer(reference: dict, data: Any, *, preview_count: int = 3, tokens: int | None = None,
-                       batches: int | None = None) -> dict:
+                       batches: int | None = None, dumped: str | None = None) -> dict:
     """The §4.3 object: the reference itself with `available_paths` and `data_stats`,
-    and an `inline_preview` of the first `preview_count` elements."""
+    and an `inline_preview` of the first `preview_count` elements. `dumped`: the data's JSON
+    text, when the caller has it already (it is as long as the data's whole text)."""
     described = {key: reference[key] for key in IDENTITY_KEYS if key in reference}
     described["available_paths"] = available_paths(data)
-    stats = data_stats(data)
+    stats = data_stats(data, dumped)
     if tokens is not None:
         stats["tokens"] = tokens
     if batches:
@@ -31,7 +32,7 @@ def available_paths(data: Any) -> list[str]:
     return ["$"]
 
 
-def data_stats(data: Any) -> dict:
+def data_stats(data: Any, dumped: str | None = None) -> dict:
     stats: dict[str, Any] = {}
     if isinstance(data, dict):
         for key, value in data.items():
@@ -42,7 +43,9 @@ def data_stats(data: Any) -> dict:
     elif isinstance(data, str):
         stats["characters"] = len(data)
         stats["lines"] = data.count("\n") + 1
-    stats["estimated_size_bytes"] = len(json.dumps(data, ensure_ascii=False, default=str).encode())
+    if dumped is None:
+        dumped = json.dumps(data, ensure_ascii=False, default=str)
+    stats["estimated_size_bytes"] = len(dumped.encode())
     return stats
 
 

@@ -174,7 +174,8 @@
       removed ? ` · ${fmt.n(removed)} trimmed, summarised or left to other batches` : "",
       record.overflow ? ` · ${fmt.n(record.overflow)} over before trimming` : "",
       " · ", el("span", { class: within ? "ok-text" : "error-text" }, within ? "within the limit" : "over the limit"),
-      resolution.strategy ? el("span", { class: "muted" }, ` · strategy: ${resolution.strategy}`) : "");
+      resolution.strategy ? el("span", { class: "muted" }, ` · strategy: ${resolution.strategy}`) : "",
+      record.encoding ? el("span", { class: "muted budget-encoding" }, ` · counted in ${record.encoding}`) : "");
 
     const parts = [];
     if (limits.max_input_tokens !== undefined) {

@@ -4,7 +4,7 @@
 // "$1.50"), as the server writes them (executions/page_selectors.py, cost_text). A cost
 // that is not complete (a call's model had no prices) is at least what is shown. A call's
 // table says, for each: what it was for, the backend and model that served it, its tokens,
-// whether the server reported them or they were counted here, and its cost; the builtin's
+// whether the server reported them or they were counted here (and in which encoding), and its cost; the builtin's
 // calls cost nothing, for the builtin is not a model.
 (function () {
   "use strict";
@@ -74,6 +74,7 @@
     const number = (value) => (value === null || value === undefined ? "—" : Number(value).toLocaleString("en-US"));
     const rows = list.map((call, index) => {
       const [usage, usageTitle] = USAGE[call.usage] || [call.usage || "—", ""];
+      const countedIn = call.encoding ? ` (in ${call.encoding})` : "";
       return el("tr", { "data-call": index, class: call.usage === "builtin" ? "builtin" : "" },
         el("td", {}, String(index + 1)),
         el("td", {}, call.purpose || "—"),
@@ -82,7 +83,7 @@
         el("td", { class: "num" }, number(call.tokens_in)),
         el("td", { class: "num" }, number(call.tokens_out)),
         el("td", { class: "num" }, number(call.cached_in)),
-        el("td", { class: `usage usage-${call.usage}`, title: usageTitle }, usage),
+        el("td", { class: `usage usage-${call.usage}`, title: usageTitle + countedIn }, usage + countedIn),
         el("td", { class: "num call-cost" }, callCost(call)));
     });
     const sum = list.reduce((all, call) => all + (units(call.cost) ?? 0n), 0n);

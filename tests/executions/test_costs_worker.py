@@ -31,9 +31,10 @@ def reply_for(body):
 
 
 def move(agent_id, backend, model):
+    """Put the agent on another backend and model; its encoding follows the model."""
     document = agent_document(Agent.objects.get(agent_id=agent_id))
-    agent_import_document({**document, "runtime": {**document.get("runtime", {}), "backend": backend, "model": model}},
-                          actor="test")
+    runtime = {key: value for key, value in document.get("runtime", {}).items() if key != "encoding"}
+    agent_import_document({**document, "runtime": {**runtime, "backend": backend, "model": model}}, actor="test")
 
 
 @pytest.fixture

@@ -73,7 +73,7 @@ def test_it_reads_workspace_files_and_database_rows(tmp_path, capsys, settings):
     (json.dumps({"agent": {}}), "'input' is a required property"),
     (json.dumps(describe(input={"data_references": [{"ref_type": "ftp"}]})), "data_references[0].ref_type"),
     (json.dumps(describe(agent={"context_limits": {"safety_margin": 3}})), "safety_margin"),
-    (json.dumps(describe(agent={"encoding": "o200k_base"})), "not available offline"),
+    (json.dumps(describe(agent={"encoding": "p50k_base"})), "not one Switchyard can count offline"),
     (json.dumps(describe(messages=[{"kind": "state"}])), "data message 0"),
 ])
 def test_it_exits_2_on_invalid_input_naming_the_problem(tmp_path, description, message):

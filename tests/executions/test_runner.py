@@ -4,6 +4,7 @@ from django.core.management import call_command
 
 from executions.runner import NodeFailure, as_text, check_contracts, contract_results, named_inputs
 from executions.services import workflow_graph
+from tests.agents.backends.chat_server import chat_server  # noqa: F401 - the loopback server fixture
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db
@@ -260,3 +261,55 @@ def test_it_never_puts_a_backend_urls_user_or_query_into_a_node_runs_error(setti
     shown = " ".join(str(value) for value in (node_run.error, node_run.error_details, execution.ended_reason,
                                                execution.escalation))
     assert secret not in shown and "user:" not in shown
+
+
+def test_it_counts_a_node_in_its_models_encoding_and_says_so_on_the_record(in_process, settings, chat_server):
+    from agents.documents import agent_document
+    from agents.models import Agent
+    from agents.services import agent_import_document
+    from engine.tokens import TokenCounter
+    from executions.services import execution_start, node_run_execute
+    from tests.engine.test_tokens import MIXED
+
+    chat_server.reply({"atoms": [{"atom_id": "a1", "atom_type": "claim", "content": "A claim.", "confidence": 0.9}]})
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "hosted": {
+        "kind": "openai_compatible", "base_url": chat_server.base_url, "max_retries": 0}}
+    document = agent_document(Agent.objects.get(agent_id="Scholar"))
+    prompt = dict(document["prompt_config"], system_prompt=MIXED)  # where the two encodings part
+    agent_import_document({**document, "prompt_config": prompt, "runtime": {"backend": "hosted", "model": "gpt-4o-mini"}},
+                          actor="test")
+
+    execution = execution_start(workflow=Workflow.objects.get(workflow_id="thesis_reading"))
+    scholar = execution.node_runs.get(node_id="task_scholar_001")
+    node_run_execute(node_run_id=scholar.pk, worker="worker@host")
+    scholar.refresh_from_db()
+
+    assert scholar.status == "success", (scholar.error_code, scholar.error)
+    assert scholar.context_record["encoding"] == "o200k_base"
+    (call,) = scholar.calls  # the server reported no usage: counted here, in the model's encoding
+    assert (call["usage"], call["encoding"]) == ("counted", "o200k_base")
+    sent = [message["content"] for message in chat_server.requests[0].body["messages"]]
+    o200k, cl100k = TokenCounter("o200k_base"), TokenCounter("cl100k_base")
+    assert scholar.tokens_in == sum(map(o200k.count, sent)) != sum(map(cl100k.count, sent))
+
+
+def test_it_fails_a_node_whose_models_encoding_it_cannot_count(in_process, settings, chat_server):
+    from agents.documents import agent_document
+    from agents.models import Agent
+    from agents.services import agent_import_document
+    from executions.services import execution_start, node_run_execute
+
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "hosted": {
+        "kind": "openai_compatible", "base_url": chat_server.base_url, "max_retries": 0}}
+    document = agent_document(Agent.objects.get(agent_id="Scholar"))
+    agent_import_document({**document, "runtime": {"backend": "hosted", "model": "odd-model"}}, actor="test")
+    settings.MODEL_OVERRIDES = {"odd-model": {"encoding": "p50k_base"}}  # the operators' file, changed since
+
+    execution = execution_start(workflow=Workflow.objects.get(workflow_id="thesis_reading"))
+    scholar = execution.node_runs.get(node_id="task_scholar_001")
+    node_run_execute(node_run_id=scholar.pk, worker="worker@host")
+    scholar.refresh_from_db()
+
+    assert (scholar.status, scholar.error_code) == ("failed", "ENCODING_UNKNOWN")
+    assert "Scholar's tokens cannot be counted: encoding 'p50k_base' is not one Switchyard can count" in scholar.error
+    assert chat_server.requests == [] and scholar.context_record is None

@@ -174,7 +174,7 @@ def test_builtin_calls_cost_nothing_unpriced_ones_say_so_and_the_judges_calls_ar
     builtin = [call(backend="builtin", model="builtin", tokens_in=310, tokens_out=42, usage="builtin",
                     cost="0.000000000000")]
     unpriced = [call(purpose="batch 1/2", model="mystery-model", cost=None),
-                call(purpose="batch 2/2", cost="0.000068700000")]
+                dict(call(purpose="batch 2/2", usage="counted", cost="0.000068700000"), encoding="o200k_base")]
     judge = [call(purpose="judge", tokens_in=500, tokens_out=20, cost="0.000087000000")]
     execution = make_execution("thesis_reading", [
         {"node_id": "task_scholar_001", "status": "success", "tokens_in": 310, "tokens_out": 42, "calls": builtin},
@@ -200,6 +200,8 @@ def test_builtin_calls_cost_nothing_unpriced_ones_say_so_and_the_judges_calls_ar
     attempt = page.locator("#node-panel .attempt[open]")
     expect(attempt.locator("table.calls tbody tr").nth(0).locator(".call-cost")).to_have_text("no price")
     expect(attempt.locator("table.calls tbody tr").nth(1).locator(".call-cost")).to_have_text("$0.0000687")
+    # Tokens counted here say the encoding they were counted in.
+    expect(attempt.locator("table.calls tbody tr").nth(1).locator("td.usage")).to_have_text("counted (in o200k_base)")
     expect(attempt.locator(".run-cost")).to_contain_text("≥ $0.0000687")
     expect(page.locator(".tl-row[data-node='task_validator_001'] .tl-cost")).to_have_text("≥ $0.0000687")
     expect(page.locator("table.node-runs tr:has(a[data-node='task_validator_001']) .cost-cell")).to_contain_text(

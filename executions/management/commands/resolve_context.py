@@ -11,7 +11,7 @@ from engine.context.limits import ContextLimits
 from engine.context.messages import MessageError
 from engine.context.resolution import ResolutionAborted
 from engine.context.trimming import InstructionsTooLarge
-from engine.tokens import UnknownEncoding
+from engine.tokens import DEFAULT_ENCODING, UnknownEncoding
 from engine.shapes import NodeInput, Omittable, OpenShape, Priority, Shape, Text
 
 ABORTED, INVALID, TOO_LARGE = 1, 2, 3
@@ -70,7 +70,7 @@ class Command(BaseCommand):
             agent = payload["agent"]
             runtime = agent.get("runtime") or {}
             role = agent.get("role", runtime.get("role", ""))
-            encoding = agent.get("encoding", runtime.get("encoding", "cl100k_base"))
+            encoding = agent.get("encoding", runtime.get("encoding", DEFAULT_ENCODING))
             limits = ContextLimits.from_dict(agent.get("context_limits") or {}, role=role)
             assembly = assemble_node_context(
                 limits=limits, encoding=encoding, task_id=payload.get("task_id", ""), node_input=payload["input"],

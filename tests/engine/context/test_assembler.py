@@ -1,4 +1,6 @@
 """Assembling a node's context: references, transfer modes, batching, messages, the record."""
+import json
+
 import pytest
 
 from engine.context import errors
@@ -70,8 +72,15 @@ def test_it_passes_large_data_by_reference_with_paths_stats_and_a_preview():
     assert content["reference"]["available_paths"] == ["$.atoms", "$.relations", "$.metadata"]
     stats = content["reference"]["data_stats"]
     assert stats["total_atoms"] == len(OUTPUTS["large_atoms"]["atoms"]) and stats["tokens"] > 20_000
+    assert stats["estimated_size_bytes"] == len(json.dumps(OUTPUTS["large_atoms"], ensure_ascii=False).encode())
     assert content["inline_preview"]["preview_count"] == 5 and len(content["inline_preview"]["atoms_preview"]) == 5
     assert report.item.tokens < 1_000
+
+
+def test_it_sizes_a_text_passed_by_reference_as_its_json_text():
+    report = by_name(assemble(references=[ref("medium_text", transfer_mode="reference")]))["medium_text_output"]
+    stats = report.item.content["reference"]["data_stats"]
+    assert stats["estimated_size_bytes"] == len(json.dumps(OUTPUTS["medium_text"], ensure_ascii=False).encode())
 
 
 def test_it_follows_the_role_of_the_downstream_agent():
@@ -208,3 +217,25 @@ def test_it_summarises_a_table_as_a_table():
     lines = report.item.content.splitlines()
     assert lines[:3] == ["| run | bleu |", "| --- | --- |", "| run 0 of the sweep | 20.0 |"]
     assert "rows: 400 (" in report.item.content
+
+
+def test_it_names_the_encoding_every_count_of_the_record_is_in():
+    from engine.tokens import TokenCounter
+
+    assert assemble(references=[ref("small")]).record["encoding"] == "cl100k_base"
+    builder = ContextBuilder(limits=ContextLimits(), counter=TokenCounter("o200k_base"),
+                             sources=Sources(task_output=task_output))
+    record = builder.assemble(task_id="t", references=[ref("medium_text")]).record
+    assert record["encoding"] == "o200k_base"
+    assert record["total_tokens"] == TokenCounter("o200k_base").count(OUTPUTS["medium_text"])
+
+
+def test_it_gives_data_the_priority_of_its_most_important_element():
+    from engine.context.assembler import infer_priority
+
+    background, evidence, claim = ({"atom_type": kind} for kind in ("background", "evidence", "claim"))
+    assert infer_priority(None, "", [background, evidence, "x", claim, {"priority": 4}]) == 1
+    assert infer_priority(None, "", {"atoms": [background, evidence], "notes": "n"}) == 2
+    assert infer_priority(None, "", [background, {"priority": 4}]) == 3
+    assert infer_priority(None, "", ["x", {"content": "y"}]) == 2  # says nothing: "important"
+    assert infer_priority(3, "", [claim]) == 3 and infer_priority(None, "raw_text", [claim]) == 4
