@@ -151,7 +151,9 @@ class ExecutionSummaryOut(Schema):
     status: ExecutionStatus
     started_at: str | None
     completed_at: str | None
-    ended_reason: str = Field(..., description="which limit or error ended the run; empty while it runs or on success")
+    ended_reason: str = Field(..., description="which limit or error ended the run (a failed node: its code and "
+                                               "message), or which node ended a state machine and why; empty while "
+                                               "it runs or when a seq, par or dag succeeds")
     created_at: str
     created_by: str | None
     cost: str = Field(..., description="USD, exact")
