@@ -379,7 +379,7 @@ class ComparisonQuery(Schema):
 
 class ComparedScores(Schema):
     evaluation_id: str
-    accuracy: float
+    accuracy: float | None = Field(..., description="null: not measured")
     completeness: float
     efficiency: float
     overall_score: float
@@ -522,7 +522,8 @@ class ComparisonOut(Schema):
 # -- evaluations --------------------------------------------------------------------------
 
 class Scores(Shape):
-    accuracy: Unit
+    accuracy: Unit | None = Field(..., description="null: not measured (nothing in the run could be verified); the "
+                                                   "overall score is then of the other two, and it does not pass")
     completeness: Unit
     efficiency: Unit
 
