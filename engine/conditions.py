@@ -21,7 +21,9 @@ Data
     ``output.a.b``     dotted lookup into the node output,
     ``state.a.b``      ... into the workflow state,
     ``input.a.b``      ... into the node input. Integer segments index lists
-                       (``output.items.0``). A missing key yields null.
+                       (``output.items.0``). A missing key yields null; asked
+                       with ``missing=[]``, evaluation also lists each path it
+                       read that is not there (a key present with null is).
     ``gate.decision``  a gate's decision (``approve``, ``edit``), ``gate.comment``,
                        ``gate.decided_by``, ``gate.timed_out`` (engine/gates.py);
                        null after any other node.
@@ -199,8 +201,17 @@ FUNCTIONS: dict[str, Callable[[Any], Any]] = {
 # ---------------------------------------------------------------------------- nodes
 
 
-# Evaluation scope: root name ("output", "state", "input", "gate") -> caller data.
+# Evaluation scope: root name ("output", "state", "input", "gate") -> caller data, and
+# under _MISSING (no name a condition can spell) the list the paths read that are not there
+# go to, when the caller asked for it.
 _Scope = Mapping[str, Any]
+_MISSING = "\0missing"
+
+
+def _read_nothing(scope: _Scope, source: str) -> None:
+    missing = scope.get(_MISSING)
+    if missing is not None and source not in missing:
+        missing.append(source)
 
 
 class _Node(ABC):
@@ -232,6 +243,8 @@ class _JsonPath(_Node):
     def evaluate(self, scope: _Scope) -> Any:
         values = find_values(self.source, scope["output"])
         if self.singular:
+            if not values:
+                _read_nothing(scope, self.source)
             return values[0] if values else None
         return values
 
@@ -245,12 +258,13 @@ class _DottedPath(_Node):
     def evaluate(self, scope: _Scope) -> Any:
         value = scope[self.root]
         for segment in self.segments:
-            if isinstance(value, Mapping):
+            if isinstance(value, Mapping) and str(segment) in value:
                 # JSON object keys are strings, so output.0 on a mapping means key "0".
-                value = value.get(str(segment))
-            elif _is_list(value) and isinstance(segment, int):
-                value = value[segment] if segment < len(value) else None
+                value = value[str(segment)]
+            elif _is_list(value) and isinstance(segment, int) and segment < len(value):
+                value = value[segment]
             else:
+                _read_nothing(scope, self.source)
                 return None
         return value
 
@@ -658,8 +672,12 @@ class Condition:
         self._root = root
         self._paths = tuple(dict.fromkeys(paths))  # de-duplicated, in order of appearance
 
-    def evaluate(self, *, output: Any = None, state: Any = None, input: Any = None, gate: Any = None) -> bool:
-        return bool(self._root.evaluate({"output": output, "state": state, "input": input, "gate": gate}))
+    def evaluate(self, *, output: Any = None, state: Any = None, input: Any = None, gate: Any = None,
+                 missing: list[str] | None = None) -> bool:
+        """The condition's value. `missing`, when given, gets each path read that is not
+        there (it reads as null), in the order read: what a record of the value should say."""
+        scope = {"output": output, "state": state, "input": input, "gate": gate, _MISSING: missing}
+        return bool(self._root.evaluate(scope))
 
     def paths(self) -> list[str]:
         """The JSONPath and dotted paths this condition reads, for display."""
@@ -686,5 +704,5 @@ def _parse_cached(text: str) -> Condition:
 
 
 def evaluate_condition(text: str, *, output: Any = None, state: Any = None, input: Any = None,
-                       gate: Any = None) -> bool:
-    return parse_condition(text).evaluate(output=output, state=state, input=input, gate=gate)
+                       gate: Any = None, missing: list[str] | None = None) -> bool:
+    return parse_condition(text).evaluate(output=output, state=state, input=input, gate=gate, missing=missing)

@@ -61,12 +61,23 @@ class Decision:
     transition: int | None = None  # index of the transition taken
     condition: str | None = None
     condition_value: bool | None = None
-    evaluated: tuple = ()  # (index, condition, value) of every transition looked at, in order
+    # (index, condition, value, missing) of every transition looked at, in order; missing:
+    # the paths its condition read that are not there (they read as null)
+    evaluated: tuple = ()
+    reason: str = ""  # an end: which node ended the run, and why
 
     def as_dict(self) -> dict:
-        return {"action": self.action, "node_id": self.node_id, "transition": self.transition,
-                "condition": self.condition, "condition_value": self.condition_value,
-                "evaluated": [{"transition": i, "condition": c, "value": v} for i, c, v in self.evaluated]}
+        looked = []
+        for index, condition, value, missing in self.evaluated:
+            entry = {"transition": index, "condition": condition, "value": value}
+            if missing:
+                entry["missing"] = list(missing)
+            looked.append(entry)
+        described = {"action": self.action, "node_id": self.node_id, "transition": self.transition,
+                     "condition": self.condition, "condition_value": self.condition_value, "evaluated": looked}
+        if self.reason:
+            described["reason"] = self.reason
+        return described
 
 
 @dataclass
@@ -158,20 +169,36 @@ class Plan:
                    input: Any, gate: Any = None) -> Decision:
         """state_machine: the first outgoing transition of `node_id` whose condition holds
         (no condition always holds); its `on_success` says continue to `to` (the default),
-        `end`, or go to another node. No transition that holds ends the run."""
+        `end`, or go to another node. No transition that holds ends the run. Each condition
+        looked at is recorded with its value and the paths it read that are not there; an
+        end says which node ended the run and why."""
         looked = []
         for index, transition in enumerate(self.transitions):
             if transition["from"] != node_id:
                 continue
             condition = transition.get("condition")
+            missing: list[str] = []
             value = True if not condition else bool(evaluate(condition, output=output, state=state, input=input,
-                                                             gate=gate))
-            looked.append((index, condition, value))
+                                                             gate=gate, missing=missing))
+            looked.append((index, condition, value, tuple(missing)))
             if not value:
                 continue
             then = transition.get("on_success") or "continue"
             if then == "end":
-                return Decision("end", None, index, condition, value, tuple(looked))
+                return Decision("end", None, index, condition, value, tuple(looked),
+                                reason=f"node '{node_id}' ended the run: transition #{index} says on_success end")
             target = transition["to"] if then == "continue" else then
             return Decision("node", target, index, condition, value, tuple(looked))
-        return Decision("end", evaluated=tuple(looked))
+        return Decision("end", evaluated=tuple(looked), reason=_no_match(node_id, looked))
+
+
+def _no_match(node_id: str, looked: list[tuple]) -> str:
+    """Why a state machine ended after `node_id` when no transition took it further."""
+    if not looked:
+        return f"node '{node_id}' ended the run: it has no outgoing transition"
+    missing = list(dict.fromkeys(path for *_, paths in looked for path in paths))
+    reason = (f"node '{node_id}' ended the run: no transition matched "
+              f"({', '.join(f'#{index}' for index, *_ in looked)} {'was' if len(looked) == 1 else 'were'} false)")
+    if missing:
+        reason += f"; the conditions read fields that are not there: {', '.join(missing)}"
+    return reason

@@ -21,6 +21,7 @@ from engine.conditions import evaluate_condition
 from engine.gates import TIMED_OUT
 
 BUDGET_EXCEEDED = "BUDGET_EXCEEDED"  # a call that could cross a cost limit was not made (agents/backends/metering.py)
+REASON_LIMIT = 200  # characters of the reason a run ended (Execution.ended_reason)
 from engine.scheduling import DONE, Decision, Plan
 
 
@@ -121,15 +122,15 @@ def _after_failure(plan: Plan, policy: Policy, progress: Progress, outcome: Outc
     escalates when the workflow's on_budget says so."""
     node_id, action = outcome.node_id, plan.failure_action(outcome.node_id)
     if outcome.error_code == BUDGET_EXCEEDED:  # another attempt, or another agent, would spend more
-        reason = f"BUDGET_EXCEEDED at node '{node_id}': {outcome.error}"
-        reason = reason if len(reason) <= 200 else reason[:199] + "…"  # the node run keeps the whole text
+        reason = bounded(f"BUDGET_EXCEEDED at node '{node_id}': {outcome.error}")
         if policy.on_budget == "escalate" and policy.escalate_to is not None:
             return Step("escalate", (node_id,), agent=policy.escalate_to, reason=reason)
         return _failed(reason)
     if outcome.error_code == TIMED_OUT:  # a gate nobody decided, on_timeout escalate: to a person, always
         action = "escalate"
     if action == "abort":
-        return _failed(f"node '{node_id}' failed ({outcome.error_code}); on_failure is abort")
+        return _failed(f"node '{node_id}' failed ({outcome.error_code}); on_failure is abort"
+                       + (f": {outcome.error}" if outcome.error else ""))
     if action == "skip":
         skipped = replace(outcome, status="skipped", output=None)
         return replace(_after_success(plan, policy, _with_status(progress, node_id, "skipped"), skipped),
@@ -145,9 +146,20 @@ def _after_failure(plan: Plan, policy: Policy, progress: Progress, outcome: Outc
             and policy.fallback_agent != outcome.agent):
         return Step("fallback", (node_id,), agent=policy.fallback_agent, attempt=outcome.attempt + 1)
     if policy.escalate_to is not None:
-        return Step("escalate", (node_id,), agent=policy.escalate_to, reason=f"node '{node_id}' failed: "
-                                                                           f"{outcome.error_code}")
-    return _failed(f"node '{node_id}' failed: {outcome.error_code}")
+        return Step("escalate", (node_id,), agent=policy.escalate_to, reason=node_failed(outcome))
+    return _failed(node_failed(outcome))
+
+
+def node_failed(outcome: Outcome) -> str:
+    """Why a run stopped at a failed node: the node, the code and the node's own message,
+    which says what to do about it (the code alone rarely does)."""
+    reason = f"node '{outcome.node_id}' failed: {outcome.error_code}"
+    return bounded(f"{reason}: {outcome.error}" if outcome.error else reason)
+
+
+def bounded(reason: str) -> str:
+    """A reason as long as a run keeps one; the node run keeps the whole text."""
+    return reason if len(reason) <= REASON_LIMIT else reason[:REASON_LIMIT - 1] + "…"
 
 
 def nothing_follows(plan: Plan, node_id: str) -> bool:
@@ -163,7 +175,7 @@ def _after_success(plan: Plan, policy: Policy, progress: Progress, outcome: Outc
             return _start_state(plan, policy, progress, progress.start or plan.start)
         decision = plan.next_state(outcome.node_id, evaluate=progress.evaluate, output=outcome.output,
                                    state=progress.state, input=progress.input, gate=outcome.gate)
-        step = (Step("end", status="success") if decision.action == "end"
+        step = (Step("end", status="success", reason=bounded(decision.reason)) if decision.action == "end"
                 else _start_state(plan, policy, progress, decision.node_id))
         return replace(step, decision=decision)
     # Only the finished node's successors can have become ready: read the statuses of those
@@ -207,4 +219,4 @@ def _with_status(progress: Progress, node_id: str, status: str) -> Progress:
 
 
 def _failed(reason: str) -> Step:
-    return Step("end", status="failed", reason=reason)
+    return Step("end", status="failed", reason=bounded(reason))

@@ -204,6 +204,7 @@ def evaluations_detail(request, evaluation_id: str = Path(..., pattern=ID_PATTER
 def evaluations_create(request, payload: EvaluationIn):
     require_role(request.user, AUTHOR, to="record evaluations")
     document = payload.model_dump(by_alias=True, exclude_none=True)
+    document["scores"]["accuracy"] = payload.scores.accuracy  # null says "not measured": kept, not left out
     evaluation = evaluations.evaluation_create(document=document, actor=request.user.get_username())
     return Status(201, selectors.evaluation_out(evaluation))
 

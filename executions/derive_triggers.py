@@ -77,7 +77,11 @@ def quality_issue(agent: Agent) -> Proposal | None:
     mean = sum(row["overall_score"] for row in rows) / len(rows)
     if mean >= settings.DERIVE_QUALITY_THRESHOLD:
         return None
-    means = {name: sum(row[name] for row in rows) / len(rows) for name in QUALITY_CONSTRAINTS}
+    means = {}
+    for name in QUALITY_CONSTRAINTS:  # of the evaluations that measured it (accuracy may not be)
+        measured = [row[name] for row in rows if row[name] is not None]
+        if measured:
+            means[name] = sum(measured) / len(measured)
     weakest = min(means, key=means.get)
     domains = _domains(agent)
     return Proposal(

@@ -83,14 +83,14 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
     expected = _expected_nodes(graph, runs)
     wall = graph.settings.max_wall_seconds
     elapsed = ((execution.completed_at or timezone.now()) - (execution.started_at or execution.created_at)).total_seconds()
+    run_failed = execution.status == Execution.Status.FAILED
     scored = score_run(expected=expected, runs=[_fact(run) for run in runs], checks=checks, verdict=verdict,
-                       elapsed_seconds=elapsed, wall_seconds=wall, policy=policy)
+                       elapsed_seconds=elapsed, wall_seconds=wall, policy=policy, run_failed=run_failed)
     if judge_problem:
         scored.feedback.append(judge_problem)
         scored.details["accuracy"]["judge_problem"] = judge_problem
     gate = graph.settings.quality_gate
     failures = gate_failures(scored.scores(), gate) if gate else []
-    run_failed = execution.status == Execution.Status.FAILED
     scored = _with_gate(scored, gate, failures, run_failed)
 
     try:
@@ -258,7 +258,8 @@ def _with_gate(scored: Scored, gate: dict | None, failures: list[dict], run_fail
         feedback.append("quality gate passed: " + ", ".join(f"{k} ≥ {v}" for k, v in gate.items()))
         return Scored(**{**scored.__dict__, "feedback": feedback, "details": details})
     feedback.append("quality gate failed: " + ", ".join(["the run failed"] * run_failed + [
-        f"{f['score']} {f['value']:.2f} < {f['minimum']}" for f in failures]))
+        f"{f['score']} not measured (minimum {f['minimum']})" if f["value"] is None
+        else f"{f['score']} {f['value']:.2f} < {f['minimum']}" for f in failures]))
     action = "revise" if scored.action == "approve" else scored.action
     return Scored(**{**scored.__dict__, "passed": False, "action": action, "feedback": feedback, "details": details})
 
@@ -377,7 +378,9 @@ def evaluation_create(*, document: dict[str, Any], actor: str = "") -> Evaluatio
 
 def _with_verdict(document: dict[str, Any]) -> dict[str, Any]:
     scores = document.get("scores")
-    if not (isinstance(scores, dict) and all(type(scores.get(name)) in (int, float) for name in SCORES)):
+    if not (isinstance(scores, dict) and "accuracy" in scores and all(
+            type(scores.get(name)) in (int, float) or (name == "accuracy" and scores[name] is None)
+            for name in SCORES)):
         return document  # the shape check names what is wrong with the scores
     policy = evaluation_policy()
     derived = verdict_of(scores, policy)
@@ -387,6 +390,6 @@ def _with_verdict(document: dict[str, Any]) -> dict[str, Any]:
             weights = ", ".join(f"{policy.weights[name]:g} × {name}" for name in SCORES)
             raise DocumentError(
                 f"{key} is {json.dumps(given)}, but the scores give {json.dumps(value)} (overall = {weights}, "
-                f"divided by the sum of the weights; pass from {policy.pass_score:g}; revise from "
-                f"{policy.revise_score:g}, reject below)", where=key)
+                f"divided by the sum of the weights, of the scores measured; pass from {policy.pass_score:g} "
+                f"when accuracy was measured; revise from {policy.revise_score:g}, reject below)", where=key)
     return {**document, **derived}

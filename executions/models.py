@@ -293,7 +293,8 @@ class Evaluation(models.Model):
     evaluation_id = models.CharField(max_length=100, unique=True, validators=[identifier])
     target_type = models.CharField(max_length=20, choices=TargetType.choices)
     target_id = models.CharField(max_length=100)
-    accuracy = models.FloatField()
+    accuracy = models.FloatField(null=True, blank=True, help_text="Null: not measured (the run had nothing "
+                                                                   "verifiable); `details` says so.")
     completeness = models.FloatField()
     efficiency = models.FloatField()
     overall_score = models.FloatField()

@@ -327,10 +327,14 @@ def gate_summary(gate: Any) -> dict[str, Any] | None:
     minimums = {name: value for name, value in _in_score_order(_dict(gate.get("gate"))) if _number(value) is not None}
     if not gate or not minimums:
         return None
+    # A failed score with no value was not measured: a gate is not passed on it.
     failed = [item for item in gate.get("failed") or [] if isinstance(item, dict)
-              and _number(item.get("value")) is not None and _number(item.get("minimum")) is not None]
+              and (item.get("value") is None or _number(item.get("value")) is not None)
+              and _number(item.get("minimum")) is not None]
     if failed or gate.get("run_failed") is True:
         parts = ["the run failed"] * (gate.get("run_failed") is True) + [
+            f"{_label(item.get('score'))} not measured (minimum {_minimum(item['minimum'])})"
+            if item.get("value") is None else
             f"{_label(item.get('score'))} {_below(item['value'], item['minimum'])} < {_minimum(item['minimum'])}"
             for item in failed]
         return {"passed": False, "text": "Quality gate failed: " + ", ".join(parts),
@@ -372,13 +376,18 @@ def evaluation_explained(evaluation: Evaluation) -> dict[str, Any]:
             parts.append((f"{passed} of {len(checks)} checks passed", passed / len(checks)))
         if judge_score is not None:
             parts.append((f"the judge's {_figure(judge_score)}", judge_score))
-        if len(parts) == 2:
+        failed = accuracy.get("failed")
+        if isinstance(failed, str) and failed:  # as engine.evaluation scores it: 0.0, whatever the checks
+            arithmetic = f"{failed}: 0.00, whatever the checks"
+        elif len(parts) == 2:
             arithmetic = (f"mean of {_figure(parts[0][1])} ({parts[0][0]}) and {parts[1][0]} = "
                           f"{_figure((parts[0][1] + parts[1][1]) / 2)}")
         elif parts:
             arithmetic = f"{parts[0][0]} = {_figure(parts[0][1])}"
-        else:
-            default = 0.0 if _strings(completeness.get("incomplete")) else 1.0  # as engine.evaluation scores it
+        elif evaluation.accuracy is None:
+            arithmetic = "nothing verifiable: not measured"
+        else:  # scored before accuracy could be left unmeasured
+            default = 0.0 if _strings(completeness.get("incomplete")) else 1.0
             arithmetic = f"nothing verifiable: {_figure(default)} by default (1.00 when every node completed, else 0.00)"
         sections["accuracy"] = {
             "checks": checks, "checks_passed": passed, "arithmetic": arithmetic,
@@ -386,6 +395,7 @@ def evaluation_explained(evaluation: Evaluation) -> dict[str, Any]:
                       "feedback": _strings(judge.get("feedback"))} if judge else None,
             "judge_problem": str(accuracy.get("judge_problem") or ""),
             "unverified": accuracy.get("unverified") is True,
+            "failed": failed if isinstance(failed, str) else "",
         }
 
     efficiency = _dict(details.get("efficiency"))
@@ -413,7 +423,7 @@ def evaluation_explained(evaluation: Evaluation) -> dict[str, Any]:
         scores = {"accuracy": evaluation.accuracy, "completeness": evaluation.completeness,
                   "efficiency": evaluation.efficiency}
         rows = [{"score": name, "weight": weight, "value": scores[name], "product": weight * scores[name]}
-                for name, weight in weights.items() if name in scores]
+                for name, weight in weights.items() if scores.get(name) is not None]  # of the scores measured
         total = sum(row["weight"] for row in rows)
         arithmetic = ""
         if rows and total:

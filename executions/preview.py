@@ -110,7 +110,8 @@ def node_context_plan(*, workflow, node_id: str, outputs: dict[str, Any] | None 
                             f"counted: {error}", where=f"nodes[{node.node_id}]") from None
     skipped = _Skipped()
     references = list(node.input_mapping.get("data_references", []))
-    items = prompt_items(agent) + named_inputs(node, {"input": input, "state": state, "nodes": outputs})
+    named, missing = named_inputs(node, {"input": input, "state": state, "nodes": outputs})
+    items = prompt_items(agent) + named
     compressed = None
     if node.compress:
         items, references, compressed = _compress_dependencies(node, graph.plan, outputs, references, items, agent, skipped)
@@ -131,7 +132,7 @@ def node_context_plan(*, workflow, node_id: str, outputs: dict[str, Any] | None 
                                     items=items, messages=messages)
     except ResolutionAborted as aborted:
         plan.update(outcome="would_abort", context_management=None, resolved_inputs=[],
-                    resolution_failures=aborted.failures, batch_count=0)
+                    resolution_failures=missing + aborted.failures, batch_count=0)
     except InstructionsTooLarge as error:  # a run would fail with its code: say why
         raise DocumentError(f"node '{node.node_id}' cannot run: {error.code}: {error}",
                             where=f"nodes[{node.node_id}]") from None
@@ -151,7 +152,7 @@ def node_context_plan(*, workflow, node_id: str, outputs: dict[str, Any] | None 
     else:
         plan.update(outcome="ready", context_management=assembly.record,
                     resolved_inputs=[bounded(report.as_dict()) for report in assembly.inputs],
-                    resolution_failures=assembly.failures, batch_count=assembly.batch_count)
+                    resolution_failures=missing + assembly.failures, batch_count=assembly.batch_count)
     plan["cost_estimate"] = _cost_estimate(agent, assembly if plan["outcome"] == "ready" else None)
     plan["model_calls_skipped"] = _model_calls(plan["batch_count"], skipped, agent, node)
     plan["waits_skipped_seconds"] = skipped.wait_seconds

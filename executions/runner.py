@@ -23,11 +23,10 @@ from executions.context import assemble_node_context
 from engine import compression
 from engine.context.batching import aggregate
 from engine.context.errors import RefError
-from engine.context.resolution import NOT_READY, ResolutionAborted, select_path
+from engine.context.resolution import NOT_READY, ResolutionAborted, Resolver, Sources
 from engine.context.trimming import InstructionsTooLarge
 from engine.errors import EngineError
 from engine.json_schema import SchemaValidator
-from engine.jsonpath import PathError
 from engine.scheduling import Plan
 from engine.tokens import TokenCounter, UnknownEncoding, check_encoding
 from executions.models import NodeRun
@@ -76,7 +75,8 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
 
     node_input = dict(node.input_mapping)
     references = list(node_input.get("data_references", []))
-    items = prompt_items(agent) + named_inputs(node, scope)
+    named, missing = named_inputs(node, scope)
+    items = prompt_items(agent) + named
     if node.compress:
         items, references, record["compression"] = compress_dependencies(node, plan, outputs, references, items, agent)
     messages = [{"kind": "state", "data": execution.state}] if execution.state else []
@@ -98,10 +98,10 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
         )
     except ResolutionAborted as aborted:
         raise NodeFailure(str(aborted), code=aborted.failure.error_code, retryable=False,
-                          record={"resolution_failures": aborted.failures}) from None
+                          record={"resolution_failures": missing + aborted.failures}) from None
     except InstructionsTooLarge as error:  # another attempt would meet the same limit
         raise NodeFailure(str(error), code=error.code, retryable=False, details=error.details) from None
-    record.update(context_record=assembly.record, resolution_failures=assembly.failures,
+    record.update(context_record=assembly.record, resolution_failures=missing + assembly.failures,
                   resolved_inputs=[bounded(report.as_dict()) for report in assembly.inputs])
 
     system_prompt = (agent.prompt_config or {}).get("system_prompt", "")
@@ -209,21 +209,25 @@ def prompt_items(agent) -> list[dict]:
     return items
 
 
-def named_inputs(node: Node, scope: dict) -> list[dict]:
+def named_inputs(node: Node, scope: dict) -> tuple[list[dict], list[dict]]:
     """input_mapping's other keys: a JSONPath over the run (`$.input…`, `$.state…`,
-    `$.nodes.<id>…`) or a constant, passed as an inline item under its name."""
-    items = []
+    `$.nodes.<id>…`) or a constant, passed as an inline item under its name; and the
+    resolution failure of each path that selects nothing (the run has no such input, or
+    not yet: state before the first review), which is left out."""
+    items, failures = [], []
+    resolver = Resolver(Sources())
     for name, value in node.input_mapping.items():
         if name in ("data_references", "transfer_config"):
             continue
         if isinstance(value, str) and value.startswith("$"):
-            try:
-                value = select_path(scope, value)
-            except (RefError, PathError):
-                value = None  # an input the run does not have yet (e.g. state before the first review)
+            resolved = resolver.resolve_named(name, value, scope)
+            failures += [failure.as_dict() for failure in resolved.failures]
+            if resolved.skipped:
+                continue
+            value = resolved.data
         if value is not None:
             items.append({"name": name, "content": value, "priority": 1})
-    return items
+    return items, failures
 
 
 def compress_dependencies(node, plan, outputs, references, items, agent):

@@ -153,7 +153,9 @@ class ExecutionSummaryOut(Schema):
     status: ExecutionStatus
     started_at: str | None
     completed_at: str | None
-    ended_reason: str = Field(..., description="which limit or error ended the run; empty while it runs or on success")
+    ended_reason: str = Field(..., description="which limit or error ended the run (a failed node: its code and "
+                                               "message), or which node ended a state machine and why; empty while "
+                                               "it runs or when a seq, par or dag succeeds")
     created_at: str
     created_by: str | None
     cost: str = Field(..., description="USD, exact")
@@ -386,7 +388,7 @@ class ComparisonQuery(Schema):
 
 class ComparedScores(Schema):
     evaluation_id: str
-    accuracy: float
+    accuracy: float | None = Field(..., description="null: not measured")
     completeness: float
     efficiency: float
     overall_score: float
@@ -529,7 +531,8 @@ class ComparisonOut(Schema):
 # -- evaluations --------------------------------------------------------------------------
 
 class Scores(Shape):
-    accuracy: Unit
+    accuracy: Unit | None = Field(..., description="null: not measured (nothing in the run could be verified); the "
+                                                   "overall score is then of the other two, and it does not pass")
     completeness: Unit
     efficiency: Unit
 

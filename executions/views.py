@@ -243,7 +243,8 @@ class EvaluationForm(forms.Form):
 
     target_type = forms.ChoiceField(label="Of", choices=Evaluation.TargetType.choices)
     target_id = forms.CharField(label="Id", max_length=100, help_text="an execution, agent or workflow id")
-    accuracy = forms.FloatField(min_value=0, max_value=1)
+    accuracy = forms.FloatField(min_value=0, max_value=1, required=False,
+                                help_text="empty: not measured (the evaluation then does not pass)")
     completeness = forms.FloatField(min_value=0, max_value=1)
     efficiency = forms.FloatField(min_value=0, max_value=1)
     feedback = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}), help_text="one point a line")

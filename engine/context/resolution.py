@@ -20,6 +20,8 @@ from engine.jsonpath import PathError, compile_path, find_nodes
 
 NOT_READY = object()
 """What a task-output source returns for a task that has not finished yet."""
+NAMED_INPUT = "input_mapping"
+"""The `ref_type` a failure of a named input (a JSONPath in a node's input_mapping) records."""
 
 
 @dataclass
@@ -230,6 +232,23 @@ class Resolver:
             if self.clock() >= deadline:
                 raise RefError(errors.REF_TIMEOUT, f"task '{task_id}' did not complete within {self.wait_timeout_s:g} s")
             self.sleep(self.poll_s)
+
+    # -- a named input ---------------------------------------------------------------------
+
+    def resolve_named(self, name: str, path: str, scope: dict) -> Resolved:
+        """An input_mapping key that names a JSONPath over the run (`scope`: its input, state
+        and the nodes' outputs). A path that selects nothing is REF_NOT_FOUND, as it is for a
+        reference, with §3.2's default handling (a named input has no fallback_config, so
+        `skip`): the input is left out and the failure recorded. Its `ref_type` is
+        `input_mapping`: it is not one of §2's references, and says where it was written."""
+        resolved = Resolved()
+        try:
+            return _with(resolved, select_path(scope, path))
+        except RefError as error:
+            if error.code == errors.REF_NOT_FOUND:
+                error = RefError(errors.REF_NOT_FOUND, f"path '{path}' selects nothing in this run")
+            reference = {"ref_type": NAMED_INPUT, "path": path}
+            return self._fall_back(reference, name, error, default_strategy(error, {}), 1, {}, resolved)
 
     # -- a whole reference -------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from engine.context.errors import RefError
 from engine.context.resolution import select_path
 from engine.replay import ROUND_STARTS
 from engine.scheduling import Plan
-from engine.steps import Outcome, Policy, Progress, Step, next_step, wall_time_exceeded
+from engine.steps import Outcome, Policy, Progress, Step, bounded, next_step, wall_time_exceeded
 from executions.models import Execution, NodeRun
 from executions.runner import latest_outputs, needed_outputs
 from executions.services.graph import Graph, execution_graph
@@ -245,7 +245,7 @@ def mapped_state(state: dict, node, output) -> dict:
 
 def _end(execution: Execution, status: str, reason: str) -> None:
     now = timezone.now()
-    change_status(execution, Execution.STATES, status, completed_at=now, ended_reason=reason, escalation=None,
+    change_status(execution, Execution.STATES, status, completed_at=now, ended_reason=bounded(reason), escalation=None,
                   **_unpaused(execution, now))
     if status != Execution.Status.SUCCESS:
         transition_all(execution.node_runs, (NodeRun.Status.PENDING, NodeRun.Status.WAITING), NodeRun.Status.CANCELLED,

@@ -1402,10 +1402,13 @@
     const minimums = Object.entries((gate && gate.gate) || {}).filter(([, value]) => typeof value === "number")
       .sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b));
     if (!minimums.length) return null;
-    const failed = (gate.failed || []).filter((item) => item && typeof item.value === "number" && typeof item.minimum === "number");
+    // A failed score with no value was not measured: a gate is not passed on it.
+    const failed = (gate.failed || []).filter((item) => item && (typeof item.value === "number" || item.value === null)
+      && typeof item.minimum === "number");
     if (failed.length || gate.run_failed === true) { // a run that failed never meets its gate
-      const parts = failed.map((item) =>
-        `${SCORE_LABELS[item.score] || item.score} ${belowText(item.value, item.minimum)} < ${minimumText(item.minimum)}`);
+      const parts = failed.map((item) => item.value === null
+        ? `${SCORE_LABELS[item.score] || item.score} not measured (minimum ${minimumText(item.minimum)})`
+        : `${SCORE_LABELS[item.score] || item.score} ${belowText(item.value, item.minimum)} < ${minimumText(item.minimum)}`);
       if (gate.run_failed === true) parts.unshift("the run failed");
       return { passed: false, text: "Quality gate failed: " + parts.join(", ") };
     }

@@ -17,13 +17,20 @@
   function decisionBlock(decision) {
     const next = decision.action === "end" ? el("strong", {}, "end of the run")
       : el("span", {}, "node ", el("strong", { class: "mono" }, decision.node_id || "?"));
+    const taken = decision.transition !== null && decision.transition !== undefined;
     return el("div", { class: "decision" },
-      el("p", {}, "→ ", next, decision.transition !== null && decision.transition !== undefined ? ` by transition #${decision.transition}` : "",
-        decision.condition ? el("span", {}, " when ", el("code", {}, decision.condition), " = ", el("strong", {}, String(decision.condition_value))) : " (no condition)"),
+      el("p", {}, "→ ", next, taken ? ` by transition #${decision.transition}` : "",
+        decision.condition ? el("span", {}, " when ", el("code", {}, decision.condition), " = ", el("strong", {}, String(decision.condition_value)))
+          : taken ? " (no condition)" : ""),
+      // An end says which node ended the run and why (no transition matched, none leaves it, on_success end).
+      decision.reason ? el("p", { class: "small decision-reason" }, decision.reason) : null,
       (decision.evaluated || []).length ? el("table", { class: "compact" },
         el("thead", {}, el("tr", {}, el("th", {}, "Transition"), el("th", {}, "Condition"), el("th", {}, "Value"))),
         el("tbody", {}, decision.evaluated.map((item) => el("tr", { class: item.value ? "taken" : "" },
-          el("td", {}, `#${item.transition}`), el("td", {}, el("code", {}, item.condition || "(always)")),
+          el("td", {}, `#${item.transition}`),
+          el("td", {}, el("code", {}, item.condition || "(always)"),
+            (item.missing || []).length ? el("div", { class: "muted small condition-missing" },
+              "read as null, not there: ", item.missing.join(", ")) : ""),
           el("td", {}, el("strong", { class: item.value ? "ok-text" : "muted" }, String(item.value))))))) : null);
   }
 

@@ -250,6 +250,20 @@ def test_it_lists_the_paths_it_reads() -> None:
     assert parse_condition("1 == 1").paths() == []
 
 
+def test_it_names_the_paths_it_read_that_are_not_there() -> None:
+    missing: list[str] = []
+    assert evaluate_condition("state.rounds < input.max_rounds or output.score > $.nope", output=OUTPUT,
+                              state={"rounds": 1}, input={}, missing=missing) is False
+    assert missing == ["input.max_rounds", "$.nope"]
+    # A key that is there with null is there; a branch never evaluated reads nothing.
+    missing = []
+    assert evaluate_condition("state.x == null or input.never", state={"x": None}, missing=missing) is True
+    assert missing == []
+    missing = []
+    evaluate_condition("output.items.7 == output.label.length", output=OUTPUT, missing=missing)
+    assert missing == ["output.items.7", "output.label.length"]
+
+
 # ---------------------------------------------------------------------- functions
 
 

@@ -1,7 +1,7 @@
 """The pure scorer: each formula on facts small enough to check by hand."""
 import pytest
 
-from engine.evaluation import Check, Policy, RunFact, Verdict, aggregate, gate_failures, score_run
+from engine.evaluation import Check, Policy, RunFact, Verdict, aggregate, gate_failures, score_run, verdict_of
 
 BUDGET = 1000
 
@@ -10,9 +10,10 @@ def run(node_id, status="success", agent="a", tokens=100, **extra):
     return RunFact(node_id=node_id, agent_id=agent, status=status, tokens=tokens, token_budget=BUDGET, **extra)
 
 
-def score(runs, checks=(), verdict=None, expected=("x", "y"), elapsed=0.0, wall=100.0, policy=Policy()):
+def score(runs, checks=(), verdict=None, expected=("x", "y"), elapsed=0.0, wall=100.0, policy=Policy(),
+          run_failed=False):
     return score_run(expected=list(expected), runs=list(runs), checks=list(checks), verdict=verdict,
-                     elapsed_seconds=elapsed, wall_seconds=wall, policy=policy)
+                     elapsed_seconds=elapsed, wall_seconds=wall, policy=policy, run_failed=run_failed)
 
 
 def test_it_scores_a_clean_run_by_the_written_formulas():
@@ -50,11 +51,15 @@ def test_it_averages_the_checks_with_the_judge():
     assert scored.details["accuracy"]["judge"]["score"] == 0.5
 
 
-def test_it_says_when_nothing_could_be_verified():
-    scored = score([run("x"), run("y")])
-    assert scored.accuracy == 1.0
-    assert scored.details["accuracy"]["unverified"] is True
-    assert any("nothing verifiable" in line for line in scored.feedback)
+def test_it_says_accuracy_was_not_measured_when_nothing_could_be_verified_and_passes_nothing_on_it():
+    scored = score([run("x"), run("y")], elapsed=10)
+    assert scored.accuracy is None and scored.scores()["accuracy"] is None
+    assert scored.details["accuracy"]["unverified"] is True and scored.details["accuracy"]["measured"] is False
+    assert ("accuracy: not measured — nothing verifiable in this run (no contract, verified answer or judge); the "
+            "overall score is of what was measured, and the run does not pass on it") in scored.feedback
+    # completeness 1.0 and efficiency 0.9, by their weights (0.4, 0.2) alone
+    assert scored.overall_score == pytest.approx((0.4 * 1 + 0.2 * 0.9) / 0.6, abs=1e-4)
+    assert (scored.passed, scored.action) == (False, "revise")
 
 
 def test_it_charges_every_attempt_against_the_budget_of_the_expected_nodes():
@@ -67,8 +72,8 @@ def test_it_charges_every_attempt_against_the_budget_of_the_expected_nodes():
 
 def test_it_decides_pass_and_action_from_the_thresholds():
     policy = Policy(weights={"accuracy": 1, "completeness": 1, "efficiency": 1}, pass_score=0.9, revise_score=0.5)
-    half = score([run("x"), run("y", "failed")], checks=[Check("contract", True)], policy=policy,
-                 elapsed=100)  # (1 + 0.5 + 0.45) / 3
+    half = score([run("x"), run("y")], checks=[Check("contract", True), Check("verified answer", False)],
+                 policy=policy, elapsed=100)  # (0.5 + 1 + 0.45) / 3
     assert half.overall_score == pytest.approx(0.65)
     assert (half.passed, half.action) == (False, "revise")
     none = score([run("x", "failed"), run("y", "failed")], checks=[Check("contract", False)], policy=policy, elapsed=100)
@@ -97,5 +102,34 @@ def test_it_names_the_scores_below_a_gate():
 def test_it_does_not_take_a_failed_run_with_nothing_verifiable_as_accurate():
     scored = score([run("x"), run("y", status="failed")])
     assert scored.accuracy == 0.0 and scored.details["accuracy"]["unverified"] is True
-    assert "accuracy: nothing verifiable in this run (no contract, verified answer or judge): 0.0, since not every " \
-           "node completed" in scored.feedback
+    assert "accuracy: 0.0, since not every node completed: what failed is never scored as accurate nor " \
+           "approved" in scored.feedback
+
+
+def test_a_failed_run_is_never_accurate_nor_approved_whatever_its_topology():
+    generous = Policy(pass_score=0.1, revise_score=0.05)
+    # A state machine past max_steps: every node it entered completed, and its checks held.
+    looped = score([run("x"), run("y")], checks=[Check("contract", True)], run_failed=True, policy=generous)
+    # A par with a failed node: the same rule, not a default of its own.
+    par = score([run("x"), run("y", "failed")], checks=[Check("contract", True)], run_failed=True, policy=generous)
+    for scored in (looped, par):
+        assert scored.accuracy == 0.0 and scored.passed is False and scored.action == "revise"
+    assert looped.completeness == 1.0 and looped.details["accuracy"]["failed"] == "the run failed"
+    assert "accuracy: 0.0, since the run failed: what failed is never scored as accurate nor approved" in \
+        looped.feedback
+    assert score([run("x"), run("y")], checks=[Check("contract", True)], policy=generous).passed is True
+
+
+def test_it_fails_a_gate_on_a_score_nobody_measured_and_leaves_it_out_of_means():
+    scores = {"accuracy": None, "completeness": 1.0, "efficiency": 0.9, "overall_score": 0.97}
+    assert gate_failures(scores, {"accuracy": 0.5, "completeness": 1.0}) == [
+        {"score": "accuracy", "value": None, "minimum": 0.5}]
+    assert verdict_of({"accuracy": None, "completeness": 1.0, "efficiency": 1.0}, Policy()) == {
+        "overall_score": 1.0, "pass": False, "action": "revise"}
+    rows = [{"evaluation_id": "e2", "accuracy": None, "completeness": 1.0, "efficiency": 1.0, "overall_score": 1.0},
+            {"evaluation_id": "e1", "accuracy": 0.5, "completeness": 1.0, "efficiency": 1.0, "overall_score": 0.8}]
+    combined = aggregate(rows)
+    assert combined.accuracy == 0.5 and combined.overall_score == 0.9 and combined.passed is True
+    assert "accuracy not measured in 1 of 2, left out of its mean" in combined.feedback
+    never = aggregate(rows[:1])
+    assert never.accuracy is None and (never.passed, never.action) == (False, "revise")

@@ -56,6 +56,22 @@ def test_it_ends_on_end_or_when_no_transition_holds():
                                                                       "value": False}]
 
 
+def test_it_says_which_node_ended_a_state_machine_and_why():
+    plan = Plan("state_machine", ["a", "b"], transitions=[
+        {"from": "a", "to": "b", "condition": "output.ok"},
+        {"from": "a", "to": "a", "condition": "state.rounds < input.max_rounds"}])
+    stop = plan.next_state("a", evaluate=evaluate_condition, output={"ok": False}, state={"rounds": 1}, input={})
+    assert stop.action == "end"
+    assert stop.reason == ("node 'a' ended the run: no transition matched (#0, #1 were false); the conditions "
+                           "read fields that are not there: input.max_rounds")
+    assert stop.as_dict()["evaluated"][1] == {"transition": 1, "condition": "state.rounds < input.max_rounds",
+                                              "value": False, "missing": ["input.max_rounds"]}
+    assert stop.as_dict()["reason"] == stop.reason
+    last = plan.next_state("b", evaluate=evaluate_condition, output={}, state={}, input={})
+    assert last.reason == "node 'b' ended the run: it has no outgoing transition"
+    assert decide("compliance", {}, {}).reason == "node 'compliance' ended the run: transition #4 says on_success end"
+
+
 def test_it_reads_the_failure_action_of_a_node():
     plan = Plan("state_machine", ["draft", "review", "publish"], transitions=TRANSITIONS)
     assert (plan.failure_action("publish"), plan.failure_action("draft")) == ("abort", "escalate")

@@ -126,6 +126,20 @@ def test_with_no_one_to_escalate_to_the_run_fails_naming_the_node_and_code():
     assert step == Step("end", status="failed", reason="node 'a' failed: NODE_TIME_LIMIT")
 
 
+def test_a_run_that_fails_at_a_node_says_what_the_node_said():
+    store = Store()
+    failed = store.add("solve", "failed", agent=7)
+    why = "the run gives no problem: its input needs `numbers` (e.g. [4, 9, 10, 13]) or `problem` (a text)"
+    step = next_step(Plan("seq", ["solve"]), Policy(), store.progress(),
+                     outcome(failed, error_code="INVALID_INPUT", error=why, retryable=False))
+    assert step == Step("end", status="failed", reason=f"node 'solve' failed: INVALID_INPUT: {why}")
+    aborted = next_step(Plan("seq", ["solve"], transitions=[{"from": "solve", "to": "solve", "on_failure": "abort"}]),
+                        Policy(), store.progress(), outcome(failed, error_code="E", error="<b>x</b>"))
+    assert aborted.reason == "node 'solve' failed (E); on_failure is abort: <b>x</b>"
+    long = next_step(Plan("seq", ["solve"]), Policy(), store.progress(), outcome(failed, error_code="E", error="x" * 300))
+    assert len(long.reason) == 200 and long.reason.startswith("node 'solve' failed: E: xx") and long.reason.endswith("…")
+
+
 def test_abort_fails_the_run_at_once_whatever_the_retries():
     plan = Plan("dag", ["a", "b"], [("a", "b")], [{"from": "a", "to": "b", "on_failure": "abort"}])
     store = Store()
@@ -149,7 +163,7 @@ def test_a_state_machine_records_the_transition_it_took_with_each_condition():
     review = store.add("review", "success")
     step = next_step(plan, Policy(), store.progress(), outcome(review, output={"score": 8}))
     assert step.nodes == ("publish",)
-    assert [(i, value) for i, _, value in step.decision.evaluated] == [(0, False), (1, True)]
+    assert [(i, value) for i, _, value, _ in step.decision.evaluated] == [(0, False), (1, True)]
 
 
 def test_a_state_machine_that_loops_stops_at_max_steps():
@@ -342,13 +356,15 @@ def test_a_state_machine_follows_the_first_transition_that_holds_and_stops_at_ma
         step = next_step(plan, Policy(max_steps=max_steps), store.progress(), outcome(run, output={"n": n}))
         expected = expected_transition(plan, node_id, n)
         if expected is None:
-            assert step == Step("end", status="success") and step.decision.transition is None
+            assert (step.action, step.status, step.decision.transition) == ("end", "success", None)
+            assert step.reason.startswith(f"node '{node_id}' ended the run: ")
             break
         assert plan.transitions[step.decision.transition] is expected
-        values = [value for _, _, value in step.decision.evaluated]
+        values = [value for _, _, value, _ in step.decision.evaluated]
         assert values[-1] is True and not any(values[:-1])
         if expected["on_success"] == "end":
-            assert step == Step("end", status="success")
+            assert step == Step("end", status="success", reason=f"node '{node_id}' ended the run: transition "
+                                                                f"#{step.decision.transition} says on_success end")
         elif len(store.runs) >= max_steps:
             assert step.reason == f"max_steps: the run reached its bound of {max_steps} steps"
         else:

@@ -88,6 +88,53 @@ def test_it_marks_a_run_that_misses_its_gate_and_names_the_score():
     assert "compliance" in evaluation.details["completeness"]["incomplete"]
 
 
+def test_a_state_machine_that_failed_on_max_steps_is_neither_accurate_nor_approved():
+    def loop_forever(document):
+        document["limits"]["max_steps"] = 4
+        document["transitions"][1]["condition"] = "true"
+
+    edit_workflow("release_review", loop_forever)
+    execution = run("release_review", topic="loop")
+    assert (execution.status, execution.ended_reason) == ("failed", "max_steps: the run reached its bound of 4 steps")
+    evaluation = execution_evaluate(execution_pk=execution.pk)
+    assert evaluation.completeness == 1.0  # every node it entered completed
+    assert evaluation.accuracy == 0.0 and evaluation.details["accuracy"]["failed"] == "the run failed"
+    assert evaluation.passed is False and evaluation.action != "approve"
+    assert "accuracy: 0.0, since the run failed: what failed is never scored as accurate nor approved" in \
+        evaluation.feedback
+
+
+def test_a_run_with_nothing_verifiable_says_accuracy_was_not_measured_and_passes_no_gate_on_it(api):
+    edit_workflow("parallel_analysis", lambda document: document["evaluation"].update(
+        judge_agent=None, quality_gate={"accuracy": 0.5, "completeness": 1.0}))
+    execution = run("parallel_analysis")  # no repository: nothing anyone checks says so
+    assert execution.status == "success"
+    evaluation = execution_evaluate(execution_pk=execution.pk)
+    assert evaluation.accuracy is None and evaluation.details["accuracy"]["measured"] is False
+    assert evaluation.overall_score < 0.9999 and evaluation.overall_score == pytest.approx(
+        (0.4 * evaluation.completeness + 0.2 * evaluation.efficiency) / 0.6, abs=1e-4)
+    assert evaluation.passed is False and evaluation.action == "revise"
+    execution.refresh_from_db()
+    assert execution.quality_gate["passed"] is False
+    assert execution.quality_gate["failed"] == [{"score": "accuracy", "value": None, "minimum": 0.5}]
+    assert "quality gate failed: accuracy not measured (minimum 0.5)" in evaluation.feedback
+    parts = Evaluation.objects.filter(execution=execution, target_type="agent")
+    assert parts.count() == 4 and set(parts.values_list("accuracy", flat=True)) == {None}
+    aggregate = Evaluation.objects.get(method="aggregate", target_type="workflow", target_id="parallel_analysis")
+    assert aggregate.accuracy is None and aggregate.passed is False
+
+    shown = api.viewer.get(f"/api/evaluations/{evaluation.evaluation_id}").json()
+    assert shown["scores"]["accuracy"] is None and shown["pass"] is False
+    exported = api.viewer.get(f"/api/evaluations/{evaluation.evaluation_id}").json()
+    document = {key: exported[key] for key in ("target_type", "target_id", "scores", "overall_score", "pass",
+                                                "feedback", "action")}
+    recorded = api.author.post("/api/evaluations", {**document, "evaluation_id": "by_hand_unmeasured"})
+    assert recorded.status_code == 201, recorded.json()
+    assert Evaluation.objects.get(evaluation_id="by_hand_unmeasured").accuracy is None
+    claimed = api.author.post("/api/evaluations", {**document, "pass": True, "action": "approve"})
+    assert claimed.status_code == 422 and "pass is true, but the scores give false" in claimed.json()["message"]
+
+
 def test_it_checks_a_game_of_24_answer_again_with_exact_arithmetic():
     good = run("game24", numbers=[4, 9, 10, 13])
     evaluation = execution_evaluate(execution_pk=good.pk)
@@ -167,7 +214,9 @@ def test_it_reports_a_judge_that_answers_out_of_shape_and_relies_on_the_checks(s
     evaluation = execution_evaluate(execution_pk=execution.pk)
     assert evaluation.details["accuracy"]["judge"] is None
     assert evaluation.details["accuracy"]["judge_problem"].startswith("judge Judge answered in another shape")
-    assert evaluation.accuracy == 1.0 and evaluation.details["accuracy"]["unverified"] is True
+    # No contract in this workflow and no verdict: accuracy was not measured, and nothing passes on it.
+    assert evaluation.accuracy is None and evaluation.details["accuracy"]["unverified"] is True
+    assert (evaluation.passed, evaluation.action) == (False, "revise")
 
 
 def test_it_refreshes_an_aggregate_when_a_person_adds_an_evaluation(api):

@@ -260,7 +260,7 @@ def test_a_rejection_with_nowhere_to_go_fails_the_run_naming_who_and_why():
     execution = decide(execution, "reject", max_, node_id="marketing", comment="not this week")
 
     assert execution.status == "failed"
-    assert execution.ended_reason == "node 'marketing' failed: GATE_REJECTED"
+    assert execution.ended_reason == "node 'marketing' failed: GATE_REJECTED: rejected by max: not this week"
     assert execution.node_runs.filter(node_id="marketing").count() == 1  # never retried, never the fallback's
     assert gate_of(execution, "legal").status == "cancelled"
 

@@ -34,11 +34,32 @@ def test_it_leaves_a_node_without_a_contract_alone(chain):
     check_contracts(workflow.nodes.get(node_id="task_vault_001"), graph.plan, "anything", {}, graph.contracts)
 
 
-def test_it_reads_named_inputs_from_the_run_and_skips_what_is_not_there_yet(chain):
+def test_it_reads_named_inputs_from_the_run_and_records_what_is_not_there_yet(chain):
     workflow, _ = chain
     node = Workflow.objects.get(workflow_id="release_review").nodes.get(node_id="draft")
-    items = named_inputs(node, {"input": {"topic": "v2"}, "state": {}, "nodes": {}})
+    items, failures = named_inputs(node, {"input": {"topic": "v2"}, "state": {}, "nodes": {}})
     assert items == [{"name": "topic", "content": "v2", "priority": 1}]
+    assert [(f["input"], f["path"], f["error_code"], f["fallback_strategy"]) for f in failures] == [
+        ("feedback", "$.state.feedback", "REF_NOT_FOUND", "skip")]
+
+
+def test_a_run_missing_an_input_its_nodes_map_records_the_reference_that_selected_nothing(in_process, api):
+    from executions.services import execution_start
+    from tests.executions.conftest import drain
+
+    execution = drain(execution_start(workflow=Workflow.objects.get(workflow_id="parallel_analysis"), input={}))
+    task_a = execution.node_runs.get(node_id="task_a")
+    [failure] = task_a.resolution_failures
+    assert failure | {"timestamp": None} == {
+        "ref_type": "input_mapping", "path": "$.input.repository", "input": "repository",
+        "error_code": "REF_NOT_FOUND", "error_message": "path '$.input.repository' selects nothing in this run",
+        "fallback_strategy": "skip", "fallback_value": None, "attempts": 1, "timestamp": None}
+    assert "repository" not in {item["name"] for item in task_a.resolved_inputs}
+    shown = api.viewer.get(f"/api/executions/{execution.execution_id}/node-runs/{task_a.pk}").json()
+    assert shown["resolution_failures"] == task_a.resolution_failures
+    with_it = drain(execution_start(workflow=Workflow.objects.get(workflow_id="parallel_analysis"),
+                                    input={"repository": "acme"}))
+    assert with_it.node_runs.get(node_id="task_a").resolution_failures == []
 
 
 def test_it_turns_outputs_into_lines_for_compression():

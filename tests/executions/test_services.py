@@ -196,6 +196,30 @@ def test_it_skips_or_aborts_a_failed_node_as_its_transition_says():
     assert execution.status == "failed" and "on_failure is abort" in execution.ended_reason
 
 
+def test_a_state_machine_that_no_transition_takes_further_says_where_it_ended_and_what_was_missing(api):
+    def bounded_by_the_input(document):
+        back, forward = document["transitions"][1:3]
+        back["condition"] = "output.verdict == 'revise' and state.rounds < input.max_rounds"
+        forward["condition"] = "output.verdict == 'accept'"
+
+    edit_workflow("release_review", bounded_by_the_input)
+    execution = drain(start("release_review", topic="v2"))  # no max_rounds
+    assert [run.node_id for run in execution.node_runs.order_by("sequence")] == ["draft", "review"]
+    assert execution.status == "success"
+    assert execution.ended_reason == ("node 'review' ended the run: no transition matched (#1, #2 were false); "
+                                      "the conditions read fields that are not there: input.max_rounds")
+    review = execution.node_runs.get(node_id="review")
+    assert review.decision["action"] == "end" and review.decision["reason"] == execution.ended_reason
+    assert review.decision["evaluated"] == [
+        {"transition": 1, "condition": "output.verdict == 'revise' and state.rounds < input.max_rounds",
+         "value": False, "missing": ["input.max_rounds"]},
+        {"transition": 2, "condition": "output.verdict == 'accept'", "value": False}]
+    record = api.viewer.get(f"/api/executions/{execution.execution_id}").json()
+    assert record["ended_reason"] == execution.ended_reason
+    shown = api.viewer.get(f"/api/executions/{execution.execution_id}/node-runs/{review.pk}").json()
+    assert shown["decision"]["evaluated"][0]["missing"] == ["input.max_rounds"]
+
+
 def test_it_passes_short_upstream_outputs_through_compression_unchanged():
     import_documents([{
         "workflow_id": "short_compress", "name": "Short compress", "topology": "dag",

@@ -137,6 +137,23 @@ def test_it_fails_a_run_whose_problem_or_settings_it_cannot_use(input, code, mes
     assert message in run.error
 
 
+def test_a_run_that_fails_says_what_its_node_said_in_its_reason_api_and_header(api, client):
+    execution = solve()
+    assert execution.ended_reason == (
+        "node 'solve' failed: INVALID_INPUT: the run gives no problem: its input needs `numbers` "
+        "(e.g. [4, 9, 10, 13]) or `problem` (a text)")
+    record = api.viewer.get(f"/api/executions/{execution.execution_id}").json()
+    assert record["ended_reason"] == execution.ended_reason
+
+    marked_up = solve(numbers=["<b>nine</b>"])
+    assert "got [\"<b>nine</b>\"]" in marked_up.ended_reason
+    client.force_login(api.viewer.user)
+    page = client.get(f"/executions/{marked_up.execution_id}/").content.decode()
+    header = page[page.index('id="run-ended-reason"'):]
+    assert "INVALID_INPUT: numbers must be a list of whole numbers" in header[:600]
+    assert "&lt;b&gt;nine&lt;/b&gt;" in header[:600] and "<b>nine" not in page
+
+
 def test_it_names_role_agents_that_do_not_exist():
     document = json.loads(json.dumps(GAME24))
     document.update(workflow_id="game24_broken", name="broken")

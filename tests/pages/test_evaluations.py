@@ -279,6 +279,24 @@ def test_it_explains_a_computed_evaluation_of_a_real_run(api, demo, no_tasks, dj
 
 
 @pytest.mark.django_db(transaction=True)
+def test_it_shows_an_accuracy_nobody_measured_as_not_measured_and_the_overall_of_the_rest(api, demo, no_tasks):
+    evaluation_ = evaluated_run("parallel_analysis", gate={"accuracy": 0.5}, repository="acme")  # no judge, no contract
+    assert evaluation_.accuracy is None
+    viewer = signed_in(api.viewer.user)
+    page = viewer.get(f"/evaluations/{evaluation_.evaluation_id}/").content.decode()
+    assert 'title="accuracy: not measured"' in page and 'class="scorebar-value muted">not measured<' in page
+    assert "nothing verifiable: not measured" in page and 'id="unverified"' in page
+    assert "accuracy was not measured: the overall score is of completeness and efficiency alone" in page
+    assert re.search(r"\(0\.40 × 1\.00 \+ 0\.20 × 0\.\d\d\) / 0\.60 = [01]\.\d\d", page)
+    assert "Quality gate failed: accuracy not measured (minimum 0.50)" in page
+    assert "did not pass" in page and '<strong id="evaluation-action">revise</strong>' in page
+    run_page = viewer.get(f"/executions/{evaluation_.target_id}/").content.decode()
+    assert "Quality gate failed: accuracy not measured (minimum 0.50)" in run_page
+    listed = viewer.get("/evaluations/", {"target_type": "agent"}).content.decode()
+    assert 'title="accuracy: not measured"' in listed
+
+
+@pytest.mark.django_db(transaction=True)
 def test_it_shows_how_a_run_was_scored_in_the_browser(page_for, api, demo, no_tasks):
     from playwright.sync_api import expect
 

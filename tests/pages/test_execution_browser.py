@@ -132,6 +132,49 @@ def test_it_shows_the_evaluation_and_a_failed_gate_as_soon_as_the_run_is_scored(
     assert errors == []
 
 
+def test_it_says_a_gate_on_an_accuracy_nobody_measured_failed_as_soon_as_the_run_is_scored(page_for, api, demo,
+                                                                                            no_tasks):
+    execution = finished_in_process("parallel_analysis", gate={"accuracy": 0.5}, repository="acme")  # no judge
+    page = page_for(api.viewer.user)
+    errors = watch_errors(page)
+    page.goto(f"/executions/{execution.execution_id}/")
+    expect(page.locator("#evaluation-waiting")).to_contain_text("Scoring the run…")
+
+    execution_evaluate(execution_pk=execution.pk)
+    gate = page.locator("#quality-gate")
+    expect(gate).to_have_text("Quality gate failed: accuracy not measured (minimum 0.50)")
+    expect(gate).to_have_class("gate failed")
+    expect(page.locator("#run-evaluation [data-field=evaluation-result]")).to_have_text("fail")
+    page.reload()
+    expect(page.locator("#quality-gate")).to_have_text("Quality gate failed: accuracy not measured (minimum 0.50)")
+    assert errors == []
+
+
+def test_it_shows_which_node_ended_a_state_machine_and_the_fields_its_conditions_missed(page_for, api, demo,
+                                                                                        no_tasks):
+    from tests.executions.conftest import drain
+    from tests.workflow_edits import edit_workflow
+
+    def bounded_by_the_input(document):
+        document["transitions"][1]["condition"] = "output.verdict == 'revise' and state.rounds < input.max_rounds"
+        document["transitions"][2]["condition"] = "output.verdict == 'accept'"
+
+    edit_workflow("release_review", bounded_by_the_input)
+    execution = drain(execution_start(workflow=Workflow.objects.get(workflow_id="release_review"),
+                                      input={"topic": "v2"}))
+    page = page_for(api.viewer.user)
+    errors = watch_errors(page)
+    page.goto(f"/executions/{execution.execution_id}/?node=review")
+    expect(page.locator("#run-ended-reason span")).to_have_text(execution.ended_reason)
+    decision = page.locator("#node-panel .attempt[open] .decision")
+    expect(decision.locator("p").first).to_have_text("→ end of the run")
+    expect(decision.locator(".decision-reason")).to_have_text(
+        "node 'review' ended the run: no transition matched (#1, #2 were false); the conditions read fields that "
+        "are not there: input.max_rounds")
+    expect(decision.locator(".condition-missing")).to_have_text("read as null, not there: input.max_rounds")
+    assert errors == []
+
+
 def test_it_shows_html_in_a_node_output_as_text_and_never_runs_it(page_for, api, demo):
     execution = make_execution("thesis_reading", [
         {"node_id": "task_scholar_001", "status": "success", "output": XSS, "prompt": XSS,

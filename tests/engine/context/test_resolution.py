@@ -337,3 +337,16 @@ def test_a_filter_that_keeps_nothing_is_not_found_never_an_empty_list(path):
     assert resolved.failures[0].error_message == f"the filter keeps nothing of what path '{path}' selects"
     claims = resolver().resolve(task_ref(path=path, filter={**unknown, "value": "claim"}), "x")
     assert claims.data and not claims.failures
+
+
+def test_it_records_a_named_input_that_selects_nothing_in_the_run_as_not_found():
+    scope = {"input": {"topic": "v2"}, "state": {}, "nodes": {"task_a": {"report": "ok"}}}
+    assert resolver().resolve_named("topic", "$.input.topic", scope).data == "v2"
+    assert resolver().resolve_named("report", "$.nodes.task_a.report", scope).failures == []
+    missing = resolver().resolve_named("repository", "$.input.repository", scope)
+    assert missing.skipped and missing.data is None
+    [failure] = missing.failures
+    assert failure.as_dict() == {
+        "ref_type": "input_mapping", "path": "$.input.repository", "input": "repository",
+        "error_code": "REF_NOT_FOUND", "error_message": "path '$.input.repository' selects nothing in this run",
+        "fallback_strategy": "skip", "fallback_value": None, "attempts": 1, "timestamp": "2026-02-03T10:30:00Z"}
