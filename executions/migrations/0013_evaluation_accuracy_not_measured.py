@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('executions', '0011_node_run_compared_digest'),
+        ('executions', '0012_node_run_cost_claims'),
     ]
 
     operations = [
