@@ -1,9 +1,10 @@
 """Schemathesis fuzzes every operation of the OpenAPI schema against a live server.
 
 The server is pytest-django's `live_server` (a real HTTP server in a thread, on the test
-database), with the demo data loaded and an admin's token, so every operation is allowed
-and the fuzzer reaches the code behind the permission checks. For every generated request:
-no 5xx, the status code is one the schema declares, and the body matches its schema.
+database), with the demo data loaded. Every generated request is sent as a viewer, an author
+and an admin (each with a token of their own), so the fuzzer reaches the permission checks
+and, as the admin, the code behind them. For every answer: no 5xx, the status code is one
+the schema declares, and the body matches its schema.
 
 The suite's run is derandomized (the same requests every time, so CI does not fail on a
 new find by chance); `FUZZ_RANDOM=1 FUZZ_EXAMPLES=300` explores further.
@@ -29,20 +30,24 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 
 
 @pytest.fixture
-def admin_token(transactional_db, tmp_path, settings):
-    from django.contrib.auth.models import User
+def tokens(transactional_db, tmp_path, settings):
+    """A token each for a viewer, an author and an admin, viewer first."""
+    from django.contrib.auth.models import Group, User
 
     from core.models import ApiToken
 
     settings.WORKSPACE_ROOT = tmp_path
     call_command("load_demo", stdout=io.StringIO())
-    admin = User.objects.create_superuser(username="fuzzer", password="a long password")
-    return ApiToken.issue(admin, "schemathesis")[1]
+    viewer = User.objects.create_user(username="fuzz-viewer", password="a long password")
+    author = User.objects.create_user(username="fuzz-author", password="a long password")
+    author.groups.add(Group.objects.get_or_create(name="author")[0])  # a flushed database has none
+    admin = User.objects.create_superuser(username="fuzz-admin", password="a long password")
+    return [ApiToken.issue(user, "schemathesis")[1] for user in (viewer, author, admin)]
 
 
 @schema.parametrize()
 @settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "25")), derandomize=os.environ.get("FUZZ_RANDOM") != "1",
           deadline=None, suppress_health_check=list(HealthCheck))
-def test_it_answers_every_generated_request_as_its_schema_says(case, live_server, admin_token):
-    case.call_and_validate(base_url=live_server.url, headers={"Authorization": f"Bearer {admin_token}"},
-                           checks=CHECKS)
+def test_it_answers_every_generated_request_as_its_schema_says(case, live_server, tokens):
+    for token in tokens:
+        case.call_and_validate(base_url=live_server.url, headers={"Authorization": f"Bearer {token}"}, checks=CHECKS)
