@@ -17,3 +17,22 @@ SLOW_CHAIN_DOCUMENTS = [
      "nodes": [{"id": f"step_{i}", "agent_ref": "Slow"} for i in range(3)],
      "error_handling": {"retry_count": 0}},
 ]
+
+
+def counted_argv(seconds: float, calls: str) -> list[str]:
+    """`slow_argv`, writing a line to the file `calls` as each call begins: its pid, and the
+    SWITCHYARD_ATTEMPT, SWITCHYARD_DISPATCH and SWITCHYARD_IDEMPOTENCY_KEY it was given."""
+    return [sys.executable, "-c",
+            "import json, os, sys, time\n"
+            f"with open({calls!r}, 'a') as calls:\n"
+            "    calls.write(' '.join([str(os.getpid())] + [os.environ.get('SWITCHYARD_' + name, '-') for name in "
+            "('ATTEMPT', 'DISPATCH', 'IDEMPOTENCY_KEY')]) + '\\n')\n"
+            f"sys.stdin.read(); time.sleep({seconds}); print(json.dumps({{'done': True}}))"]
+
+
+def calls_made(calls) -> list[list[str]]:
+    """The calls `counted_argv` wrote down, each as [pid, attempt, dispatch, key]."""
+    try:
+        return [line.split() for line in open(calls).read().splitlines()]
+    except FileNotFoundError:
+        return []
