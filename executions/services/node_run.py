@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import connection, models, transaction
+from django.db import InterfaceError, OperationalError, connection, models, transaction
 from django.utils import timezone
 
 from agents.backends.metering import Budget, Meter, metered
@@ -26,7 +26,8 @@ from engine.steps import nothing_follows, wall_time_exceeded
 from executions import nodes, runner
 from executions.models import Execution, NodeRun
 from executions.services.advance import (
-    _advance, _apply_output_mapping, _dispatch, _elapsed, _end, _locked, _plan_and_policy, _wall_time_end,
+    _advance, _any_active, _apply_output_mapping, _dispatch, _elapsed, _end, _locked, _plan_and_policy,
+    _wall_time_end,
 )
 from executions.services.graph import execution_graph
 from executions.services.inline import INLINE_SECONDS, MAX_INLINE, _inline
@@ -107,7 +108,9 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
             _node_failed(run, claim, runner.NodeFailure(f"{type(error).__name__}: {error}", code="INTERNAL_ERROR",
                                                         retryable=False), meter)
             return "failed"
-    _node_succeeded(run, claim, performed, node, meter)
+        # Still beating: were the database away for a while as the result is stored, the
+        # sweep must not send the node again meanwhile.
+        _node_succeeded(run, claim, performed, node, meter)
     return "success"
 
 
@@ -186,11 +189,59 @@ def _metered(meter: Meter | None) -> tuple[dict, dict, dict]:
             added, {} if meter.complete else {"cost_complete": False})
 
 
+# A result in hand was paid for. When the database connection breaks while it is stored (a
+# database restarted, a connection terminated), it is stored again on a new connection, for
+# up to this long, before it is given up: the sweep would then send the node again, and its
+# backend would be called again.
+STORE_RETRY_SECONDS = 30.0
+
+
+def _stored_surely(store, node_run_id: int) -> None:
+    """`store(again)`, tried again on a new connection while the database connection breaks
+    under it (`again`: an earlier try may have been stored, and only its answer lost), up
+    to STORE_RETRY_SECONDS. Inside a transaction begun by the caller, nothing can be tried
+    again: the error goes up."""
+    deadline = time.monotonic() + STORE_RETRY_SECONDS
+    delay, again = 0.1, False
+    while True:
+        try:
+            return store(again)
+        except (OperationalError, InterfaceError):
+            if connection.in_atomic_block or time.monotonic() + delay > deadline:
+                raise
+            logger.warning("node run %s: the database connection broke while its result was stored; storing it "
+                           "again on a new connection in %g s", node_run_id, delay, exc_info=True)
+            connection.close()  # broken: the next statement opens a new one
+            time.sleep(delay)
+            delay, again = min(delay * 2, 5.0), True
+
+
+def _stored_before(run: NodeRun, claim: str, status: str) -> bool:
+    """Whether an earlier try of this claim stored the node run as `status`."""
+    return NodeRun.objects.filter(pk=run.pk, worker=claim, status=status).exists()
+
+
 def _node_succeeded(run: NodeRun, claim: str, performed, node, meter: Meter | None = None) -> None:
     ended = timezone.now()
     calls, added, flags = _metered(meter)
     fields = {"output": performed.output, "completed_at": ended, "duration_ms": _ms(run.started_at, ended),
               **_fields(performed.record), **calls}
+    _stored_surely(lambda again: _store_success(run, claim, performed, node, fields, added, flags, again), run.pk)
+
+
+def _store_success(run: NodeRun, claim: str, performed, node, fields: dict, added: dict, flags: dict,
+                   again: bool) -> None:
+    ended = fields["completed_at"]
+    if again and _stored_before(run, claim, NodeRun.Status.SUCCESS):
+        # Stored by an earlier try, its cost with it. A success stored together with what
+        # follows it is whole; one that settles alone may not have ended its run yet.
+        if _settles_alone(run.execution, node, ended):
+            with transaction.atomic():
+                execution = _locked(run.execution)
+                run.status, run.output = NodeRun.Status.SUCCESS, performed.output
+                if not _any_active(execution):
+                    _advance(execution, completed=run)
+        return
     if _settles_alone(run.execution, node, ended):
         stored = _store_alone(run, claim, fields, added, flags)
         if stored is not None:
@@ -239,6 +290,13 @@ def _store_alone(run: NodeRun, claim: str, fields: dict, added: dict, flags: dic
 def _node_failed(run: NodeRun, claim: str, failure, meter: Meter | None = None) -> None:
     ended = timezone.now()
     calls, added, flags = _metered(meter)
+    _stored_surely(lambda again: _store_failure(run, claim, failure, ended, calls, added, flags, again), run.pk)
+
+
+def _store_failure(run: NodeRun, claim: str, failure, ended, calls: dict, added: dict, flags: dict,
+                   again: bool) -> None:
+    if again and _stored_before(run, claim, NodeRun.Status.FAILED):
+        return  # stored by an earlier try, with its cost and what follows, in one transaction
     with transaction.atomic():
         execution = _locked(run.execution)
         _charge(execution, added, flags)

@@ -1,4 +1,5 @@
-"""Faults: a worker killed mid-node, a task delivered twice, a cancelled run, a Redis restart."""
+"""Faults: a worker killed mid-node, a task delivered twice, a cancelled run, a Redis restart,
+a database connection terminated while a node's result is in hand."""
 import json
 import shutil
 import socket
@@ -6,7 +7,10 @@ import subprocess
 import sys
 import time
 
+from unittest import mock
+
 import pytest
+from django.db import connection
 
 from core.documents import import_documents
 from executions.models import Execution, NodeRun
@@ -124,3 +128,69 @@ def test_it_completes_or_fails_visibly_when_redis_restarts_mid_run(workers, slow
     finally:
         redis.terminate()
         redis.wait(timeout=10)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's")
+@pytest.mark.parametrize("reply, stored", [("answers", "success"), ("fails", "failed")])
+def test_it_stores_a_call_in_hand_on_a_new_connection_when_its_own_was_terminated(transactional_db, settings,
+                                                                                  tmp_path, reply, stored):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (pid,) = cursor.fetchone()
+    calls = tmp_path / "calls"
+    # The backend ends this process's database connection, as an operator's
+    # pg_terminate_backend would, then answers (or fails): the result is in hand, the
+    # connection to store it with is gone.
+    argv = [sys.executable, "-c", "import json, psycopg, sys\n"
+            f"open({str(calls)!r}, 'a').write('call\\n')\n"
+            f"with psycopg.connect({database_url(connection)!r}, autocommit=True) as other:\n"
+            f"    other.execute('SELECT pg_terminate_backend(%s)', [{pid}])\n"
+            "sys.stdin.read()\n"
+            + ("print(json.dumps({'done': True}))" if reply == "answers" else "sys.exit('no answer today')")]
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "command": {"kind": "command", "argv": argv}}
+    import_documents(SLOW_CHAIN_DOCUMENTS, actor="test")
+    execution = execution_start(workflow=Workflow.objects.get(workflow_id="slow_chain"))
+    first = execution.node_runs.get(node_id="step_0")
+
+    assert node_run_execute(node_run_id=first.pk, worker="test") == stored
+
+    first.refresh_from_db()
+    assert first.status == stored and first.worker.startswith("test/")
+    assert open(calls).read() == "call\n", "the backend was called once"
+    execution.refresh_from_db()
+    if stored == "success":  # and the run went on from it
+        assert execution.status == "running" and execution.node_runs.get(node_id="step_1").status == "pending"
+    else:  # slow_chain retries nothing and names no one to escalate to: its failure ends the run
+        assert execution.status == "failed" and first.error_code == "COMMAND_FAILED"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        assert cursor.fetchone()[0] != pid, "stored on a new connection"
+
+
+def test_it_ends_the_run_when_the_connection_broke_after_its_last_result_was_stored(transactional_db, settings,
+                                                                                   tmp_path):
+    from django.db import OperationalError
+
+    from executions.services import node_run
+
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "command": {"kind": "command", "argv": slow_argv(0)}}
+    import_documents([SLOW_CHAIN_DOCUMENTS[0], {"workflow_id": "one_step", "name": "One step", "topology": "seq",
+                                                "nodes": [{"id": "only", "agent_ref": "Slow"}]}], actor="test")
+    execution = execution_start(workflow=Workflow.objects.get(workflow_id="one_step"))
+    only = execution.node_runs.get()
+    # The result is stored in a statement of its own (nothing follows the node); the
+    # connection then breaks before the run is ended, and the store is tried again.
+    advance, broken = node_run._advance, []
+
+    def breaking(*args, **kwargs):
+        if not broken:
+            broken.append(True)
+            raise OperationalError("server closed the connection unexpectedly")
+        return advance(*args, **kwargs)
+
+    with mock.patch.object(node_run, "_advance", breaking):
+        assert node_run_execute(node_run_id=only.pk, worker="test") == "success"
+
+    assert broken and NodeRun.objects.get(pk=only.pk).status == "success"
+    execution.refresh_from_db()
+    assert execution.status == "success", "the try after the break found the result stored and ended the run"
