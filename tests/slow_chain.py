@@ -19,15 +19,19 @@ SLOW_CHAIN_DOCUMENTS = [
 ]
 
 
-def counted_argv(seconds: float, calls: str) -> list[str]:
+def counted_argv(seconds: float, calls: str, *, again: float | None = None) -> list[str]:
     """`slow_argv`, writing a line to the file `calls` as each call begins: its pid, and the
-    SWITCHYARD_ATTEMPT, SWITCHYARD_DISPATCH and SWITCHYARD_IDEMPOTENCY_KEY it was given."""
+    SWITCHYARD_ATTEMPT, SWITCHYARD_DISPATCH and SWITCHYARD_IDEMPOTENCY_KEY it was given.
+    `again`: how long a call of a later dispatch takes (default: as long as the first)."""
+    again = seconds if again is None else again
     return [sys.executable, "-c",
             "import json, os, sys, time\n"
             f"with open({calls!r}, 'a') as calls:\n"
             "    calls.write(' '.join([str(os.getpid())] + [os.environ.get('SWITCHYARD_' + name, '-') for name in "
             "('ATTEMPT', 'DISPATCH', 'IDEMPOTENCY_KEY')]) + '\\n')\n"
-            f"sys.stdin.read(); time.sleep({seconds}); print(json.dumps({{'done': True}}))"]
+            "sys.stdin.read()\n"
+            f"time.sleep({seconds} if os.environ.get('SWITCHYARD_DISPATCH', '1') == '1' else {again})\n"
+            "print(json.dumps({'done': True}))"]
 
 
 def calls_made(calls) -> list[list[str]]:

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, models, transaction
 from django.utils import timezone
 
+from agents.backends.dispatch import dispatched, end_process
 from agents.backends.metering import Budget, Meter, metered
 from agents.documents import agent_as_of
 from agents.models import Agent
@@ -71,6 +72,8 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
             return "duplicate"
     else:
         run, claim = claimed
+    if run.backend_process:  # sent again: a backend process its last claim left running here ends now
+        end_process(run.backend_process)
     execution = run.execution
     if execution.status != Execution.Status.RUNNING:
         transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED, where={"worker": claim},
@@ -91,8 +94,10 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
         # Pinned by a re-run or a trial (or the agent has changed since the run was made):
         # the run does what its recorded version says.
         run.agent = agent_as_of(run.agent, run.agent_version)
-    # Every model call the node makes, with its cost, held to the run's cost limits.
-    with heartbeat(run.pk, claim), metered(_budget(execution, graph)) as meter:
+    # Every model call the node makes, with its cost, held to the run's cost limits, and made
+    # for this dispatch of the node run (its number, its calls' keys, its processes recorded).
+    with heartbeat(run.pk, claim), metered(_budget(execution, graph)) as meter, \
+            dispatched(run.pk, run.dispatches, on_process=_process_recorder(run.pk, claim)):
         try:
             performed = nodes.perform(run, graph, node)
         except SoftTimeLimitExceeded:  # raised by Celery wherever the node was; the worker goes on
@@ -112,6 +117,15 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
         # sweep must not send the node again meanwhile.
         _node_succeeded(run, claim, performed, node, meter)
     return "success"
+
+
+def _process_recorder(node_run_id: int, claim: str):
+    """Where a backend's local process is recorded: on the node run, while `claim` holds it."""
+    def record(process: dict) -> None:
+        NodeRun.objects.filter(pk=node_run_id, worker=claim, status=NodeRun.Status.RUNNING).update(
+            backend_process=process)
+
+    return record
 
 
 def _claim(node_run_id: int, claim: str, now) -> NodeRun | None:

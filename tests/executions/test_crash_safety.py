@@ -6,7 +6,7 @@ import socket
 import subprocess
 import sys
 import time
-
+from pathlib import Path
 from unittest import mock
 
 import pytest
@@ -17,12 +17,14 @@ from executions.models import Execution, NodeRun
 from executions.services import execution_cancel, execution_start, node_run_execute, node_runs_sweep
 from executions.tasks import run_node
 from tests.executions.conftest import ROOT, database_url, wait_for
-from tests.slow_chain import SLOW_CHAIN_DOCUMENTS, slow_argv
+from tests.slow_chain import SLOW_CHAIN_DOCUMENTS, calls_made, counted_argv, slow_argv
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.integration
 
 SLOW_ARGV = slow_argv(2.5)
+ONE_STEP = [SLOW_CHAIN_DOCUMENTS[0], {"workflow_id": "one_step", "name": "One step", "topology": "seq",
+                                      "nodes": [{"id": "only", "agent_ref": "Slow"}]}]
 
 
 @pytest.fixture
@@ -174,8 +176,7 @@ def test_it_ends_the_run_when_the_connection_broke_after_its_last_result_was_sto
     from executions.services import node_run
 
     settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "command": {"kind": "command", "argv": slow_argv(0)}}
-    import_documents([SLOW_CHAIN_DOCUMENTS[0], {"workflow_id": "one_step", "name": "One step", "topology": "seq",
-                                                "nodes": [{"id": "only", "agent_ref": "Slow"}]}], actor="test")
+    import_documents(ONE_STEP, actor="test")
     execution = execution_start(workflow=Workflow.objects.get(workflow_id="one_step"))
     only = execution.node_runs.get()
     # The result is stored in a statement of its own (nothing follows the node); the
@@ -194,3 +195,50 @@ def test_it_ends_the_run_when_the_connection_broke_after_its_last_result_was_sto
     assert broken and NodeRun.objects.get(pk=only.pk).status == "success"
     execution.refresh_from_db()
     assert execution.status == "success", "the try after the break found the result stored and ended the run"
+
+
+def send_to(redis_server, workers, task: str, *args) -> None:
+    """Send `task` to the workers' queue on the private Redis they listen to."""
+    from celery import Celery
+
+    private = Celery("send", broker=redis_server.url, set_as_current=False)
+    private.send_task(task, args, queue=workers.queue, ignore_result=True)
+
+
+def running(pid: int) -> bool:
+    """Whether the process `pid` runs (a zombie has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"
+
+
+@pytest.mark.skipif(not shutil.which("redis-server"), reason="needs redis-server for a private Redis")
+def test_it_ends_a_killed_workers_backend_call_and_tells_the_call_made_again_its_dispatch(workers, settings, tmp_path,
+                                                                                          redis_server):
+    calls = tmp_path / "calls"
+    argv = counted_argv(30, str(calls), again=1)  # the first call would run on for 30 s
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "command": {"kind": "command", "argv": argv}}
+    import_documents(ONE_STEP, actor="test")
+    env = {"REDIS_URL": redis_server.url, "COMMAND_BACKEND_ARGV": json.dumps(argv), "SWEEP_EVERY_SECONDS": "1"}
+    workers.start(2, **env)
+    workers.start_beat(**env)
+    with mock.patch("executions.tasks.run_node.apply_async"):  # sent below, through the private Redis
+        execution = execution_start(workflow=Workflow.objects.get(workflow_id="one_step"))
+    send_to(redis_server, workers, "executions.run_node", execution.node_runs.get().pk)
+    wait_until(lambda: calls_made(calls), what="the backend call")
+
+    only = execution.node_runs.get()
+    [claimer] = [process for process, _, hostname in workers.processes if only.worker.startswith(f"{hostname}/")]
+    workers.kill(claimer)
+    orphan = int(calls_made(calls)[0][0])
+    assert running(orphan), "the killed worker's backend call runs on"
+    wait_until(lambda: execution.node_runs.get().dispatches == 2, what="the sweep to send the node again")
+    wait_until(lambda: not running(orphan), timeout=5, what="the call left running to be ended")
+
+    execution = wait_for(execution, workers=workers)
+    assert execution.status == "success" and execution.node_runs.get().status == "success"
+    first, again = calls_made(calls)
+    assert (first[1:3], again[1:3]) == (["1", "1"], ["1", "2"]), "the same attempt, sent a second time"
+    assert first[3] == again[3] != "-", "the same call, under the same idempotency key"
