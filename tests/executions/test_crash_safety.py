@@ -1,7 +1,10 @@
 """Faults: a worker killed mid-node, a task delivered twice, a cancelled run, a Redis restart,
-a database connection terminated while a node's result is in hand."""
+a database connection terminated while a node's result is in hand, a backend call left
+running by a killed worker, a message redelivered after a killed worker's visibility timeout."""
 import json
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -242,3 +245,56 @@ def test_it_ends_a_killed_workers_backend_call_and_tells_the_call_made_again_its
     first, again = calls_made(calls)
     assert (first[1:3], again[1:3]) == (["1", "1"], ["1", "2"]), "the same attempt, sent a second time"
     assert first[3] == again[3] != "-", "the same call, under the same idempotency key"
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (a prefork worker's pool processes)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        if int(text[text.rindex(")") + 2:].split()[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not shutil.which("redis-server"), reason="needs redis-server for a private Redis")
+def test_it_does_nothing_when_a_killed_workers_unacknowledged_message_comes_back(workers, settings, tmp_path,
+                                                                                 redis_server):
+    import redis
+
+    calls = tmp_path / "calls"
+    argv = counted_argv(3, str(calls))
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "command": {"kind": "command", "argv": argv}}
+    import_documents(ONE_STEP, actor="test")
+    env = {"REDIS_URL": redis_server.url, "COMMAND_BACKEND_ARGV": json.dumps(argv),
+           "BROKER_VISIBILITY_TIMEOUT_SECONDS": "2"}
+    (first,) = workers.start(1, pool="prefork", **env)
+    with mock.patch("executions.tasks.run_node.apply_async"):  # sent below, through the private Redis
+        execution = execution_start(workflow=Workflow.objects.get(workflow_id="one_step"))
+    send_to(redis_server, workers, "executions.run_node", execution.node_runs.get().pk)
+    wait_until(lambda: calls_made(calls), what="the backend call")
+
+    # The worker's main process, which acknowledges a task once its pool process has run it,
+    # stops; the pool process stores the node's result; then the whole worker is killed.
+    pool = children(first.pid)
+    os.kill(first.pid, signal.SIGSTOP)
+    wait_until(lambda: execution.node_runs.get().status == "success", what="the node to be stored")
+    broker = redis.Redis.from_url(redis_server.url)
+    assert broker.hlen("unacked") == 1, "its message taken, never acknowledged"
+    for pid in pool:
+        os.kill(pid, signal.SIGKILL)
+    workers.kill(first)
+    time.sleep(2)  # past the visibility timeout
+
+    (second,) = workers.start(1, **env)  # it puts the message back in the queue as it starts
+    log = workers.processes[-1][1]
+    wait_until(lambda: "executions.run_node" in log.read_text() and ": 'duplicate'" in log.read_text(), timeout=30,
+               what="the message to come back, and find its node done")
+    assert broker.hlen("unacked") == 0
+    assert len(calls_made(calls)) == 1, "no second backend call"
+    assert list(execution.node_runs.values_list("status", flat=True)) == ["success"], "no second result"
+    execution.refresh_from_db()
+    assert execution.status == "success"
