@@ -12,6 +12,7 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
+from functools import partial
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -97,7 +98,7 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
     # Every model call the node makes, with its cost, held to the run's cost limits, and made
     # for this dispatch of the node run (its number, its calls' keys, its processes recorded).
     with heartbeat(run.pk, claim), metered(_budget(execution, graph)) as meter, \
-            dispatched(run.pk, run.dispatches, on_process=_process_recorder(run.pk, claim)):
+            dispatched(run.pk, run.dispatches, on_process=partial(_heartbeats.record_process, run.pk)):
         try:
             performed = nodes.perform(run, graph, node)
         except SoftTimeLimitExceeded:  # raised by Celery wherever the node was; the worker goes on
@@ -117,15 +118,6 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
         # sweep must not send the node again meanwhile.
         _node_succeeded(run, claim, performed, node, meter)
     return "success"
-
-
-def _process_recorder(node_run_id: int, claim: str):
-    """Where a backend's local process is recorded: on the node run, while `claim` holds it."""
-    def record(process: dict) -> None:
-        NodeRun.objects.filter(pk=node_run_id, worker=claim, status=NodeRun.Status.RUNNING).update(
-            backend_process=process)
-
-    return record
 
 
 def _claim(node_run_id: int, claim: str, now) -> NodeRun | None:
@@ -350,11 +342,17 @@ class _Heartbeats:
     """The node runs this process is performing, and one thread (with its own database
     connection) that touches their heartbeats every NODE_HEARTBEAT_SECONDS. One thread per
     process rather than one per node run: starting a thread for every run of a no-op node
-    cost more than the node. Started lazily, so a forked worker child starts its own."""
+    cost more than the node. Started lazily, so a forked worker child starts its own.
+
+    It also records the local processes the runs' backends start (`record_process`), woken
+    to do it at once: written by the node's own thread, the record would keep the call
+    from starting while the database is slow or locked, past the node's time limits."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.runs: dict[int, str] = {}  # node run pk → the claim performing it
+        self.processes: dict[int, dict] = {}  # node run pk → its backend process, to record
+        self.wake = threading.Event()
         self.pid = None
 
     def add(self, node_run_id: int, claim: str) -> None:
@@ -362,25 +360,39 @@ class _Heartbeats:
             self.runs[node_run_id] = claim
             if self.pid != os.getpid():  # not started in this process yet
                 self.pid = os.getpid()
+                self.wake = threading.Event()
                 threading.Thread(target=self.beat, name="node-run-heartbeats", daemon=True).start()
 
     def remove(self, node_run_id: int) -> None:
         with self.lock:
             self.runs.pop(node_run_id, None)
+            self.processes.pop(node_run_id, None)
+
+    def record_process(self, node_run_id: int, process: dict) -> None:
+        with self.lock:
+            if node_run_id in self.runs:
+                self.processes[node_run_id] = process
+                self.wake.set()
 
     def beat(self) -> None:
         while True:
-            time.sleep(settings.NODE_HEARTBEAT_SECONDS)
+            self.wake.wait(settings.NODE_HEARTBEAT_SECONDS)
+            self.wake.clear()
             with self.lock:
                 runs = list(self.runs.items())
+                processes, self.processes = self.processes, {}
             if not runs:
                 continue
             try:
                 for node_run_id, claim in runs:
+                    recorded = {"backend_process": processes[node_run_id]} if node_run_id in processes else {}
                     NodeRun.objects.filter(pk=node_run_id, worker=claim, status=NodeRun.Status.RUNNING).update(
-                        heartbeat_at=timezone.now())
+                        heartbeat_at=timezone.now(), **recorded)
+                    processes.pop(node_run_id, None)
             except Exception:  # the database is away: beat again later, the sweep judges staleness
                 logger.warning("could not touch node run heartbeats", exc_info=True)
+                with self.lock:  # and record those processes then
+                    self.processes = {**processes, **self.processes}
             finally:
                 connection.close()  # beats are seconds apart: hold no connection in between
 

@@ -230,9 +230,11 @@ def test_it_ends_a_killed_workers_backend_call_and_tells_the_call_made_again_its
     with mock.patch("executions.tasks.run_node.apply_async"):  # sent below, through the private Redis
         execution = execution_start(workflow=Workflow.objects.get(workflow_id="one_step"))
     send_to(redis_server, workers, "executions.run_node", execution.node_runs.get().pk)
-    wait_until(lambda: calls_made(calls), what="the backend call")
+    wait_until(lambda: calls_made(calls) and execution.node_runs.get().backend_process,
+               what="the backend call, recorded on the node run")
 
     only = execution.node_runs.get()
+    assert only.backend_process["pid"] == int(calls_made(calls)[0][0])
     [claimer] = [process for process, _, hostname in workers.processes if only.worker.startswith(f"{hostname}/")]
     workers.kill(claimer)
     orphan = int(calls_made(calls)[0][0])
