@@ -110,6 +110,12 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
             _node_failed(run, claim, failure, meter)
             return "failed"
         except Exception as error:  # a defect must fail the node visibly, not leave it running
+            if isinstance(error, (OperationalError, InterfaceError)) and not _connection_usable():
+                # The database connection broke while the node ran, with no result in
+                # hand: not the node's failure. It stays running, and the sweep sends it
+                # again (the same calls with the same keys, see agents/backends/dispatch.py).
+                connection.close()
+                raise
             logger.exception("node run %s failed unexpectedly", run.pk)
             _node_failed(run, claim, runner.NodeFailure(f"{type(error).__name__}: {error}", code="INTERNAL_ERROR",
                                                         retryable=False), meter)
@@ -220,6 +226,11 @@ def _stored_surely(store, node_run_id: int) -> None:
             connection.close()  # broken: the next statement opens a new one
             time.sleep(delay)
             delay, again = min(delay * 2, 5.0), True
+
+
+def _connection_usable() -> bool:
+    """Whether this thread's database connection is open and answers."""
+    return connection.connection is not None and connection.is_usable()
 
 
 def _stored_before(run: NodeRun, claim: str, status: str) -> bool:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from unittest import mock
 
+import psycopg
 import pytest
 from django.db import connection
 
@@ -172,6 +173,29 @@ def test_it_stores_a_call_in_hand_on_a_new_connection_when_its_own_was_terminate
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         assert cursor.fetchone()[0] != pid, "stored on a new connection"
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's")
+def test_it_leaves_a_node_whose_connection_broke_with_no_result_in_hand_to_the_sweep(transactional_db, settings):
+    from django.db import OperationalError
+
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "command": {"kind": "command", "argv": slow_argv(0)}}
+    import_documents(ONE_STEP, actor="test")
+    execution = execution_start(workflow=Workflow.objects.get(workflow_id="one_step"))
+    only = execution.node_runs.get()
+
+    def perform(run, graph, node):  # the connection is terminated as the node reads the database
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            (pid,) = cursor.fetchone()
+        with psycopg.connect(database_url(connection), autocommit=True) as other:
+            other.execute("SELECT pg_terminate_backend(%s)", [pid])
+        NodeRun.objects.count()
+
+    with mock.patch("executions.nodes.perform", perform), pytest.raises(OperationalError):
+        node_run_execute(node_run_id=only.pk, worker="test")
+    only.refresh_from_db()
+    assert (only.status, only.error_code) == ("running", ""), "not the node's failure: the sweep sends it again"
 
 
 def test_it_ends_the_run_when_the_connection_broke_after_its_last_result_was_stored(transactional_db, settings,
