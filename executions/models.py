@@ -186,6 +186,9 @@ class NodeRun(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    backend_process = models.JSONField(
+        null=True, blank=True, help_text="The local process a backend started for the claim's call (pid, machine, "
+                                         "start time): ended if the node run is sent again while it still runs")
     backend = models.CharField(max_length=50, blank=True)
     model = models.CharField(max_length=200, blank=True)
     tokens_in = models.PositiveIntegerField(null=True, blank=True)

@@ -273,7 +273,13 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # rows are committed, the failure is logged (core.tasks.send_after_commit), and the sweep
 # sends the work again once Redis is back.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 1}
-CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2}
+# A message a worker took and had not acknowledged when it died goes back to its queue after
+# this long (the Redis transport's visibility timeout). The sweep sends the node of a silent
+# worker again long before, so the late delivery finds it claimed or done and does nothing.
+# Keep it above NODE_HARD_TIME_LIMIT_SECONDS and the longest retry backoff (a retry is sent
+# with a countdown and held by a worker until then), or those are delivered again meanwhile.
+BROKER_VISIBILITY_TIMEOUT_SECONDS = env_float("BROKER_VISIBILITY_TIMEOUT_SECONDS", 3600.0)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "visibility_timeout": BROKER_VISIBILITY_TIMEOUT_SECONDS}
 # The same for the result store (only tasks with a result use it, such as core.tasks.ping):
 # a few tries rather than Celery's twenty, a second apart.
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"retry_policy": CELERY_TASK_PUBLISH_RETRY_POLICY}

@@ -17,3 +17,26 @@ SLOW_CHAIN_DOCUMENTS = [
      "nodes": [{"id": f"step_{i}", "agent_ref": "Slow"} for i in range(3)],
      "error_handling": {"retry_count": 0}},
 ]
+
+
+def counted_argv(seconds: float, calls: str, *, again: float | None = None) -> list[str]:
+    """`slow_argv`, writing a line to the file `calls` as each call begins: its pid, and the
+    SWITCHYARD_ATTEMPT, SWITCHYARD_DISPATCH and SWITCHYARD_IDEMPOTENCY_KEY it was given.
+    `again`: how long a call of a later dispatch takes (default: as long as the first)."""
+    again = seconds if again is None else again
+    return [sys.executable, "-c",
+            "import json, os, sys, time\n"
+            f"with open({calls!r}, 'a') as calls:\n"
+            "    calls.write(' '.join([str(os.getpid())] + [os.environ.get('SWITCHYARD_' + name, '-') for name in "
+            "('ATTEMPT', 'DISPATCH', 'IDEMPOTENCY_KEY')]) + '\\n')\n"
+            "sys.stdin.read()\n"
+            f"time.sleep({seconds} if os.environ.get('SWITCHYARD_DISPATCH', '1') == '1' else {again})\n"
+            "print(json.dumps({'done': True}))"]
+
+
+def calls_made(calls) -> list[list[str]]:
+    """The calls `counted_argv` wrote down, each as [pid, attempt, dispatch, key]."""
+    try:
+        return [line.split() for line in open(calls).read().splitlines()]
+    except FileNotFoundError:
+        return []

@@ -13,15 +13,23 @@ Options (settings only, never workflow documents):
 The system prompt, a blank line and the prompt go on stdin; stdout is the reply, read as
 JSON when it is a JSON object or array (also inside a ```json fence), else {"text": …}.
 A non-zero exit is a retryable COMMAND_FAILED carrying the end of stderr.
+
+For a node run, the program also sees SWITCHYARD_DISPATCH (1, and one more each time the
+node run is sent to a worker again after its worker went silent) and
+SWITCHYARD_IDEMPOTENCY_KEY (the same for the same call in every dispatch; see dispatch.py),
+for a program that calls a paid service to pass on. Its process is recorded on the node
+run, and ended if it still runs when the node run is sent again.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 from typing import Any
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
+from .dispatch import dispatch_number, idempotency_key, process_started
 from .metering import check_call, counting_encoding, record_call
 from .builtin import count_tokens
 from .openai import parse_reply, summary_instruction, summary_text
@@ -91,16 +99,23 @@ class CommandBackend(Backend):
         """The command's stdout for `stdin`. Runs in its own process group, so a timeout
         kills what it started too."""
         program = os.path.basename(self.argv[0])
+        extra = dict(extra_env or {})
+        dispatch = dispatch_number()
+        if dispatch is not None:  # the call's key: what it is sent, whatever the dispatch
+            described = json.dumps([self.argv, sorted(extra.items()), stdin], ensure_ascii=False)
+            extra.update(SWITCHYARD_DISPATCH=str(dispatch), SWITCHYARD_IDEMPOTENCY_KEY=idempotency_key(
+                described.encode()) or "")
         try:
             process = subprocess.Popen(
                 self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=self.environment(extra_env or {}), shell=False, start_new_session=True,
+                env=self.environment(extra), shell=False, start_new_session=True,
                 text=True, encoding="utf-8", errors="replace",
             )
         except OSError as error:  # not found, not executable
             raise BackendError(f"backend {self.name!r} cannot start {self.argv[0]!r}: {error.strerror or error}",
                                code="COMMAND_NOT_FOUND", retryable=False) from None
         try:
+            process_started(process.pid)
             stdout, stderr = process.communicate(stdin, timeout=self.timeout_seconds)
         except subprocess.TimeoutExpired:
             self._kill(process)

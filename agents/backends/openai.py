@@ -14,7 +14,15 @@ Options (settings only, never workflow documents):
   `stream_options.include_usage`) and join its deltas.
 
 A timeout is not retried here (each try would cost the whole timeout again): it is a
-retryable TIMEOUT for the run to retry. Other 4xx are not retryable.
+retryable TIMEOUT for the run to retry. Other 4xx are not retryable (but see 409 below).
+
+For a node run, each call carries an `Idempotency-Key` (the same for the same call in every
+dispatch of the node run, and in every try of it here; see dispatch.py) and
+`X-Switchyard-Dispatch` (which time the node run was sent to a worker): a provider that
+honours the key answers a call made again after a fault as it answered the first, without
+charging it twice. A 409 to a call with a key is what such a provider answers while the
+first is still being processed (draft-ietf-httpapi-idempotency-key-header), so it is tried
+again like a 429.
 
 A streamed reply is whole only when the stream ends with `data: [DONE]`: one that breaks
 off before it is a retryable BAD_RESPONSE (not retried here: the server may have billed
@@ -41,6 +49,7 @@ from engine.errors import EngineError
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
 from .builtin import count_tokens
+from .dispatch import dispatch_number, idempotency_key
 from .metering import Call, check_call, counting_encoding, record_call
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)\n?```", re.S)
@@ -273,12 +282,17 @@ class OpenAICompatibleBackend(Backend):
                            usage="reported" if reported else "counted", encoding=encoding)
         return data, content, call
 
-    def _headers(self, *, stream: bool = False) -> dict[str, str]:
+    def _headers(self, *, stream: bool = False, payload: bytes = b"") -> dict[str, str]:
+        """The request's headers; with a dispatch open, the call's idempotency key and the
+        dispatch's number (asked once per call: every try of it sends the same)."""
         headers = {"Content-Type": "application/json",
                    "Accept": "text/event-stream" if stream else "application/json", "User-Agent": "switchyard"}
         key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
         if key:
             headers["Authorization"] = f"Bearer {key}"
+        call_key = idempotency_key(payload)
+        if call_key:
+            headers.update({"Idempotency-Key": call_key, "X-Switchyard-Dispatch": str(dispatch_number())})
         return headers
 
     def _post(self, body: dict) -> dict:
@@ -289,11 +303,11 @@ class OpenAICompatibleBackend(Backend):
         stream = bool(body.get("stream"))
         last: BackendError | None = None
         hint: float | None = None  # the last Retry-After, in seconds
+        headers = self._headers(stream=stream, payload=payload)
         for attempt in range(self.max_retries + 1):
             if attempt:
                 self.sleep(self._delay(attempt, hint))
-            request = urllib.request.Request(self.url, data=payload, headers=self._headers(stream=stream),
-                                             method="POST")
+            request = urllib.request.Request(self.url, data=payload, headers=headers, method="POST")
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:
                     if stream and response.headers.get_content_type() != "application/json":
@@ -306,7 +320,7 @@ class OpenAICompatibleBackend(Backend):
                 except (OSError, http.client.HTTPException):
                     raw = b""
                 message = f"{where} answered HTTP {status}: {_server_message(raw)}"
-                if status == 429 or status >= 500:
+                if status == 429 or status >= 500 or (status == 409 and "Idempotency-Key" in headers):
                     last = BackendError(message, code=f"HTTP_{status}", retryable=True)
                     hint = retry_after_seconds(error.headers.get("Retry-After") if error.headers else None)
                     continue

@@ -12,12 +12,14 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
+from functools import partial
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import connection, models, transaction
+from django.db import InterfaceError, OperationalError, connection, models, transaction
 from django.utils import timezone
 
+from agents.backends.dispatch import dispatched, end_process
 from agents.backends.metering import Meter, metered
 from agents.documents import agent_as_of
 from agents.models import Agent
@@ -26,7 +28,8 @@ from engine.steps import nothing_follows, wall_time_exceeded
 from executions import nodes, runner
 from executions.models import Execution, NodeRun
 from executions.services.advance import (
-    _advance, _apply_output_mapping, _dispatch, _elapsed, _end, _locked, _plan_and_policy, _wall_time_end,
+    _advance, _any_active, _apply_output_mapping, _dispatch, _elapsed, _end, _locked, _plan_and_policy,
+    _wall_time_end,
 )
 from executions.services.budget import claims_ended, node_run_budget
 from executions.services.graph import execution_graph
@@ -71,6 +74,8 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
             return "duplicate"
     else:
         run, claim = claimed
+    if run.backend_process:  # sent again: a backend process its last claim left running here ends now
+        end_process(run.backend_process)
     execution = run.execution
     if execution.status != Execution.Status.RUNNING:
         transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED, where={"worker": claim},
@@ -91,9 +96,11 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
         # Pinned by a re-run or a trial (or the agent has changed since the run was made):
         # the run does what its recorded version says.
         run.agent = agent_as_of(run.agent, run.agent_version)
-    # Every model call the node makes, with its cost, held to the run's cost limits.
+    # Every model call the node makes, with its cost, held to the run's cost limits, and made
+    # for this dispatch of the node run (its number, its calls' keys, its processes recorded).
     budget = node_run_budget(execution, graph.settings, node_run_id=run.pk, claim=claim)
-    with heartbeat(run.pk, claim), metered(budget) as meter:
+    with heartbeat(run.pk, claim), metered(budget) as meter, \
+            dispatched(run.pk, run.dispatches, on_process=partial(_heartbeats.record_process, run.pk)):
         try:
             performed = nodes.perform(run, graph, node)
         except SoftTimeLimitExceeded:  # raised by Celery wherever the node was; the worker goes on
@@ -105,15 +112,23 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
             _node_failed(run, claim, _crossed(meter, failure.record) or failure, meter)
             return "failed"
         except Exception as error:  # a defect must fail the node visibly, not leave it running
+            if isinstance(error, (OperationalError, InterfaceError)) and not _connection_usable():
+                # The database connection broke while the node ran, with no result in
+                # hand: not the node's failure. It stays running, and the sweep sends it
+                # again (the same calls with the same keys, see agents/backends/dispatch.py).
+                connection.close()
+                raise
             logger.exception("node run %s failed unexpectedly", run.pk)
             _node_failed(run, claim, runner.NodeFailure(f"{type(error).__name__}: {error}", code="INTERNAL_ERROR",
                                                         retryable=False), meter)
             return "failed"
-    crossed = _crossed(meter, performed.record)
-    if crossed is not None:
-        _node_failed(run, claim, crossed, meter)
-        return "failed"
-    _node_succeeded(run, claim, performed, node, meter)
+        crossed = _crossed(meter, performed.record)
+        if crossed is not None:
+            _node_failed(run, claim, crossed, meter)
+            return "failed"
+        # Still beating: were the database away for a while as the result is stored, the
+        # sweep must not send the node again meanwhile.
+        _node_succeeded(run, claim, performed, node, meter)
     return "success"
 
 
@@ -186,11 +201,64 @@ def _metered(meter: Meter | None) -> tuple[dict, dict, dict]:
     return fields, {"cost": meter.cost} if meter.cost else {}, {} if meter.complete else {"cost_complete": False}
 
 
+# A result in hand was paid for. When the database connection breaks while it is stored (a
+# database restarted, a connection terminated), it is stored again on a new connection, for
+# up to this long, before it is given up: the sweep would then send the node again, and its
+# backend would be called again.
+STORE_RETRY_SECONDS = 30.0
+
+
+def _stored_surely(store, node_run_id: int) -> None:
+    """`store(again)`, tried again on a new connection while the database connection breaks
+    under it (`again`: an earlier try may have been stored, and only its answer lost), up
+    to STORE_RETRY_SECONDS. Inside a transaction begun by the caller, nothing can be tried
+    again: the error goes up."""
+    deadline = time.monotonic() + STORE_RETRY_SECONDS
+    delay, again = 0.1, False
+    while True:
+        try:
+            return store(again)
+        except (OperationalError, InterfaceError):
+            if connection.in_atomic_block or time.monotonic() + delay > deadline:
+                raise
+            logger.warning("node run %s: the database connection broke while its result was stored; storing it "
+                           "again on a new connection in %g s", node_run_id, delay, exc_info=True)
+            connection.close()  # broken: the next statement opens a new one
+            time.sleep(delay)
+            delay, again = min(delay * 2, 5.0), True
+
+
+def _connection_usable() -> bool:
+    """Whether this thread's database connection is open and answers."""
+    return connection.connection is not None and connection.is_usable()
+
+
+def _stored_before(run: NodeRun, claim: str, status: str) -> bool:
+    """Whether an earlier try of this claim stored the node run as `status`."""
+    return NodeRun.objects.filter(pk=run.pk, worker=claim, status=status).exists()
+
+
 def _node_succeeded(run: NodeRun, claim: str, performed, node, meter: Meter | None = None) -> None:
     ended = timezone.now()
     calls, added, flags = _metered(meter)
     fields = {"output": performed.output, "completed_at": ended, "duration_ms": _ms(run.started_at, ended),
               **_fields(performed.record), **calls}
+    _stored_surely(lambda again: _store_success(run, claim, performed, node, fields, added, flags, again), run.pk)
+
+
+def _store_success(run: NodeRun, claim: str, performed, node, fields: dict, added: dict, flags: dict,
+                   again: bool) -> None:
+    ended = fields["completed_at"]
+    if again and _stored_before(run, claim, NodeRun.Status.SUCCESS):
+        # Stored by an earlier try, its cost with it. A success stored together with what
+        # follows it is whole; one that settles alone may not have ended its run yet.
+        if _settles_alone(run.execution, node, ended):
+            with transaction.atomic():
+                execution = _locked(run.execution)
+                run.status, run.output = NodeRun.Status.SUCCESS, performed.output
+                if not _any_active(execution):
+                    _advance(execution, completed=run)
+        return
     if _settles_alone(run.execution, node, ended):
         stored = _store_alone(run, claim, fields, added, flags)
         if stored is not None:
@@ -240,9 +308,18 @@ def _node_failed(run: NodeRun, claim: str, failure, meter: Meter | None = None) 
     """Store a failure; with no `meter`, for a claim whose worker is gone (the sweep)."""
     ended = timezone.now()
     calls, added, flags = _metered(meter)
+    _stored_surely(lambda again: _store_failure(run, claim, failure, ended, calls, added, flags, again,
+                                                claims_left=meter is None), run.pk)
+
+
+def _store_failure(run: NodeRun, claim: str, failure, ended, calls: dict, added: dict, flags: dict,
+                   again: bool, *, claims_left: bool) -> None:
+    """`claims_left`: the claim's worker is gone, and what it claimed ends here."""
+    if again and _stored_before(run, claim, NodeRun.Status.FAILED):
+        return  # stored by an earlier try, with its cost and what follows, in one transaction
     with transaction.atomic():
         execution = _locked(run.execution)
-        if meter is None:
+        if claims_left:
             calls, flags = claims_ended(run.pk, claim)
         _charge(execution, added, flags)
         stored = transition(
@@ -281,11 +358,17 @@ class _Heartbeats:
     """The node runs this process is performing, and one thread (with its own database
     connection) that touches their heartbeats every NODE_HEARTBEAT_SECONDS. One thread per
     process rather than one per node run: starting a thread for every run of a no-op node
-    cost more than the node. Started lazily, so a forked worker child starts its own."""
+    cost more than the node. Started lazily, so a forked worker child starts its own.
+
+    It also records the local processes the runs' backends start (`record_process`), woken
+    to do it at once: written by the node's own thread, the record would keep the call
+    from starting while the database is slow or locked, past the node's time limits."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.runs: dict[int, str] = {}  # node run pk → the claim performing it
+        self.processes: dict[int, dict] = {}  # node run pk → its backend process, to record
+        self.wake = threading.Event()
         self.pid = None
 
     def add(self, node_run_id: int, claim: str) -> None:
@@ -293,25 +376,39 @@ class _Heartbeats:
             self.runs[node_run_id] = claim
             if self.pid != os.getpid():  # not started in this process yet
                 self.pid = os.getpid()
+                self.wake = threading.Event()
                 threading.Thread(target=self.beat, name="node-run-heartbeats", daemon=True).start()
 
     def remove(self, node_run_id: int) -> None:
         with self.lock:
             self.runs.pop(node_run_id, None)
+            self.processes.pop(node_run_id, None)
+
+    def record_process(self, node_run_id: int, process: dict) -> None:
+        with self.lock:
+            if node_run_id in self.runs:
+                self.processes[node_run_id] = process
+                self.wake.set()
 
     def beat(self) -> None:
         while True:
-            time.sleep(settings.NODE_HEARTBEAT_SECONDS)
+            self.wake.wait(settings.NODE_HEARTBEAT_SECONDS)
+            self.wake.clear()
             with self.lock:
                 runs = list(self.runs.items())
+                processes, self.processes = self.processes, {}
             if not runs:
                 continue
             try:
                 for node_run_id, claim in runs:
+                    recorded = {"backend_process": processes[node_run_id]} if node_run_id in processes else {}
                     NodeRun.objects.filter(pk=node_run_id, worker=claim, status=NodeRun.Status.RUNNING).update(
-                        heartbeat_at=timezone.now())
+                        heartbeat_at=timezone.now(), **recorded)
+                    processes.pop(node_run_id, None)
             except Exception:  # the database is away: beat again later, the sweep judges staleness
                 logger.warning("could not touch node run heartbeats", exc_info=True)
+                with self.lock:  # and record those processes then
+                    self.processes = {**processes, **self.processes}
             finally:
                 connection.close()  # beats are seconds apart: hold no connection in between
 

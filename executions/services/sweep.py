@@ -10,6 +10,7 @@ from django.core.cache import cache
 from django.db import models, transaction
 from django.utils import timezone
 
+from agents.backends.dispatch import end_process
 from core.locks import redis_lock
 from core.states import transition
 from executions import runner
@@ -59,25 +60,28 @@ def node_runs_sweep(*, now=None) -> dict:
             _node_failed(run, run.worker, _time_limit_failure(
                 f"the node ran past the hard time limit of {hard:g} s and its worker process was killed"))
             report["failed"].append(run.pk)
-            continue
-        if run.dispatches >= settings.NODE_MAX_DISPATCHES:
+        elif run.dispatches >= settings.NODE_MAX_DISPATCHES:
             # It took its worker down every time it was sent: fail it rather than loop.
             failure = runner.NodeFailure(f"the worker running it went silent {run.dispatches} times",
                                          code="WORKER_LOST", retryable=False)
             _node_failed(run, run.worker, failure)
             report["failed"].append(run.pk)
-            continue
-        with transaction.atomic():
-            # What the silent worker spent and claimed from the run's max_cost ends with its claim.
-            locked = _locked(run.execution)
-            ended, flags = claims_ended(run.pk, run.worker)
-            if transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.PENDING,
-                          where={"worker": run.worker}, worker="", heartbeat_at=now,
-                          dispatches=models.F("dispatches") + 1, **ended) == 1:
-                if flags:
-                    Execution.objects.filter(pk=locked.pk).update(**flags)
-                report["requeued"].append(run.pk)
-                _dispatch(run.pk)
+        else:
+            with transaction.atomic():
+                # What the silent worker spent and claimed from the run's max_cost ends with its claim.
+                locked = _locked(run.execution)
+                ended, flags = claims_ended(run.pk, run.worker)
+                if transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.PENDING,
+                              where={"worker": run.worker}, worker="", heartbeat_at=now,
+                              dispatches=models.F("dispatches") + 1, **ended) == 1:
+                    if flags:
+                        Execution.objects.filter(pk=locked.pk).update(**flags)
+                    report["requeued"].append(run.pk)
+                    _dispatch(run.pk)
+        # The silent worker's claim no longer holds, but a backend process it started (the
+        # command backend's) may still be calling a model, for an answer that can no longer
+        # count: ended when it runs on this machine (agents/backends/dispatch.py).
+        end_process(run.backend_process)
     for run in NodeRun.objects.filter(status=NodeRun.Status.PENDING, heartbeat_at__lt=stale,
                                       available_at__lte=now, execution__status=Execution.Status.RUNNING):
         with transaction.atomic():

@@ -1,5 +1,6 @@
 """bin/run, started for real on a fresh data folder: it serves as deployed (gunicorn, DEBUG
-off, static files), supervisord restarts a killed worker, and Ctrl-C stops everything."""
+off, static files), supervisord restarts a killed worker, Ctrl-C stops everything, and a
+stop lets each worker finish the node it runs."""
 from __future__ import annotations
 
 import http.client
@@ -7,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.private_redis import free_port, port_answers
+from tests.slow_chain import SLOW_CHAIN_DOCUMENTS, calls_made, counted_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -148,5 +151,38 @@ def test_it_runs_the_development_server_with_debug_on_and_a_redis_of_its_own(tmp
 
         assert run.stop() == 0, run.output()
         assert run.session() == {}, f"left running after Ctrl-C: {run.session()}"
+    finally:
+        run.kill()
+
+
+def test_it_lets_each_worker_finish_its_node_and_take_nothing_new_when_stopped(tmp_path, redis_server):
+    calls = tmp_path / "calls"
+    run = Run(tmp_path, REDIS_URL=redis_server.url, COMMAND_BACKEND_ARGV=json.dumps(counted_argv(4, str(calls))))
+    try:
+        run.wait_until_serving()
+
+        def manage(*args: str, stdin: str | None = None) -> str:
+            done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=run.env, input=stdin,
+                                  capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stdout + done.stderr
+            return done.stdout.strip()
+
+        manage("import_document", "-", stdin=json.dumps(SLOW_CHAIN_DOCUMENTS))
+        execution_id = manage("run_workflow", "slow_chain")
+        deadline = time.monotonic() + 30
+        while not calls_made(calls):
+            assert time.monotonic() < deadline, f"step_0 did not call its backend:\n{run.output()}"
+            time.sleep(0.1)
+
+        run.process.send_signal(signal.SIGTERM)  # mid-call: 4 s to go
+        assert run.process.wait(timeout=60) == 0, run.output()
+        with sqlite3.connect(tmp_path / "data" / "switchyard.sqlite3") as database:
+            node_runs = dict(database.execute(
+                "SELECT r.node_id, r.status FROM executions_noderun r JOIN executions_execution e "
+                "ON e.id = r.execution_id WHERE e.execution_id = ?", [execution_id]).fetchall())
+        assert node_runs.get("step_0") == "success", f"{node_runs}\n{run.output()}"
+        assert len(calls_made(calls)) == 1, "one backend call: the one in flight, finished; nothing new started"
+        assert node_runs.get("step_1") in (None, "pending"), "the next node was taken by no worker"
+        assert "WorkerLostError" not in run.output()
     finally:
         run.kill()

@@ -104,3 +104,26 @@ def test_it_summarizes_through_the_command():
     script = "import json, os, sys; text = sys.stdin.read(); print(json.dumps({'summary': text.split(chr(10))[0], 'task': os.environ['SWITCHYARD_TASK']}))"
     summary = command(script).summarize("A long text.", 30)
     assert summary.startswith("Summarise the following text in about 30 tokens.")
+
+
+DISPATCH = """
+import json, os, sys
+sys.stdin.read()
+print(json.dumps({"pid": os.getpid(), "dispatch": os.environ.get("SWITCHYARD_DISPATCH"),
+                  "key": os.environ.get("SWITCHYARD_IDEMPOTENCY_KEY"), "attempt": os.environ.get("SWITCHYARD_ATTEMPT")}))
+"""
+
+
+def test_it_tells_the_command_its_dispatch_and_key_and_records_its_process():
+    from agents.backends.dispatch import dispatched
+
+    backend, recorded = command(DISPATCH), []
+    with dispatched(41, 1, on_process=recorded.append):
+        first = backend.complete(request()).output
+    with dispatched(41, 2, on_process=recorded.append):
+        again = backend.complete(request()).output
+    assert (first["attempt"], first["dispatch"], again["attempt"], again["dispatch"]) == ("1", "1", "1", "2")
+    assert first["key"] == again["key"] and first["key"].startswith("switchyard-41-"), "the same call, the same key"
+    assert [record["pid"] for record in recorded] == [first["pid"], again["pid"]]
+    alone = backend.complete(request()).output
+    assert (alone["dispatch"], alone["key"]) == (None, None), "outside a node run: neither"

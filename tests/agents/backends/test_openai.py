@@ -153,3 +153,28 @@ def test_the_chat_server_answers_other_paths_with_404_and_computes_replies(chat_
     with pytest.raises(BackendError) as caught:
         wrong.complete(request())
     assert caught.value.code == "HTTP_404" and not caught.value.retryable
+
+
+def test_it_sends_the_dispatch_and_one_key_per_call_the_same_in_every_try_and_dispatch(chat_server, make, sleeps):
+    from agents.backends.dispatch import dispatched
+
+    chat_server.fail(503).fail(409, message="a request with this key is being processed").reply('{"ok": true}')
+    with dispatched(41, 1):
+        make().complete(request())
+    with dispatched(41, 2):
+        make().complete(request())
+    make().complete(request())
+    first, retried, answered, again, alone = chat_server.requests
+    assert [r.answered for r in chat_server.requests] == [503, 409, 200, 200, 200], "a 409 to a keyed call is retried"
+    key = first.header("Idempotency-Key")
+    assert key.startswith("switchyard-41-") and retried.header("Idempotency-Key") == key
+    assert answered.header("Idempotency-Key") == again.header("Idempotency-Key") == key
+    assert [r.header("X-Switchyard-Dispatch") for r in (first, answered, again)] == ["1", "1", "2"]
+    assert alone.header("Idempotency-Key") is None and alone.header("X-Switchyard-Dispatch") is None
+
+
+def test_it_does_not_retry_a_409_to_a_call_without_a_key(chat_server, make, sleeps):
+    chat_server.fail(409, message="conflict")
+    with pytest.raises(BackendError) as caught:
+        make().complete(request())
+    assert (caught.value.code, caught.value.retryable) == ("HTTP_409", False) and len(chat_server.requests) == 1
