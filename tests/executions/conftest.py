@@ -192,3 +192,13 @@ def drain(execution, limit=100):
         node_run_execute(node_run_id=due.pk, worker="test")
     execution.refresh_from_db()
     return execution
+
+
+def thesis_reply(body):
+    """A chat-completions reply each agent of the thesis chain accepts, told apart by its system prompt."""
+    system = body["messages"][0]["content"]
+    if system.startswith("You check each claim"):  # the validator
+        return {"validation_results": [{"atom_id": "a1", "valid": True}]}
+    if system.startswith("You integrate"):  # the knowledge vault
+        return {"integrated": 1}
+    return {"atoms": [{"atom_id": "a1", "atom_type": "claim", "content": "A claim.", "confidence": 0.9}]}

@@ -20,7 +20,7 @@ from agents.services import agent_import_document
 from executions.evaluations import execution_evaluate
 from executions.models import NodeRun
 from executions.services import execution_start, node_runs_sweep
-from tests.executions.conftest import drain
+from tests.executions.conftest import drain, thesis_reply
 from tests.workflow_edits import edit_workflow
 from workflows.models import Workflow
 
@@ -81,16 +81,6 @@ def priced(settings, chat_server):
     settings.MODEL_OVERRIDES = {"priced-model": PRICED}
     chat_server.respond_with(thesis_reply)
     return chat_server
-
-
-def thesis_reply(body):
-    """A reply each agent of the thesis chain accepts, told apart by its system prompt."""
-    system = body["messages"][0]["content"]
-    if system.startswith("You check each claim"):  # the validator
-        return {"validation_results": [{"atom_id": "a1", "valid": True}]}
-    if system.startswith("You integrate"):  # the knowledge vault
-        return {"integrated": 1}
-    return {"atoms": [{"atom_id": "a1", "atom_type": "claim", "content": "A claim.", "confidence": 0.9}]}
 
 
 def serve(agent_ids, *, max_output_tokens=None):

@@ -11,23 +11,13 @@ from agents.models import Agent
 from agents.services import agent_import_document
 from executions.services import execution_start
 from tests.agents.backends.chat_server import ChatServer
-from tests.executions.conftest import wait_for
+from tests.executions.conftest import thesis_reply, wait_for
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.integration
 
 HOSTED_USAGE = {"prompt_tokens": 1234, "completion_tokens": 56, "prompt_tokens_details": {"cached_tokens": 1000}}
 LOCAL_USAGE = {"prompt_tokens": 4321, "completion_tokens": 65}
-
-
-def reply_for(body):
-    """A reply each agent of the chain accepts, told apart by its system prompt."""
-    system = body["messages"][0]["content"]
-    if system.startswith("You check each claim"):  # the validator
-        return {"validation_results": [{"atom_id": "a1", "valid": True}]}
-    if system.startswith("You integrate"):  # the knowledge vault
-        return {"integrated": 1}
-    return {"atoms": [{"atom_id": "a1", "atom_type": "claim", "content": "A claim.", "confidence": 0.9}]}
 
 
 def move(agent_id, backend, model):
@@ -40,8 +30,8 @@ def move(agent_id, backend, model):
 @pytest.fixture
 def two_servers(tmp_path, settings, demo):
     with ChatServer() as hosted, ChatServer() as local:
-        hosted.reply(usage=HOSTED_USAGE).respond_with(reply_for)
-        local.reply(usage=LOCAL_USAGE).respond_with(reply_for)
+        hosted.reply(usage=HOSTED_USAGE).respond_with(thesis_reply)
+        local.reply(usage=LOCAL_USAGE).respond_with(thesis_reply)
         config = tmp_path / "backends.toml"
         config.write_text(f"""
 [backends.hosted]

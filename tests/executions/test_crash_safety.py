@@ -21,6 +21,7 @@ from executions.models import Execution, NodeRun
 from executions.services import execution_cancel, execution_start, node_run_execute, node_runs_sweep
 from executions.tasks import run_node
 from tests.executions.conftest import ROOT, database_url, wait_for
+from tests.processes import children
 from tests.slow_chain import SLOW_CHAIN_DOCUMENTS, calls_made, counted_argv, slow_argv
 from workflows.models import Workflow
 
@@ -273,19 +274,6 @@ def test_it_ends_a_killed_workers_backend_call_and_tells_the_call_made_again_its
     first, again = calls_made(calls)
     assert (first[1:3], again[1:3]) == (["1", "1"], ["1", "2"]), "the same attempt, sent a second time"
     assert first[3] == again[3] != "-", "the same call, under the same idempotency key"
-
-
-def children(pid: int) -> list[int]:
-    """The processes whose parent is `pid` (a prefork worker's pool processes)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        if int(text[text.rindex(")") + 2:].split()[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
 
 
 @pytest.mark.skipif(not shutil.which("redis-server"), reason="needs redis-server for a private Redis")

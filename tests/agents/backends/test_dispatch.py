@@ -3,11 +3,10 @@ backends start, ended only on their own machine and only while they are the proc
 import signal
 import subprocess
 import time
-from pathlib import Path
-
 from agents.backends.dispatch import (
     dispatch_number, dispatched, end_process, idempotency_key, machine, process_started, start_time,
 )
+from tests.processes import in_group
 
 
 def test_it_keys_each_call_the_same_in_every_dispatch_of_a_node_run_and_apart_from_any_other():
@@ -55,15 +54,3 @@ def test_it_ends_a_recorded_process_group_only_on_its_machine_and_while_it_is_th
             group.wait()
 
 
-def in_group(pgid: int) -> list[int]:
-    """The live processes (not zombies) of the process group `pgid`."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        state, _, group = text[text.rindex(")") + 2:].split()[:3]
-        if int(group) == pgid and state not in "ZX":
-            found.append(int(stat.parent.name))
-    return found
