@@ -48,6 +48,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Iterator
 
+from celery import current_app
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
@@ -405,9 +406,7 @@ def private_queue() -> Iterator[None]:
             yield
     finally:
         try:
-            from project.celery import app
-
-            with app.connection_for_write() as broker:
+            with current_app.connection_for_write() as broker:
                 broker.default_channel.queue_delete(queue)
         except Exception:  # noqa: BLE001 - best effort: a broker away has nothing to delete
             pass
