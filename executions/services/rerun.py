@@ -203,7 +203,8 @@ def _copy(execution: Execution, runs: list[PastRun], edited: dict[str, Any], gra
     is rebuilt from them as the nodes' output mappings put them in, unless `keep_state`.
     The database copies the rows (`copy_rows`): their records never come into this process."""
     now = timezone.now()
-    sql = {"reused_from": ("r.id", []), "sequence": ("k.position", [])}
+    # Each copy starts a step of the new run (a state machine's steps taken count them).
+    sql = {"reused_from": ("r.id", []), "sequence": ("k.position", []), "step": ("k.position", [])}
     if edited:
         names = list(edited)
         among = f"r.node_id IN ({', '.join(['%s'] * len(names))})"
@@ -220,7 +221,7 @@ def _copy(execution: Execution, runs: list[PastRun], edited: dict[str, Any], gra
     NodeRun.objects.bulk_create([
         NodeRun(execution=execution, node_id=node_id, agent_id=graph.plan.agents[node_id], kind=NodeRun.Kind.EDITED,
                 status=NodeRun.Status.SUCCESS, output=edited[node_id], backend="manual", tokens_in=0, tokens_out=0,
-                duration_ms=0, started_at=now, completed_at=now, sequence=len(runs) + offset)
+                duration_ms=0, started_at=now, completed_at=now, sequence=len(runs) + offset, step=len(runs) + offset)
         for offset, node_id in enumerate(typed, start=1)
     ])
     if keep_state:
