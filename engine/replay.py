@@ -28,7 +28,7 @@ class RerunRefused(EngineError):
         self.where = where
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # (slots: a long run's past runs are many)
 class PastRun:
     """A node run of the past run, as the split reads it (`key` is the caller's id of it)."""
 

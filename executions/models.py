@@ -175,6 +175,9 @@ class NodeRun(models.Model):
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.FIRST)
     attempt = models.PositiveIntegerField(default=1)
     sequence = models.PositiveIntegerField(default=0, help_text="Order of the run within its execution.")
+    step = models.PositiveIntegerField(
+        null=True, blank=True, help_text="A run that starts a step (a first attempt in a state machine, a re-run's "
+                                         "copy): how many steps the run has taken with it, which max_steps bounds")
     output = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     error_code = models.CharField(max_length=50, blank=True)
@@ -243,6 +246,9 @@ class NodeRun(models.Model):
                          include=["node_id", "kind", "attempt", "status", "error_code", "duration_ms", "tokens_in",
                                   "tokens_out", "agent", "agent_version", "compared_digest"]),
             models.Index(fields=["execution", "status"]),
+            # A node's latest runs, read from its last backwards (its latest output, whatever
+            # the number of its runs before).
+            models.Index(fields=["execution", "node_id", "sequence", "id"], name="noderun_node_sequence"),
             # The timeline: the runs going in a window of time, and when the run's first and last ran.
             models.Index(fields=["execution", "started_at"], name="noderun_started",
                          include=["completed_at", "node_id", "status"]),

@@ -9,11 +9,14 @@ The helpers here serve the other kinds too (executions/tot.py). The services in
 from __future__ import annotations
 
 import json
+import operator
 import re
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Q, Subquery
 
 from agents.backends import BackendError, BackendRequest, get_backend
 from agents.backends.metering import calling
@@ -180,12 +183,17 @@ def needed_outputs(node: Node, plan: Plan) -> set[str] | None:
 
 
 def latest_outputs(execution, node_ids: set[str] | None = None) -> dict[str, Any]:
-    """The latest successful output of each node (of those asked for) in this run."""
+    """The latest successful output of each node (of those asked for) in this run. Asked
+    for by name, each node's is found from its last run backwards (an index of its runs by
+    sequence), in one statement, however many runs the node has had."""
     if node_ids is not None and not node_ids:
         return {}
     runs = execution.node_runs.filter(status="success")
     if node_ids is not None:
-        runs = runs.filter(node_id__in=node_ids)
+        latest = [Subquery(runs.filter(node_id=node_id).order_by("-sequence", "-id").values("pk")[:1])
+                  for node_id in sorted(node_ids)]
+        return dict(NodeRun.objects.filter(reduce(operator.or_, (Q(pk=run) for run in latest)))
+                    .order_by("sequence", "id").values_list("node_id", "output"))
     outputs = {}
     for node_id, output in runs.order_by("sequence", "id").values_list("node_id", "output"):
         outputs[node_id] = output

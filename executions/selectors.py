@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import connection, transaction
 from django.db.models import Count, Q, Sum
 from django.urls import reverse
 
@@ -21,6 +20,7 @@ from agents.backends.metering import usd
 from core.api_support import Rendered
 from core.errors import NotFound
 from core.jsonutil import iso
+from core.snapshots import read_snapshot
 from executions.documents import (
     evaluation_document, execution_head, node_run_record, node_run_result, thought_tree_document,
 )
@@ -103,13 +103,9 @@ def execution_detail(execution: Execution) -> dict[str, Any]:
 def execution_record_stream(execution: Execution) -> Iterator[str]:
     """The record whole as JSON text, a piece at a time (`?node_runs=all`): the head, then
     every node run's §5 result, then every node run in full with its id, each read a chunk
-    at a time. Both passes read one snapshot of the run (a repeatable read on PostgreSQL;
-    SQLite's read transaction is one), so `results` and `node_runs` agree while it goes on."""
-    outermost = not connection.in_atomic_block  # (inside another transaction, that one's snapshot holds)
-    with transaction.atomic():
-        if outermost and connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    at a time. Both passes read one snapshot of the run (`read_snapshot`), so `results` and
+    `node_runs` agree while it goes on; a slow reader holds no write lock meanwhile."""
+    with read_snapshot():
         head = execution_head(execution, [])
         del head["results"]
         yield json.dumps(head, ensure_ascii=False)[:-1] + ', "results": ['

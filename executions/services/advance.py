@@ -48,7 +48,7 @@ def _advance(execution: Execution, *, completed: NodeRun | None, retryable: bool
     if step.decision:
         NodeRun.objects.filter(pk=completed.pk).update(decision=step.decision.as_dict())
     if step.action == "start":
-        _start_layer(execution, plan, list(step.nodes), graph, last=reads.last_sequence)
+        _start_layer(execution, plan, list(step.nodes), graph, last=reads.last_sequence, steps=reads.steps)
     elif step.action in ("retry", "fallback"):
         _new_run(execution, step.nodes[0], agent_id=step.agent, kind=step.action, attempt=step.attempt,
                  delay=step.delay)
@@ -86,18 +86,39 @@ class _Reads:
     """What advancing a run reads of it, under its execution's lock, for the engine. The
     statuses come with the run's last sequence number (`last_sequence`; None until read),
     so that starting the nodes they make ready reads nothing more: a chain's node costs
-    one statement fewer."""
+    one statement fewer. The steps taken (`steps`; None until read) number the runs that
+    the step starts. Nothing here reads more of a run the longer it has gone on."""
 
     def __init__(self, execution: Execution):
         self.execution = execution
         self.last_sequence: int | None = None
+        self.steps: int | None = None
 
     def progress(self) -> Progress:
         execution = self.execution
         return Progress(elapsed_seconds=_elapsed(execution, timezone.now()), statuses=self.statuses,
-                        any_active=lambda: _any_active(execution),
-                        steps_taken=lambda: execution.node_runs.filter(kind__in=ROUND_STARTS).count(),
+                        any_active=lambda: _any_active(execution), steps_taken=self.steps_taken,
                         state=execution.state, input=execution.input, start=(execution.rerun or {}).get("from_node"))
+
+    def steps_taken(self) -> int:
+        """The runs that started a step so far (first attempts, and the steps a re-run
+        copied): the `step` of the latest of them, found from the run's last node run
+        backwards past the retries of its last round only. Counted, once, where that run
+        has no number (written before runs were numbered)."""
+        table = connection.ops.quote_name(NodeRun._meta.db_table)
+        kinds = sorted(ROUND_STARTS)
+        with cursor() as reading:
+            reading.execute(f"SELECT step FROM {table} WHERE execution_id = %s AND kind IN "
+                            f"({', '.join(['%s'] * len(kinds))}) ORDER BY sequence DESC, id DESC LIMIT 1",
+                            [self.execution.pk, *kinds])
+            row = reading.fetchone()
+        if row is None:
+            self.steps = 0
+        elif row[0] is not None:
+            self.steps = row[0]
+        else:
+            self.steps = self.execution.node_runs.filter(kind__in=kinds).count()
+        return self.steps
 
     def statuses(self, node_ids) -> dict[str, str]:
         """The status of the latest run of each of `node_ids` that has run. Plain SQL, asked
@@ -124,11 +145,14 @@ def _outcome(run: NodeRun, retryable: bool) -> Outcome:
                    gate=decided or None)
 
 
-def _start_layer(execution: Execution, plan: Plan, node_ids: list[str], graph: Graph, last: int | None = None) -> None:
+def _start_layer(execution: Execution, plan: Plan, node_ids: list[str], graph: Graph, last: int | None = None,
+                 steps: int | None = None) -> None:
     """Start the first attempts of nodes that became ready together, in one INSERT; inside
     a worker, the first that is not a gate is claimed for that worker to run next (see
     node_run.node_run_execute). A gate opens, waiting for a person, and goes to no worker.
-    `last`: the run's last sequence number, when it has just been read under the lock."""
+    `last`: the run's last sequence number, when it has just been read under the lock;
+    `steps`: the steps it has taken, when they were (a state machine's), which number the
+    runs started."""
     now = timezone.now()
     last = _last_sequence(execution) if last is None else last
     pinned = execution.agent_versions
@@ -141,7 +165,8 @@ def _start_layer(execution: Execution, plan: Plan, node_ids: list[str], graph: G
     runs = insert_rows([
         NodeRun(execution=execution, node_id=node_id, agent_id=plan.agents[node_id],
                 agent_version_id=pinned.get(node_id) or graph.versions.get(plan.agents[node_id]), kind="first",
-                attempt=1, sequence=last + offset, available_at=now, heartbeat_at=now,
+                attempt=1, sequence=last + offset, step=None if steps is None else steps + offset,
+                available_at=now, heartbeat_at=now,
                 dispatches=int(node_id not in opened),
                 **(opened.get(node_id) or ({"status": NodeRun.Status.RUNNING, "worker": claim, "started_at": now}
                                           if node_id == claimed else {"status": NodeRun.Status.PENDING})))

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from agents.models import AgentVersion
 from core.errors import DocumentError, IllegalTransition, echo
+from core.rows import copy_rows, db_values
 from core.jsonutil import check_storable
 from engine.replay import PastRun, RerunRefused, shape_changes, split
 from executions.models import Execution, NodeRun
@@ -35,6 +36,11 @@ from executions.services.start import new_execution_id
 from workflows.models import Workflow
 
 CURRENT = "current"  # pins the agent's latest version
+READ_CHUNK = 2_000  # rows of the past run read at a time
+# What a copy keeps of the run it copies (the rest: not run again, so no tokens, cost, calls,
+# worker or error of its own).
+COPIED = ("node_id", "agent", "agent_version", "attempt", "backend", "model", "prompt", "resolved_inputs",
+          "context_record", "resolution_failures", "compression", "decision", "gate", "status", "output")
 
 
 def execution_rerun(*, source: Execution, from_node: str, step: int | None = None, outputs: Any = None,
@@ -52,20 +58,19 @@ def execution_rerun(*, source: Execution, from_node: str, step: int | None = Non
                                 "it has ended or waits for a person", code="CONFLICT")
     version, graph = run_graph(source.workflow)  # a re-run runs the latest version
     _check_shape(source, graph)
-    past = list(source.node_runs.order_by("sequence", "id"))
+    past, ran = _past_runs(source, graph)
     try:
-        cut = split(graph.plan, [PastRun(run.node_id, run.status, run.kind, run) for run in past], from_node, step)
+        cut = split(graph.plan, past, from_node, step)
     except RerunRefused as refused:
         raise DocumentError(str(refused), where=refused.where) from None
-    reused = [past_run.key for past_run in cut.reused]
+    reused = list(cut.reused)
     allowed = {run.node_id for run in reused}
-    decided = _gate_decisions(outputs, graph, allowed, {run.node_id: run.gate for run in reused if run.gate},
+    decided = _gate_decisions(outputs, graph, allowed, _gate_records(reused, graph, outputs),
                               actor=actor, given="rerun",
                               to=lambda node_id: f"give its output in a re-run: re-run from '{node_id}' to ask its "
                                                  "deciders again")
     edited = _checked_outputs(outputs, graph, allowed=allowed, refusal=f"runs again in a re-run from '{from_node}'")
-    versions = {run.node_id: run.agent_version_id for run in past  # the versions the past run ran
-                if run.node_id in cut.runs and run.agent_version_id and run.agent_id == graph.plan.agents[run.node_id]}
+    versions = {node_id: version for node_id, version in ran.items() if node_id in cut.runs}
     pinned = _pins(agent_versions, graph, cut.runs, refusal=f"does not run in a re-run from '{from_node}'")
     versions.update({node_id: version.pk for node_id, version in pinned.items()})
     with transaction.atomic():
@@ -105,10 +110,13 @@ def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = Non
     allowed = set(graph.plan.nodes) - {node_id}
     reused = []
     if source is not None:
-        latest = {run.node_id: run for run in source.node_runs.filter(status=NodeRun.Status.SUCCESS)
-                  .exclude(node_id=node_id).order_by("sequence", "id")}
+        latest = {}
+        rows = (source.node_runs.filter(status=NodeRun.Status.SUCCESS).exclude(node_id=node_id)
+                .order_by("sequence", "id").values_list("pk", "node_id", "status", "kind"))
+        for pk, past_node, status, kind in rows.iterator(chunk_size=READ_CHUNK):
+            latest[past_node] = PastRun(past_node, status, kind, pk)
         reused = list(latest.values())
-    decided = _gate_decisions(outputs, graph, allowed, {run.node_id: run.gate for run in reused if run.gate},
+    decided = _gate_decisions(outputs, graph, allowed, _gate_records(reused, graph, outputs),
                               actor=actor, given="trial", to=lambda _: "give its output in a trial")
     edited = _checked_outputs(outputs, graph, allowed=allowed,
                               refusal="is the node tried: its output is what the trial makes")
@@ -131,6 +139,23 @@ def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = Non
         _record_decisions(execution, decided)
         _advance(_locked(execution), completed=None)
     return execution
+
+
+def _past_runs(source: Execution, graph: Graph) -> tuple[list[PastRun], dict[str, int]]:
+    """The past run's node runs in order, light (what a re-run decides by, keyed by their
+    ids), read a chunk at a time: their records stay in the database, which copies them.
+    With them, the agent version each node last ran with the agent the workflow gives it."""
+    runs, versions, names = [], {}, {}
+    rows = source.node_runs.order_by("sequence", "id").values_list(
+        "pk", "node_id", "status", "kind", "agent_id", "agent_version_id")
+    for pk, node_id, status, kind, agent_id, version_id in rows.iterator(chunk_size=READ_CHUNK):
+        # One string for each name, however many runs carry it.
+        node_id, status, kind = names.setdefault(node_id, node_id), names.setdefault(status, status), \
+            names.setdefault(kind, kind)
+        runs.append(PastRun(node_id, status, kind, pk))
+        if version_id and agent_id == graph.plan.agents[node_id]:
+            versions[node_id] = version_id
+    return runs, versions
 
 
 def _check_shape(source: Execution, graph: Graph) -> None:
@@ -177,6 +202,16 @@ def _gate_decisions(outputs: dict, graph: Graph, allowed: set[str], past: dict[s
     return decided
 
 
+def _gate_records(runs: list[PastRun], graph: Graph, outputs: dict) -> dict[str, dict]:
+    """The gate records of those of `runs` (light, keyed by their ids) whose gates are given
+    an output here, by node id (the latest run of each), read for those runs alone."""
+    keys = [run.key for run in runs if run.node_id in outputs and getattr(graph.nodes.get(run.node_id), "gate", None)]
+    if not keys:
+        return {}
+    rows = NodeRun.objects.filter(pk__in=keys, gate__isnull=False).order_by("sequence", "id")
+    return dict(rows.values_list("node_id", "gate"))
+
+
 def _record_decisions(execution: Execution, decided: dict[str, dict]) -> None:
     """Put on each edited copy of a gate the decision of the person who gave its output, in
     place of the decision it copied (which stays on the past run's node run)."""
@@ -211,42 +246,50 @@ def _pins(asked: dict, graph: Graph, runs: set[str] | frozenset[str], *, refusal
     return pinned
 
 
-def _copy(execution: Execution, runs: list[NodeRun], edited: dict[str, Any], graph: Graph, *,
+def _copy(execution: Execution, runs: list[PastRun], edited: dict[str, Any], graph: Graph, *,
           keep_state: bool = False) -> None:
     """Copy `runs` of the past run into `execution` as reused (edited: with the output given
     instead), in their order, and the outputs given for nodes with no run to copy; the state
-    is rebuilt from them as the nodes' output mappings put them in, unless `keep_state`."""
+    is rebuilt from them as the nodes' output mappings put them in, unless `keep_state`.
+    The database copies the rows (`copy_rows`): their records never come into this process."""
     now = timezone.now()
-    copies = []
-    for run in runs:
-        output = edited.get(run.node_id, run.output)
-        copies.append(NodeRun(
-            execution=execution, node_id=run.node_id, agent_id=run.agent_id, agent_version_id=run.agent_version_id,
-            kind=NodeRun.Kind.EDITED if run.node_id in edited else NodeRun.Kind.REUSED, reused_from=run,
-            status=NodeRun.Status.SUCCESS if run.node_id in edited else run.status, attempt=run.attempt,
-            output=output, backend=run.backend, model=run.model, prompt=run.prompt,
-            resolved_inputs=run.resolved_inputs, context_record=run.context_record,
-            resolution_failures=run.resolution_failures, compression=run.compression, decision=run.decision,
-            gate=run.gate,
-            tokens_in=0, tokens_out=0, duration_ms=0, started_at=now, completed_at=now,
-        ))
+    # Each copy starts a step of the new run (a state machine's steps taken count them).
+    sql = {"reused_from": ("r.id", []), "sequence": ("k.position", []), "step": ("k.position", [])}
+    if edited:
+        names = list(edited)
+        among = f"r.node_id IN ({', '.join(['%s'] * len(names))})"
+        sql["kind"] = (f"CASE WHEN {among} THEN %s ELSE %s END", [*names, NodeRun.Kind.EDITED, NodeRun.Kind.REUSED])
+        sql["status"] = (f"CASE WHEN {among} THEN %s ELSE r.status END", [*names, NodeRun.Status.SUCCESS])
+        given = [db_values(NodeRun, {"output": edited[name]})[0] for name in names]
+        sql["output"] = ("CASE r.node_id " + " ".join(["WHEN %s THEN %s"] * len(names)) + " ELSE r.output END",
+                         [value for pair in zip(names, given) for value in pair])
+    copy_rows(NodeRun, [run.key for run in runs], copied=COPIED, sql=sql, values={
+        "execution": execution.pk, "kind": NodeRun.Kind.REUSED, "tokens_in": 0, "tokens_out": 0, "duration_ms": 0,
+        "started_at": now, "completed_at": now})
     copied = {run.node_id for run in runs}
-    for node_id, output in edited.items():  # typed by hand: no run it copies
-        if node_id not in copied:
-            copies.append(NodeRun(
-                execution=execution, node_id=node_id, agent_id=graph.plan.agents[node_id], kind=NodeRun.Kind.EDITED,
-                status=NodeRun.Status.SUCCESS, output=output, backend="manual", tokens_in=0, tokens_out=0,
-                duration_ms=0, started_at=now, completed_at=now,
-            ))
-    for sequence, copy in enumerate(copies, start=1):
-        copy.sequence = sequence
-    NodeRun.objects.bulk_create(copies)
+    typed = [node_id for node_id in edited if node_id not in copied]  # typed by hand: no run it copies
+    NodeRun.objects.bulk_create([
+        NodeRun(execution=execution, node_id=node_id, agent_id=graph.plan.agents[node_id], kind=NodeRun.Kind.EDITED,
+                status=NodeRun.Status.SUCCESS, output=edited[node_id], backend="manual", tokens_in=0, tokens_out=0,
+                duration_ms=0, started_at=now, completed_at=now, sequence=len(runs) + offset, step=len(runs) + offset)
+        for offset, node_id in enumerate(typed, start=1)
+    ])
     if keep_state:
         return
+    # Each node's output mapping sets (or removes) the same keys whatever its output, so the
+    # state is what the last successful copy of each node, in order, puts in it.
+    last = {}
+    for position, run in enumerate(runs):
+        if graph.nodes[run.node_id].output_mapping and (run.node_id in edited or run.status == NodeRun.Status.SUCCESS):
+            last[run.node_id] = (position, run.key)
+    last.update({node_id: (len(runs) + offset, None) for offset, node_id in enumerate(typed)})
+    keys = [key for node_id, (_, key) in last.items() if node_id not in edited]
+    stored = {}
+    for start in range(0, len(keys), READ_CHUNK):
+        stored.update(NodeRun.objects.filter(pk__in=keys[start:start + READ_CHUNK]).values_list("pk", "output"))
     state = {}
-    for copy in copies:
-        if copy.status == NodeRun.Status.SUCCESS:
-            state = mapped_state(state, graph.nodes[copy.node_id], copy.output)
+    for node_id, (_, key) in sorted(last.items(), key=lambda item: item[1][0]):
+        state = mapped_state(state, graph.nodes[node_id], edited[node_id] if node_id in edited else stored[key])
     if state:
         execution.state = state
         Execution.objects.filter(pk=execution.pk).update(state=state)

@@ -33,8 +33,8 @@ def left_behind():
 def test_it_prints_per_node_ratios_and_deletes_what_it_made(bench_env):
     queue = bench_env.CELERY_TASK_DEFAULT_QUEUE
     out = io.StringIO()
-    call_command("benchmark_execution", "--chain", "3", "--wide", "3", "--layer", "6", "--repeat", "2", "--timeout", "60",
-                 stdout=out)
+    call_command("benchmark_execution", "--chain", "3", "--wide", "3", "--layer", "6", "--loop", "8", "--repeat", "2",
+                 "--timeout", "60", stdout=out)
     text = out.getvalue()
     assert re.search(rf"^database: {connection.vendor}", text, re.MULTILINE), text
     assert re.search(rf"^baseline: 3 sequential core\.tasks\.ping .* {NUMBER} and {NUMBER} ms each", text,
@@ -48,6 +48,9 @@ def test_it_prints_per_node_ratios_and_deletes_what_it_made(bench_env):
                          rf"evaluated {NUMBER} ms after it ended", text, re.MULTILINE), text
     assert re.search(rf"^wide dag of 6 nodes .*; {NUMBER}× the per-node time of the smaller dag \(target ≤ 1.1×", text,
                      re.MULTILINE), text
+    assert re.search(rf"^state machine loop of 8 steps: {NUMBER} ms per step over its first 4, {NUMBER} ms over its "
+                     rf"last 4 → {NUMBER}× \(target ≤ 1.25×, (ok|OVER TARGET)\) — {NUMBER} s wall$", text,
+                     re.MULTILINE), text
     assert left_behind() == (0, 0, 0, 0, 0)
     assert bench_env.CELERY_TASK_DEFAULT_QUEUE == queue
 
@@ -55,8 +58,11 @@ def test_it_prints_per_node_ratios_and_deletes_what_it_made(bench_env):
 def test_it_prints_json(bench_env):
     out = io.StringIO()
     call_command("benchmark_execution", "--chain", "2", "--wide", "2", "--layer", "0", "--wide-shape", "fanout",
-                 "--repeat", "3", "--json", stdout=out)
+                 "--loop", "6", "--repeat", "3", "--json", stdout=out)
     report = json.loads(out.getvalue())
+    loop = report["loop"]
+    assert (loop["steps"], loop["window"]) == (6, 3) and loop["first_per_step_s"] > 0 and loop["last_per_step_s"] > 0
+    assert loop["growth"] == pytest.approx(loop["last_per_step_s"] / loop["first_per_step_s"])
     assert report["error"] is None and len(report["baseline"]["per_task_s"]) == 6  # before each run
     assert report["drain"]["messages"] == 2 and report["drain"]["per_message_s"] > 0
     assert all(f["evaluated_s"] > 0 for f in report["figures"])

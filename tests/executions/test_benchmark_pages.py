@@ -11,7 +11,9 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from executions.management.commands import benchmark_pages
-from executions.management.commands.benchmark_pages import LIST_ANSWERS, OPTIONAL, RUN_ANSWERS, TARGETS
+from executions.management.commands.benchmark_pages import (
+    LIST_ANSWERS, OPTIONAL, RUN_ANSWERS, TARGETS, WRITE_ANSWERS,
+)
 from executions.models import Execution, NodeRun
 
 # The command creates and drops a database beside the test database: no transaction around it.
@@ -47,13 +49,15 @@ def test_it_measures_every_answer_of_each_run_and_of_the_list(scratch_place):
 
     assert report["database"].startswith(connection.vendor) and report["sizes"] == [50, 200]
     expected = [(key, size) for size in (50, 200) for key, _, _ in RUN_ANSWERS] + [
-        (key, 300) for key, _, _ in LIST_ANSWERS]
+        (key, 300) for key, _, _ in LIST_ANSWERS] + [(key, size) for size in (50, 200) for key, *_ in WRITE_ANSWERS]
     assert [(a["key"], a["size"]) for a in report["answers"]] == expected
     for answer in report["answers"]:
         if answer["key"] in OPTIONAL and answer["note"]:  # not on this branch yet
             assert answer["note"] == "skipped: not on this branch (404)" and answer["http_status"] == 404
             continue
-        assert answer["http_status"] == 200 and answer["error"] is None, answer
+        written = answer["key"] in {key for key, *_ in WRITE_ANSWERS}
+        assert answer["http_status"] == (201 if written else 200) and answer["error"] is None, answer
+        assert (answer["peak_mb"] > 0) if written else answer["peak_mb"] is None, answer
         assert answer["queries"] > 0 and answer["bytes"] > 0 and answer["ms"] > 0, answer
         assert 1 <= answer["samples"] <= 2
         assert answer["missed"] == [] or answer["key"] in TARGETS
@@ -64,6 +68,9 @@ def test_it_measures_every_answer_of_each_run_and_of_the_list(scratch_place):
     assert report["missed"] == [f"{a['label']} at {a['size']:,} {a['of']}: {'; '.join(a['missed'])}"
                                 for a in report["answers"] if a["missed"]]
     assert report["targets"]["api_detail"] == {"max_ms": 1000, "max_queries": 20, "max_bytes": 1_000_000}
+    rerun_50 = next(a for a in report["answers"] if a["key"] == "rerun" and a["size"] == 50)
+    assert rerun_50["url"] == "/api/executions/bench_loop_50/rerun" and rerun_50["queries"] > 0
+    assert report["targets"]["rerun"] == {"max_ms": 1000, "max_queries": 20, "max_bytes": None}
 
     # Nothing was written to the test database; the scratch database is gone.
     assert (Execution.objects.count(), NodeRun.objects.count()) == (0, 0)
@@ -98,7 +105,9 @@ def test_it_stops_an_answer_past_the_timeout_reports_it_missed_and_goes_on(scrat
     detail = next(a for a in report["answers"] if a["key"] == "api_detail")
     assert detail["error"] == "stopped after 0.5 s" and detail["ms"] is None
     assert detail["missed"] == ["stopped after 0.5 s"]
-    assert report["missed"] == ["API record of the run at 10 node runs: stopped after 0.5 s"]
+    assert report["missed"] == ["API record of the run at 10 node runs: stopped after 0.5 s",
+                                # (a re-run answers with the new run's record)
+                                "API re-run from the last step at 10 node runs: stopped after 0.5 s"]
     after = [a for a in report["answers"] if a["key"] == "node_runs_first"]
     assert after[0]["http_status"] == 200 and after[0]["error"] is None
     assert scratch_left_behind(scratch_place) == []

@@ -233,3 +233,46 @@ def test_an_imported_run_cannot_take_the_id_of_the_compare_page_nor_be_rerun():
                                              "status": "success"})
     with pytest.raises(DocumentError, match="did not record the version of the workflow it ran"):
         execution_rerun(source=imported, from_node="task_vault_001")
+
+
+def test_a_rerun_of_a_long_run_reads_its_node_runs_light_and_has_the_database_copy_them():
+    """The past run's records never come into this process whole: what the re-run decides
+    reads light fields, the copies are made by the database, in a bounded number of
+    statements, and each copy holds its original's record."""
+    import tracemalloc
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from executions.management.large_runs import LOOP, large_run_create, loop_workflow_create
+
+    source = large_run_create(workflow=loop_workflow_create(workflow_id="rerun_loop"), node_runs=1_500)
+    last = source.node_runs.order_by("-sequence").first()
+
+    tracemalloc.start()
+    try:
+        with CaptureQueriesContext(connection) as queries:
+            rerun = execution_rerun(source=source, from_node=last.node_id)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    copies = list(rerun.node_runs.filter(kind="reused").order_by("sequence").select_related("reused_from"))
+    assert len(copies) == 1_500 - 15 - 1  # every step before the last: a retried step is one, its failure not
+    assert [copy.sequence for copy in copies] == list(range(1, len(copies) + 1))
+    assert [copy.reused_from.sequence for copy in copies] == sorted(copy.reused_from.sequence for copy in copies)
+    for copy in copies:
+        original = copy.reused_from
+        assert original.execution_id == source.pk and original.status == copy.status == "success"
+        assert (copy.node_id, copy.output, copy.prompt, copy.context_record, copy.resolved_inputs, copy.decision) == (
+            original.node_id, original.output, original.prompt, original.context_record, original.resolved_inputs,
+            original.decision)
+        assert (copy.tokens_in, copy.tokens_out, copy.cost, copy.calls, copy.worker) == (0, 0, 0, [], "")
+    assert rerun.rerun["reused"] == [copy.node_id for copy in copies]
+    assert rerun.node_runs.get(kind="first").node_id == last.node_id == LOOP[(1_500 - 16) % len(LOOP)]
+
+    heavy = [q["sql"] for q in queries.captured_queries
+             if q["sql"].startswith("SELECT") and "executions_noderun" in q["sql"] and '"prompt"' in q["sql"]]
+    assert heavy == [], "the past run's node runs were read whole"
+    assert len(queries.captured_queries) <= 30, "statements grow with the run's length"
+    assert peak < 8_000_000, f"{peak / 1e6:.1f} MB held at once"

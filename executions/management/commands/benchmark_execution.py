@@ -12,6 +12,11 @@ one root fanning out), to show that a node's cost does not grow with its layer; 
 Celery's own share of a DAG's node, a bare layer: as many no-op messages as the DAG has
 nodes, published at once and taken by the worker one after another.
 
+Then, once, a state machine of two no-op nodes that loops until it reaches its `max_steps`
+(`--loop` steps, 10,000 by default): its time per step over its first and its last 200
+steps, from the node runs' own start times, shows whether a step costs more the longer the
+run has gone on (LOOP_GROWTH_TARGET: the end's over the start's).
+
 Each workflow is run `--repeat` times, the shapes taken in turn, each run right after a
 baseline of its own; a shape's figures are the medians of its runs. The speed of a small
 virtual machine drifts from one second to the next (the round trip alone moved by a
@@ -57,6 +62,9 @@ ROOT = Path(__file__).resolve().parents[3]
 # more per node than the 500-node DAG (GROWTH_TARGET: its per-node time over the DAG's).
 TARGETS = {"chain": 1.5, "wide": 2.0, "layer": 2.0}
 GROWTH_TARGET = 1.1
+LOOP_WINDOW = 200  # steps at the start and at the end of the loop whose time per step is reported
+LOOP_GROWTH_TARGET = 1.25  # the time per step at the loop's end over that at its start
+LOOP_SECONDS_PER_STEP = 0.05  # the loop may take this long per step (or --timeout, if longer)
 POLL_SECONDS = 0.02
 TERMINAL = {Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED,
             Execution.Status.ESCALATED}
@@ -112,6 +120,19 @@ def agent_document(agent_id: str) -> dict:
         "capabilities": {"skills": ["noop"], "tools": [], "knowledge_domains": []},
         "metadata": {"created_by": "benchmark_execution"},
         "runtime": {"backend": "builtin", "model": "", "encoding": "cl100k_base", "role": ""},
+    }
+
+
+def loop_document(workflow_id: str, agent_id: str, *, steps: int) -> dict:
+    """A state machine of two no-op nodes, each going to the other, ended by its max_steps."""
+    return {
+        "workflow_id": workflow_id,
+        "name": f"benchmark loop of {steps} no-op steps",
+        "topology": "state_machine",
+        "nodes": [{"id": "ping", "agent_ref": agent_id}, {"id": "pong", "agent_ref": agent_id}],
+        "transitions": [{"from": "ping", "to": "pong"}, {"from": "pong", "to": "ping"}],
+        "error_handling": {"retry_count": 0},
+        "limits": {"max_steps": steps, "max_wall_seconds": 86_400},
     }
 
 
@@ -199,6 +220,9 @@ class Command(BaseCommand):
         parser.add_argument("--wide-shape", choices=["independent", "fanout"], default="independent",
                             help="independent: no edges, all nodes start at once (default); "
                                  "fanout: one root node, then all the others")
+        parser.add_argument("--loop", type=int, default=10_000,
+                            help="steps of the state machine loop, run once after the others (default 10000; 0: skip "
+                                 "it); it may take --timeout or 50 ms per step, whichever is longer")
         parser.add_argument("--repeat", type=int, default=3,
                             help="runs of each workflow, the shapes taken in turn, each after its own baseline; the "
                                  "figures are their medians (default 3)")
@@ -208,9 +232,12 @@ class Command(BaseCommand):
                             help="run the worker under cProfile and write its stats here (slows it down)")
         parser.add_argument("--json", dest="as_json", action="store_true", help="print the figures as JSON")
 
-    def handle(self, *args, chain, wide, layer, wide_shape, repeat, timeout, worker_profile, as_json, **options):
+    def handle(self, *args, chain, wide, layer, loop, wide_shape, repeat, timeout, worker_profile, as_json,
+               **options):
         if chain < 1 or wide < 1 or layer < 0:
             raise CommandError("--chain and --wide need at least one node, --layer none or more")
+        if loop and loop < 2:
+            raise CommandError("--loop needs at least two steps (or 0 to skip it)")
         if repeat < 1:
             raise CommandError("--repeat must be at least 1")
 
@@ -218,7 +245,7 @@ class Command(BaseCommand):
         queue = f"switchyard-bench-{token}"
         agent_id = f"bench_noop_{token}"
         workflows = {"warmup": f"bench_warmup_{token}", "chain": f"bench_chain_{token}", "wide": f"bench_wide_{token}",
-                     "layer": f"bench_layer_{token}"}
+                     "layer": f"bench_layer_{token}", "loop": f"bench_loop_{token}"}
         # The worker runs as deployed workers do, with DEBUG off: with it on, Django keeps and
         # logs every query, which a deployment does not pay for.
         env = dict(os.environ, DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "project.settings"),
@@ -227,7 +254,7 @@ class Command(BaseCommand):
         worker = Worker(current_app, queue, env, profile=worker_profile)
         previous_queue = settings.CELERY_TASK_DEFAULT_QUEUE
         report = {"database": database_label(), "queue": queue, "baseline": None, "drain": None, "figures": [],
-                  "error": None}
+                  "loop": None, "error": None}
         try:
             import_documents([
                 agent_document(agent_id),
@@ -236,6 +263,7 @@ class Command(BaseCommand):
                 *(workflow_document(workflows[name], agent_id, topology="dag", nodes=count,
                                     fan_out=wide_shape == "fanout")
                   for name, count in (("wide", wide), ("layer", layer)) if count),
+                *([loop_document(workflows["loop"], agent_id, steps=loop)] if loop else []),
             ], actor="benchmark_execution")
             worker.start()
             settings.CELERY_TASK_DEFAULT_QUEUE = queue  # what _dispatch sends node runs to
@@ -271,6 +299,9 @@ class Command(BaseCommand):
             if layer:  # each layer over the DAG run just before it
                 report["figures"][-1]["growth"] = statistics.median(
                     big["per_node_s"] / small["per_node_s"] for small, big in zip(samples["wide"], samples["layer"]))
+            if loop:
+                report["loop"] = self.run_loop(workflows["loop"], loop, max(timeout, loop * LOOP_SECONDS_PER_STEP),
+                                               worker)
         except BenchmarkFailed as failure:
             report["error"] = str(failure)
         finally:
@@ -319,26 +350,10 @@ class Command(BaseCommand):
 
     def run_workflow(self, workflow_id: str, nodes: int, timeout: float, worker: Worker) -> dict:
         """Start a run and poll its status until it ends; the wall time from start to success."""
-        workflow = Workflow.objects.get(workflow_id=workflow_id)
         started = time.perf_counter()
-        execution = execution_start(workflow=workflow, input={})
-        deadline = started + timeout
-        rows = Execution.objects.filter(pk=execution.pk)
-        while True:
-            status = rows.values_list("status", flat=True).get()
-            now = time.perf_counter()
-            if status in TERMINAL:
-                break
-            stopped = worker.process.poll() is not None
-            if now > deadline or stopped:
-                done = execution.node_runs.filter(status=NodeRun.Status.SUCCESS).count()
-                execution_cancel(execution=execution)
-                why = f"the worker exited with code {worker.process.returncode}" if stopped else \
-                    f"it did not finish within {timeout:g} s"
-                raise BenchmarkFailed(f"{workflow_id}: {why} ({done} of {nodes} nodes done)\n{worker.log_tail()}")
-            time.sleep(POLL_SECONDS)
+        execution, status, now = self.run_to_its_end(workflow_id, nodes, started + timeout, timeout, worker)
         wall = now - started
-        execution.refresh_from_db()
+        deadline = started + timeout
         runs = list(execution.node_runs.values_list("status", flat=True))
         succeeded = sum(1 for s in runs if s == NodeRun.Status.SUCCESS)
         if status != Execution.Status.SUCCESS or succeeded != nodes or len(runs) != nodes:
@@ -356,6 +371,54 @@ class Command(BaseCommand):
         evaluated = time.perf_counter() - now
         return {"execution_id": execution.execution_id, "wall_s": wall, "recorded_s": recorded,
                 "evaluated_s": evaluated}
+
+    def run_to_its_end(self, workflow_id: str, nodes: int, deadline: float, timeout: float,
+                       worker: Worker) -> tuple[Execution, str, float]:
+        """Start a run and poll its status until it ends: the run, read again, its status and
+        when it was seen to end. A run still going at `deadline` is cancelled (BenchmarkFailed)."""
+        execution = execution_start(workflow=Workflow.objects.get(workflow_id=workflow_id), input={})
+        rows = Execution.objects.filter(pk=execution.pk)
+        while True:
+            status = rows.values_list("status", flat=True).get()
+            now = time.perf_counter()
+            if status in TERMINAL:
+                break
+            stopped = worker.process.poll() is not None
+            if now > deadline or stopped:
+                done = execution.node_runs.filter(status=NodeRun.Status.SUCCESS).count()
+                execution_cancel(execution=execution)
+                why = f"the worker exited with code {worker.process.returncode}" if stopped else \
+                    f"it did not finish within {timeout:g} s"
+                raise BenchmarkFailed(f"{workflow_id}: {why} ({done} of {nodes} nodes done)\n{worker.log_tail()}")
+            time.sleep(POLL_SECONDS)
+        execution.refresh_from_db()
+        return execution, status, now
+
+    def run_loop(self, workflow_id: str, steps: int, timeout: float, worker: Worker) -> dict:
+        """Run the loop until it reaches its max_steps: the time per step over its first and
+        its last LOOP_WINDOW steps, from the start times of its node runs (one a step)."""
+        started = time.perf_counter()
+        execution, status, now = self.run_to_its_end(workflow_id, steps, started + timeout, timeout, worker)
+        runs = execution.node_runs.count()
+        succeeded = execution.node_runs.filter(status=NodeRun.Status.SUCCESS).count()
+        if (status != Execution.Status.FAILED or not execution.ended_reason.startswith("max_steps")
+                or runs != steps or succeeded != steps):
+            raise BenchmarkFailed(f"{workflow_id} ended {status} ({execution.ended_reason or 'no reason'}) with "
+                                  f"{succeeded} of {runs} node runs succeeded, not at its max_steps of {steps}\n"
+                                  f"{worker.log_tail()}")
+        evaluations = Evaluation.objects.filter(execution=execution, target_type="execution")
+        while not evaluations.exists():  # as after the other runs: nothing left queued behind it
+            if time.perf_counter() > started + timeout or worker.process.poll() is not None:
+                raise BenchmarkFailed(f"{workflow_id}: its evaluation was not stored\n{worker.log_tail()}")
+            time.sleep(POLL_SECONDS)
+        window = min(LOOP_WINDOW, steps // 2)
+        began = dict(execution.node_runs.filter(sequence__in=[1, window + 1, steps - window, steps])
+                     .values_list("sequence", "started_at"))
+        first = (began[window + 1] - began[1]).total_seconds() / window
+        last = (began[steps] - began[steps - window]).total_seconds() / window
+        return {"execution_id": execution.execution_id, "steps": steps, "window": window, "wall_s": now - started,
+                "first_per_step_s": first, "last_per_step_s": last, "growth": last / first,
+                "target": LOOP_GROWTH_TARGET}
 
     def clean_up(self, agent_id: str, workflow_ids: list[str]) -> None:
         """Delete everything the benchmark made (after the worker has stopped)."""
@@ -412,6 +475,13 @@ class Command(BaseCommand):
                 f"{verdict}) — {f['wall_s']:.2f} s wall, {f['recorded_s']:.2f} s recorded on the execution; "
                 f"evaluated {f['evaluated_s'] * 1000:.0f} ms after it ended "
                 f"({f['evaluated_s'] / f['baseline_s']:.0f} round trips){growth}")
+        loop = report["loop"]
+        if loop:
+            verdict = "ok" if loop["growth"] <= loop["target"] else "OVER TARGET"
+            self.stdout.write(
+                f"state machine loop of {loop['steps']} steps: {loop['first_per_step_s'] * 1000:.2f} ms per step over "
+                f"its first {loop['window']}, {loop['last_per_step_s'] * 1000:.2f} ms over its last {loop['window']} "
+                f"→ {loop['growth']:.2f}× (target ≤ {loop['target']:g}×, {verdict}) — {loop['wall_s']:.1f} s wall")
         if report["error"]:
             self.stderr.write(f"benchmark_execution: {report['error']}")
 
