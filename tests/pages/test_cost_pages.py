@@ -24,7 +24,8 @@ from executions.page_selectors import cost_text
 from executions.services import execution_start
 from tests.agents.backends.chat_server import ChatServer
 from tests.executions.conftest import wait_for
-from tests.executions.test_costs_worker import HOSTED_USAGE, LOCAL_USAGE, move, reply_for
+from tests.executions.conftest import thesis_reply
+from tests.executions.test_costs_worker import HOSTED_USAGE, LOCAL_USAGE, move
 from tests.pages.conftest import screenshot, signed_in
 from tests.pages.test_derive_requests import watch_errors
 from tests.pages.test_execution_browser import click_graph_node
@@ -90,8 +91,8 @@ def priced(workers, settings, tmp_path):
     workers.env["WORKSPACE_ROOT"] = str(tmp_path)
     call_command("load_demo", stdout=io.StringIO())
     with ChatServer() as hosted, ChatServer() as local:
-        hosted.reply(usage=HOSTED_USAGE).respond_with(reply_for)
-        local.reply(usage=LOCAL_USAGE).respond_with(reply_for)
+        hosted.reply(usage=HOSTED_USAGE).respond_with(thesis_reply)
+        local.reply(usage=LOCAL_USAGE).respond_with(thesis_reply)
         config = use_backends(settings, tmp_path / "backends.toml", hosted.base_url, local.base_url)
         workers.env.update(SWITCHYARD_BACKENDS_FILE=str(config), HOSTED_KEY="sk-hosted")
         yield SimpleNamespace(workers=workers, hosted=hosted, local=local)
