@@ -3,7 +3,7 @@ decides (`engine.steps.next_step`); this module reads the run for it and stores 
 the next nodes (created and sent to a worker), a retry, the fallback agent's attempt, an
 escalation, the end of the run.
 
-A run advances by these services only. Each takes the execution row's lock (`_locked`)
+A run advances by these services only. Each takes the execution row's lock (`locked_execution`)
 before deciding what comes next, so two workers finishing parallel nodes at once never
 both schedule the same node."""
 from __future__ import annotations
@@ -29,20 +29,20 @@ from engine.steps import Outcome, Policy, Progress, Step, bounded, next_step, wa
 from executions.models import Execution, NodeRun
 from executions.runner import latest_outputs, needed_outputs
 from executions.services.graph import Graph, execution_graph
-from executions.services.inline import _inline
+from executions.services.inline import chain_state
 
 
-def _advance(execution: Execution, *, completed: NodeRun | None, retryable: bool = True) -> None:
+def advance_run(execution: Execution, *, completed: NodeRun | None, retryable: bool = True) -> None:
     """Ask the engine what follows `completed` (None: the run starts) and store it. The
     execution row is locked by the caller."""
     if execution.status != Execution.Status.RUNNING:
         return
     graph = execution_graph(execution)
-    plan, policy = _plan_and_policy(execution, graph)
+    plan, policy = plan_and_policy(execution, graph)
     reads = _Reads(execution)
     step = next_step(plan, policy, reads.progress(), None if completed is None else _outcome(completed, retryable))
     if step.skipped:  # the failed node is passed over: what follows, follows its skipped run
-        completed = _new_run(execution, step.skipped, agent_id=completed.agent_id, kind="manual",
+        completed = new_node_run(execution, step.skipped, agent_id=completed.agent_id, kind="manual",
                              attempt=completed.attempt, status=NodeRun.Status.SKIPPED)
         reads.last_sequence = None  # a run was added since
     if step.decision:
@@ -50,7 +50,7 @@ def _advance(execution: Execution, *, completed: NodeRun | None, retryable: bool
     if step.action == "start":
         _start_layer(execution, plan, list(step.nodes), graph, last=reads.last_sequence, steps=reads.steps)
     elif step.action in ("retry", "fallback"):
-        _new_run(execution, step.nodes[0], agent_id=step.agent, kind=step.action, attempt=step.attempt,
+        new_node_run(execution, step.nodes[0], agent_id=step.agent, kind=step.action, attempt=step.attempt,
                  delay=step.delay)
     elif step.action == "escalate":
         change_status(execution, Execution.STATES, Execution.Status.ESCALATED, escalation={
@@ -59,12 +59,12 @@ def _advance(execution: Execution, *, completed: NodeRun | None, retryable: bool
             "at": timezone.now().isoformat(),
         }, paused_at=timezone.now())
     elif step.action == "end":
-        _end(execution, step.status, step.reason)
+        end_execution(execution, step.status, step.reason)
     if graph.has_gates and step.action in ("start", "wait"):
         _pause_at_gates(execution)
 
 
-def _plan_and_policy(execution: Execution, graph: Graph) -> tuple[Plan, Policy]:
+def plan_and_policy(execution: Execution, graph: Graph) -> tuple[Plan, Policy]:
     """The plan and policy of the run's version of the workflow; a trial's plan is its one
     node, run once: no retry, no fallback agent, no person to escalate to."""
     if not execution.trial:
@@ -96,8 +96,8 @@ class _Reads:
 
     def progress(self) -> Progress:
         execution = self.execution
-        return Progress(elapsed_seconds=_elapsed(execution, timezone.now()), statuses=self.statuses,
-                        any_active=lambda: _any_active(execution), steps_taken=self.steps_taken,
+        return Progress(elapsed_seconds=run_elapsed(execution, timezone.now()), statuses=self.statuses,
+                        any_active=lambda: any_node_run_active(execution), steps_taken=self.steps_taken,
                         state=execution.state, input=execution.input, start=(execution.rerun or {}).get("from_node"))
 
     def steps_taken(self) -> int:
@@ -122,7 +122,7 @@ class _Reads:
 
     def statuses(self, node_ids) -> dict[str, str]:
         """The status of the latest run of each of `node_ids` that has run. Plain SQL, asked
-        after every node run that has nodes after it (see _any_active)."""
+        after every node run that has nodes after it (see any_node_run_active)."""
         node_ids = list(node_ids)
         if not node_ids:
             return {}
@@ -158,10 +158,10 @@ def _start_layer(execution: Execution, plan: Plan, node_ids: list[str], graph: G
     pinned = execution.agent_versions
     opened = {node_id: _gate_opened(execution, graph, node_id, now) for node_id in node_ids
              if graph.nodes[node_id].gate is not None}
-    inline = (getattr(_inline, "open", False) and not getattr(_inline, "reserved", False)
-              and time.monotonic() < getattr(_inline, "until", 0))
+    inline = (getattr(chain_state, "open", False) and not getattr(chain_state, "reserved", False)
+              and time.monotonic() < getattr(chain_state, "until", 0))
     claimed = next((node_id for node_id in node_ids if node_id not in opened), None) if inline else None
-    claim = f"{getattr(_inline, 'worker', '')}/{uuid.uuid4().hex[:8]}"
+    claim = f"{getattr(chain_state, 'worker', '')}/{uuid.uuid4().hex[:8]}"
     runs = insert_rows([
         NodeRun(execution=execution, node_id=node_id, agent_id=plan.agents[node_id],
                 agent_version_id=pinned.get(node_id) or graph.versions.get(plan.agents[node_id]), kind="first",
@@ -173,14 +173,14 @@ def _start_layer(execution: Execution, plan: Plan, node_ids: list[str], graph: G
         for offset, node_id in enumerate(node_ids, start=1)
     ])
     if claimed is not None:
-        _inline.reserved = True
+        chain_state.reserved = True
         first = next(run for run in runs if run.node_id == claimed)
 
         def keep():
-            _inline.next = (first, claim)
+            chain_state.next = (first, claim)
 
         transaction.on_commit(keep)
-    _dispatch(*(run.pk for run in runs if run.node_id != claimed and run.node_id not in opened))
+    dispatch_after_commit(*(run.pk for run in runs if run.node_id != claimed and run.node_id not in opened))
 
 
 GATE_DECISION = ("decision", "comment", "decided_by", "timed_out")  # what a transition's condition reads as `gate`
@@ -208,7 +208,7 @@ def _pause_at_gates(execution: Execution) -> None:
         change_status(execution, Execution.STATES, Execution.Status.WAITING, paused_at=timezone.now())
 
 
-def _unpaused(execution: Execution, now) -> dict:
+def unpaused(execution: Execution, now) -> dict:
     """The fields that end a pause (escalated, or waiting at gates): its time is added to the
     run's `paused_seconds`, which its wall time leaves out."""
     paused = (now - execution.paused_at).total_seconds() if execution.paused_at else 0.0
@@ -216,7 +216,7 @@ def _unpaused(execution: Execution, now) -> dict:
     return {"paused_seconds": execution.paused_seconds, "paused_at": None}
 
 
-def _new_run(execution: Execution, node_id: str, *, agent_id: int, kind: str, attempt: int, delay: float = 0,
+def new_node_run(execution: Execution, node_id: str, *, agent_id: int, kind: str, attempt: int, delay: float = 0,
              status: str = NodeRun.Status.PENDING) -> NodeRun:
     now = timezone.now()
     sequence = _last_sequence(execution) + 1
@@ -234,13 +234,13 @@ def _new_run(execution: Execution, node_id: str, *, agent_id: int, kind: str, at
         completed_at=now if status == NodeRun.Status.SKIPPED else None, **opened,
     )
     if status == NodeRun.Status.PENDING:
-        _dispatch(run.pk, delay=delay)
+        dispatch_after_commit(run.pk, delay=delay)
     elif opened:
         _pause_at_gates(execution)
     return run
 
 
-def _dispatch(*node_run_ids: int, delay: float = 0) -> None:
+def dispatch_after_commit(*node_run_ids: int, delay: float = 0) -> None:
     """Send the node runs to workers once the transaction commits, together (counted in
     `dispatches` by whoever calls this: creation sets 1, the sweep adds one)."""
     if node_run_ids:
@@ -249,7 +249,7 @@ def _dispatch(*node_run_ids: int, delay: float = 0) -> None:
                               time_limit=settings.NODE_HARD_TIME_LIMIT_SECONDS)
 
 
-def _apply_output_mapping(execution: Execution, run: NodeRun, node=None) -> None:
+def apply_output_mapping(execution: Execution, run: NodeRun, node=None) -> None:
     node = node or execution_graph(execution).nodes[run.node_id]
     if not node.output_mapping:
         return
@@ -268,23 +268,23 @@ def mapped_state(state: dict, node, output) -> dict:
     return state
 
 
-def _end(execution: Execution, status: str, reason: str) -> None:
+def end_execution(execution: Execution, status: str, reason: str) -> None:
     now = timezone.now()
     change_status(execution, Execution.STATES, status, completed_at=now, ended_reason=bounded(reason), escalation=None,
-                  **_unpaused(execution, now))
+                  **unpaused(execution, now))
     if status != Execution.Status.SUCCESS:
         transition_all(execution.node_runs, (NodeRun.Status.PENDING, NodeRun.Status.WAITING), NodeRun.Status.CANCELLED,
                        completed_at=now)
     # A cancelled run is not judged, nor is a node tried alone.
     if status in (Execution.Status.SUCCESS, Execution.Status.FAILED) and not execution.trial:
-        _evaluate_after_commit(execution.pk)
+        evaluate_after_commit(execution.pk)
 
 
-def _evaluate_after_commit(execution_pk: int) -> None:
+def evaluate_after_commit(execution_pk: int) -> None:
     send_after_commit("executions.evaluate", execution_pk)
 
 
-def _any_active(execution: Execution) -> bool:
+def any_node_run_active(execution: Execution) -> bool:
     """Whether any node run of the execution is pending, running or a gate waiting. Asked after every
     node run that makes nothing ready, so it is plain SQL: the ORM took longer to build
     this query than the database took to answer it."""
@@ -303,7 +303,7 @@ def _last_sequence(execution: Execution) -> int:
         return reading.fetchone()[0] or 0
 
 
-def _locked(execution: Execution) -> Execution:
+def locked_execution(execution: Execution) -> Execution:
     """The execution's row read again under its lock, taken by writing to the row
     (`lock_row`): whoever changes a run's node runs takes it, and a worker that stores a
     node's result and asks in the same statement whether any other is still to end
@@ -315,11 +315,11 @@ def _locked(execution: Execution) -> Execution:
     return locked
 
 
-def _elapsed(execution: Execution, now) -> float:
+def run_elapsed(execution: Execution, now) -> float:
     """The run's own time: since it started, less the time it waited for people."""
     return (now - execution.started_at).total_seconds() - execution.paused_seconds if execution.started_at else 0.0
 
 
-def _wall_time_end(execution: Execution, now) -> Step | None:
+def wall_time_end(execution: Execution, now) -> Step | None:
     """The end of a run past its wall time (asked before a node starts work, and by the sweep)."""
-    return wall_time_exceeded(_policy(execution_graph(execution)), _elapsed(execution, now))
+    return wall_time_exceeded(_policy(execution_graph(execution)), run_elapsed(execution, now))

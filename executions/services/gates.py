@@ -26,7 +26,7 @@ from core.roles import Forbidden, roles_of
 from core.states import change_status, transition
 from engine import gates
 from executions.models import Execution, NodeRun
-from executions.services.advance import _advance, _apply_output_mapping, _locked, _unpaused
+from executions.services.advance import advance_run, apply_output_mapping, locked_execution, unpaused
 from executions.services.graph import check_contracts_of, execution_graph
 
 ENDED = (Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED)
@@ -40,7 +40,7 @@ def gate_decide(*, execution: Execution, node_run_id: int, decision: str, commen
     if not isinstance(comment, str):
         raise DocumentError("is a string", where="comment")
     with transaction.atomic():
-        execution = _locked(execution)
+        execution = locked_execution(execution)
         run = _gate_run(execution, node_run_id)
         if execution.status in ENDED:
             raise IllegalTransition(f"execution {execution.execution_id} is {execution.status}: its gates can no "
@@ -93,7 +93,7 @@ def gates_time_out(*, now: datetime | None = None) -> list[int]:
         "execution__workflow")
     for run in due:
         with transaction.atomic():
-            execution = _locked(run.execution)
+            execution = locked_execution(run.execution)
             run = NodeRun.objects.select_for_update().get(pk=run.pk)
             if run.status != NodeRun.Status.WAITING or execution.status in ENDED:
                 continue  # decided meanwhile, or the run ended (its gates are cancelled with it)
@@ -177,7 +177,7 @@ def _decide(execution: Execution, run: NodeRun, decision: str, *, output: Any, b
         setattr(run, name, value)
     run.status = status
     if execution.status == Execution.Status.WAITING:
-        change_status(execution, Execution.STATES, Execution.Status.RUNNING, **_unpaused(execution, now))
+        change_status(execution, Execution.STATES, Execution.Status.RUNNING, **unpaused(execution, now))
     if status == NodeRun.Status.SUCCESS:
-        _apply_output_mapping(execution, run)
-    _advance(execution, completed=run, retryable=False)
+        apply_output_mapping(execution, run)
+    advance_run(execution, completed=run, retryable=False)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-_inline = threading.local()
+chain_state = threading.local()
 MAX_INLINE = 100
 # A task continues a chain inline only while it is this young: the time limits are the
 # task's (NODE_SOFT_TIME_LIMIT_SECONDS), so each node still gets all but a second of them.

@@ -28,12 +28,12 @@ from engine.steps import nothing_follows, wall_time_exceeded
 from executions import nodes, runner
 from executions.models import Execution, NodeRun
 from executions.services.advance import (
-    _advance, _any_active, _apply_output_mapping, _dispatch, _elapsed, _end, _locked, _plan_and_policy,
-    _wall_time_end,
+    advance_run, any_node_run_active, apply_output_mapping, dispatch_after_commit, end_execution, locked_execution,
+    plan_and_policy, run_elapsed, wall_time_end,
 )
 from executions.services.budget import claims_ended, node_run_budget
 from executions.services.graph import execution_graph
-from executions.services.inline import INLINE_SECONDS, MAX_INLINE, _inline
+from executions.services.inline import INLINE_SECONDS, MAX_INLINE, chain_state
 
 logger = logging.getLogger(__name__)
 
@@ -43,24 +43,24 @@ def node_run_execute(*, node_run_id: int, worker: str) -> str:
     run the next node of a chain here too. Returns what happened to the first run
     ("duplicate" when another delivery already has it)."""
     first, claimed = None, None
-    _inline.until = time.monotonic() + INLINE_SECONDS
+    chain_state.until = time.monotonic() + INLINE_SECONDS
     for _ in range(MAX_INLINE):
-        _inline.open, _inline.next, _inline.reserved, _inline.worker = True, None, False, worker
+        chain_state.open, chain_state.next, chain_state.reserved, chain_state.worker = True, None, False, worker
         try:
             outcome = _execute(node_run_id, worker, claimed)
         finally:
-            _inline.open = False
+            chain_state.open = False
         first = first or outcome
-        if _inline.next is None:
+        if chain_state.next is None:
             break
-        claimed = _inline.next
+        claimed = chain_state.next
         node_run_id = claimed[0].pk
     else:
-        if _inline.next is not None:  # give it back to the queue
-            run, claim = _inline.next
+        if chain_state.next is not None:  # give it back to the queue
+            run, claim = chain_state.next
             if transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.PENDING, where={"worker": claim},
                           worker="") == 1:
-                _dispatch(run.pk)
+                dispatch_after_commit(run.pk)
     return first
 
 
@@ -81,12 +81,12 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
         transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED, where={"worker": claim},
                    completed_at=now)
         return "cancelled"
-    ended = _wall_time_end(execution, now)
+    ended = wall_time_end(execution, now)
     if ended:
         with transaction.atomic():
             transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED, where={"worker": claim},
                        completed_at=now)
-            _end(_locked(execution), ended.status, ended.reason)
+            end_execution(locked_execution(execution), ended.status, ended.reason)
         return "ended"
     graph = execution_graph(execution)
     node = graph.nodes[run.node_id]
@@ -105,11 +105,11 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
             performed = nodes.perform(run, graph, node)
         except SoftTimeLimitExceeded:  # raised by Celery wherever the node was; the worker goes on
             limit = settings.NODE_SOFT_TIME_LIMIT_SECONDS
-            _node_failed(run, claim, _time_limit_failure(
+            node_failed(run, claim, time_limit_failure(
                 f"the node did not finish within the node time limit of {limit:g} s and was stopped"), meter)
             return "failed"
         except runner.NodeFailure as failure:
-            _node_failed(run, claim, _crossed(meter, failure.record) or failure, meter)
+            node_failed(run, claim, _crossed(meter, failure.record) or failure, meter)
             return "failed"
         except Exception as error:  # a defect must fail the node visibly, not leave it running
             if isinstance(error, (OperationalError, InterfaceError)) and not _connection_usable():
@@ -119,12 +119,12 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
                 connection.close()
                 raise
             logger.exception("node run %s failed unexpectedly", run.pk)
-            _node_failed(run, claim, runner.NodeFailure(f"{type(error).__name__}: {error}", code="INTERNAL_ERROR",
+            node_failed(run, claim, runner.NodeFailure(f"{type(error).__name__}: {error}", code="INTERNAL_ERROR",
                                                         retryable=False), meter)
             return "failed"
         crossed = _crossed(meter, performed.record)
         if crossed is not None:
-            _node_failed(run, claim, crossed, meter)
+            node_failed(run, claim, crossed, meter)
             return "failed"
         # Still beating: were the database away for a while as the result is stored, the
         # sweep must not send the node again meanwhile.
@@ -177,7 +177,7 @@ def _store_locked(run: NodeRun, claim: str, status: str, fields: dict, added: di
             if writes_state:
                 (execution.state,) = stored.touched
             return execution, stored.moved
-    execution = _locked(execution)
+    execution = locked_execution(execution)
     _charge(execution, added, flags)
     return execution, transition(NodeRun, run.pk, NodeRun.Status.RUNNING, status, where={"worker": claim}, **fields)
 
@@ -254,10 +254,10 @@ def _store_success(run: NodeRun, claim: str, performed, node, fields: dict, adde
         # follows it is whole; one that settles alone may not have ended its run yet.
         if _settles_alone(run.execution, node, ended):
             with transaction.atomic():
-                execution = _locked(run.execution)
+                execution = locked_execution(run.execution)
                 run.status, run.output = NodeRun.Status.SUCCESS, performed.output
-                if not _any_active(execution):
-                    _advance(execution, completed=run)
+                if not any_node_run_active(execution):
+                    advance_run(execution, completed=run)
         return
     if _settles_alone(run.execution, node, ended):
         stored = _store_alone(run, claim, fields, added, flags)
@@ -265,15 +265,15 @@ def _store_success(run: NodeRun, claim: str, performed, node, fields: dict, adde
             if stored.moved == 1 and not stored.others:  # the last node run to end: the run may be done
                 with transaction.atomic():
                     run.status, run.output = NodeRun.Status.SUCCESS, performed.output
-                    _advance(_locked(run.execution), completed=run)
+                    advance_run(locked_execution(run.execution), completed=run)
             return
     with transaction.atomic():
         execution, stored = _store_locked(run, claim, NodeRun.Status.SUCCESS, fields, added, flags)
         if stored != 1:
             return  # cancelled, or swept and given to another worker: that one's result counts
         run.status, run.output = NodeRun.Status.SUCCESS, performed.output
-        _apply_output_mapping(execution, run, node)
-        _advance(execution, completed=run)
+        apply_output_mapping(execution, run, node)
+        advance_run(execution, completed=run)
 
 
 def _settles_alone(execution: Execution, node, now) -> bool:
@@ -284,9 +284,9 @@ def _settles_alone(execution: Execution, node, now) -> bool:
     if not Execution.workflow.is_cached(execution):
         return False
     graph = execution_graph(execution)
-    plan, policy = _plan_and_policy(execution, graph)
+    plan, policy = plan_and_policy(execution, graph)
     return (nothing_follows(plan, node.node_id) and not node.output_mapping and not graph.has_gates
-            and wall_time_exceeded(policy, _elapsed(execution, now)) is None)
+            and wall_time_exceeded(policy, run_elapsed(execution, now)) is None)
 
 
 def _store_alone(run: NodeRun, claim: str, fields: dict, added: dict, flags: dict) -> Under | None:
@@ -304,7 +304,7 @@ def _store_alone(run: NodeRun, claim: str, fields: dict, added: dict, flags: dic
     return None if stored.touched is None else stored
 
 
-def _node_failed(run: NodeRun, claim: str, failure, meter: Meter | None = None) -> None:
+def node_failed(run: NodeRun, claim: str, failure, meter: Meter | None = None) -> None:
     """Store a failure; with no `meter`, for a claim whose worker is gone (the sweep)."""
     ended = timezone.now()
     calls, added, flags = _metered(meter)
@@ -318,7 +318,7 @@ def _store_failure(run: NodeRun, claim: str, failure, ended, calls: dict, added:
     if again and _stored_before(run, claim, NodeRun.Status.FAILED):
         return  # stored by an earlier try, with its cost and what follows, in one transaction
     with transaction.atomic():
-        execution = _locked(run.execution)
+        execution = locked_execution(run.execution)
         if claims_left:
             calls, flags = claims_ended(run.pk, claim)
         _charge(execution, added, flags)
@@ -330,10 +330,10 @@ def _store_failure(run: NodeRun, claim: str, failure, ended, calls: dict, added:
         if stored != 1 or execution.status != Execution.Status.RUNNING:
             return
         run.refresh_from_db()
-        _advance(execution, completed=run, retryable=failure.retryable)
+        advance_run(execution, completed=run, retryable=failure.retryable)
 
 
-def _time_limit_failure(message: str) -> runner.NodeFailure:
+def time_limit_failure(message: str) -> runner.NodeFailure:
     """A node past its time limit. Not retryable: another try would most likely take as long
     again, each costing the whole limit; the fallback agent and escalation still apply."""
     return runner.NodeFailure(message, code="NODE_TIME_LIMIT", retryable=False)

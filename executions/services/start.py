@@ -11,7 +11,9 @@ from core.errors import DocumentError, IllegalTransition, WorkflowInvalid
 from core.jsonutil import check_storable
 from core.states import change_status, transition_all
 from executions.models import Execution, NodeRun
-from executions.services.advance import _advance, _apply_output_mapping, _end, _locked, _new_run, _unpaused
+from executions.services.advance import (
+    advance_run, apply_output_mapping, end_execution, locked_execution, new_node_run, unpaused,
+)
 from executions.services.gates import gate_output_given
 from executions.services.graph import check_contracts_of, execution_graph, run_graph
 from workflows.models import Workflow
@@ -36,7 +38,7 @@ def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None
             input=input or {}, state={}, domain=_domain_of(input, graph.settings.domain),
             started_at=now, created_by=actor if getattr(actor, "pk", None) else None,
         )
-        _advance(_locked(execution), completed=None)
+        advance_run(locked_execution(execution), completed=None)
     return execution
 
 
@@ -53,9 +55,9 @@ def _domain_of(input: dict | None, domain: str) -> str:
 def execution_cancel(*, execution: Execution, actor=None) -> Execution:
     """Stop a run: its pending node runs and open gates are cancelled; a running one's result is dropped."""
     with transaction.atomic():
-        execution = _locked(execution)
+        execution = locked_execution(execution)
         who = getattr(actor, "username", "") or "someone"
-        _end(execution, Execution.Status.CANCELLED, f"cancelled by {who}")
+        end_execution(execution, Execution.Status.CANCELLED, f"cancelled by {who}")
         # What a running node run claimed from the run's max_cost ends with it.
         transition_all(execution.node_runs, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED,
                        completed_at=timezone.now(), cost_reserved=0)
@@ -80,14 +82,14 @@ def execution_resume(*, execution: Execution, output: Any, actor=None) -> Execut
                                      to="resume the run past it: retry the node to ask its deciders again")
         check_contracts_of(graph, node.node_id, output, where="output")
         now = timezone.now()
-        change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None, **_unpaused(execution, now))
-        run = _new_run(execution, node.node_id, agent_id=node.agent_id, kind="manual", attempt=1,
+        change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None, **unpaused(execution, now))
+        run = new_node_run(execution, node.node_id, agent_id=node.agent_id, kind="manual", attempt=1,
                        status=NodeRun.Status.SUCCESS)
         NodeRun.objects.filter(pk=run.pk).update(output=output, backend="manual", completed_at=now, started_at=now,
                                                  worker=getattr(actor, "username", "") or "manual", gate=gate)
         run.output, run.gate = output, gate
-        _apply_output_mapping(execution, run, node)
-        _advance(execution, completed=run)
+        apply_output_mapping(execution, run, node)
+        advance_run(execution, completed=run)
     return execution
 
 
@@ -97,8 +99,8 @@ def execution_retry(*, execution: Execution, actor=None) -> Execution:
         execution = _escalated(execution)
         node = execution_graph(execution).nodes[execution.escalation["node_id"]]
         change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None,
-                      **_unpaused(execution, timezone.now()))
-        _new_run(execution, node.node_id, agent_id=node.agent_id, kind="first", attempt=1)
+                      **unpaused(execution, timezone.now()))
+        new_node_run(execution, node.node_id, agent_id=node.agent_id, kind="first", attempt=1)
     return execution
 
 
@@ -106,7 +108,8 @@ def execution_abort(*, execution: Execution, actor=None) -> Execution:
     with transaction.atomic():
         execution = _escalated(execution)
         who = getattr(actor, "username", "") or "someone"
-        _end(execution, Execution.Status.FAILED, f"aborted by {who} after escalation at '{execution.escalation['node_id']}'")
+        end_execution(execution, Execution.Status.FAILED,
+                      f"aborted by {who} after escalation at '{execution.escalation['node_id']}'")
     return execution
 
 
@@ -119,7 +122,7 @@ def _gate_record(execution: Execution, node) -> dict:
 
 
 def _escalated(execution: Execution) -> Execution:
-    execution = _locked(execution)
+    execution = locked_execution(execution)
     if execution.status != Execution.Status.ESCALATED:
         raise IllegalTransition(f"execution {execution.execution_id} is {execution.status}, not escalated",
                                 code="CONFLICT")

@@ -16,11 +16,11 @@ from core.states import transition
 from executions import runner
 from executions.models import Evaluation, Execution, NodeRun
 from executions.services.advance import (
-    _dispatch, _end, _evaluate_after_commit, _locked, _wall_time_end,
+    dispatch_after_commit, end_execution, evaluate_after_commit, locked_execution, wall_time_end,
 )
 from executions.services.budget import claims_ended
 from executions.services.gates import gates_time_out
-from executions.services.node_run import _node_failed, _time_limit_failure
+from executions.services.node_run import node_failed, time_limit_failure
 
 logger = logging.getLogger(__name__)
 
@@ -57,19 +57,19 @@ def node_runs_sweep(*, now=None) -> dict:
             # Silent, and started longer ago than the hard time limit: the worker killed its
             # process for that (the soft limit did not stop it). Sent again, it would only be
             # killed again.
-            _node_failed(run, run.worker, _time_limit_failure(
+            node_failed(run, run.worker, time_limit_failure(
                 f"the node ran past the hard time limit of {hard:g} s and its worker process was killed"))
             report["failed"].append(run.pk)
         elif run.dispatches >= settings.NODE_MAX_DISPATCHES:
             # It took its worker down every time it was sent: fail it rather than loop.
             failure = runner.NodeFailure(f"the worker running it went silent {run.dispatches} times",
                                          code="WORKER_LOST", retryable=False)
-            _node_failed(run, run.worker, failure)
+            node_failed(run, run.worker, failure)
             report["failed"].append(run.pk)
         else:
             with transaction.atomic():
                 # What the silent worker spent and claimed from the run's max_cost ends with its claim.
-                locked = _locked(run.execution)
+                locked = locked_execution(run.execution)
                 ended, flags = claims_ended(run.pk, run.worker)
                 if transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.PENDING,
                               where={"worker": run.worker}, worker="", heartbeat_at=now,
@@ -77,7 +77,7 @@ def node_runs_sweep(*, now=None) -> dict:
                     if flags:
                         Execution.objects.filter(pk=locked.pk).update(**flags)
                     report["requeued"].append(run.pk)
-                    _dispatch(run.pk)
+                    dispatch_after_commit(run.pk)
         # The silent worker's claim no longer holds, but a backend process it started (the
         # command backend's) may still be calling a model, for an answer that can no longer
         # count: ended when it runs on this machine (agents/backends/dispatch.py).
@@ -88,7 +88,7 @@ def node_runs_sweep(*, now=None) -> dict:
             if NodeRun.objects.filter(pk=run.pk, status=NodeRun.Status.PENDING, heartbeat_at__lt=stale).update(
                     heartbeat_at=now, dispatches=models.F("dispatches") + 1) == 1:
                 report["redispatched"].append(run.pk)
-                _dispatch(run.pk)
+                dispatch_after_commit(run.pk)
     computed = Evaluation.objects.filter(execution=models.OuterRef("pk"), method=Evaluation.Method.COMPUTED,
                                          target_type=Evaluation.TargetType.EXECUTION)
     unevaluated = Execution.objects.filter(
@@ -100,13 +100,13 @@ def node_runs_sweep(*, now=None) -> dict:
         if cache.add(f"evaluation-sent:{settings.CELERY_TASK_DEFAULT_QUEUE}:{execution_pk}", 1,
                      timeout=settings.NODE_STALE_SECONDS):
             report["evaluations"].append(execution_pk)
-            _evaluate_after_commit(execution_pk)
+            evaluate_after_commit(execution_pk)
     for execution in Execution.objects.filter(status=Execution.Status.RUNNING).select_related("workflow"):
-        ended = _wall_time_end(execution, now)
+        ended = wall_time_end(execution, now)
         if ended:
             with transaction.atomic():
-                locked = _locked(execution)
+                locked = locked_execution(execution)
                 if locked.status == Execution.Status.RUNNING:
-                    _end(locked, ended.status, ended.reason)
+                    end_execution(locked, ended.status, ended.reason)
                     report["ended"].append(locked.execution_id)
     return report

@@ -266,7 +266,7 @@ class Command(BaseCommand):
                 *([loop_document(workflows["loop"], agent_id, steps=loop)] if loop else []),
             ], actor="benchmark_execution")
             worker.start()
-            settings.CELERY_TASK_DEFAULT_QUEUE = queue  # what _dispatch sends node runs to
+            settings.CELERY_TASK_DEFAULT_QUEUE = queue  # what dispatch_after_commit sends node runs to
 
             # Warm up: imports, connections, the result backend's subscription, the worker's caches.
             self.round_trips(ping, queue, WARMUP_PINGS, timeout)
