@@ -10,9 +10,18 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from executions.management.large_runs import LOOP, large_run_create, loop_workflow_create
+from executions.management.large_runs import (
+    LOOP,
+    large_run_create,
+    loop_workflow_create,
+)
 from executions.models import Execution
-from executions.services import execution_cancel, execution_rerun, node_runs_sweep, rerun_copy
+from executions.services import (
+    execution_cancel,
+    execution_rerun,
+    node_runs_sweep,
+    rerun_copy,
+)
 from executions.services import rerun as rerun_module
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -54,7 +63,7 @@ def assert_copied_once(rerun, source):
     assert [copy.step for copy in copies] == list(range(1, len(originals) + 1))
     for copy in copies:
         original = copy.reused_from
-        output = EDITED[copy.node_id] if copy.node_id in EDITED else original.output
+        output = EDITED.get(copy.node_id, original.output)
         assert (copy.kind, copy.output) == ("edited" if copy.node_id in EDITED else "reused", output)
         assert (copy.node_id, copy.prompt, copy.context_record, copy.resolved_inputs, copy.decision, copy.status) == (
             original.node_id, original.prompt, original.context_record, original.resolved_inputs, original.decision,
@@ -72,7 +81,7 @@ def test_it_answers_a_large_rerun_pending_before_any_copy_is_made(source, sent):
     copies = len(expected_originals(source))
     assert rerun.copy_progress == {"copied": 0, "of": copies}
     assert rerun.rerun["copies"] == copies and rerun.rerun["reused"] == list(LOOP)  # each node once
-    assert not [q for q in queries.captured_queries if q["sql"].startswith("INSERT INTO \"executions_noderun\"")]
+    assert not [q for q in queries.captured_queries if (q["sql"] or "").startswith("INSERT INTO \"executions_noderun\"")]
     sent.assert_called_once()
     assert sent.call_args.args[0] == (rerun.pk,)
 
@@ -85,7 +94,7 @@ def test_a_worker_copies_a_chunk_at_a_time_then_starts_the_run(source, sent):
     rerun.refresh_from_db()
     assert rerun.status == "running" and rerun.started_at and rerun.copying is None and rerun.copy_progress is None
     copies = assert_copied_once(rerun, source)
-    inserts = [q for q in queries.captured_queries if q["sql"].startswith("INSERT INTO \"executions_noderun\"")
+    inserts = [q for q in queries.captured_queries if (q["sql"] or "").startswith("INSERT INTO \"executions_noderun\"")
                and "SELECT" in q["sql"]]
     assert len(inserts) == -(-SIZE // CHUNK)  # one statement per chunk of the past run read
     started = rerun.node_runs.get(kind="first")

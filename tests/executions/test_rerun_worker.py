@@ -13,7 +13,12 @@ from core.documents import import_documents
 from executions.comparison import execution_comparison
 from executions.management.large_runs import large_run_create, loop_workflow_create
 from executions.models import Execution
-from executions.services import execution_cancel, execution_rerun, execution_start, node_try
+from executions.services import (
+    execution_cancel,
+    execution_rerun,
+    execution_start,
+    node_try,
+)
 from tests.executions.conftest import wait_for
 from workflows.models import Workflow
 
