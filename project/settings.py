@@ -310,9 +310,9 @@ if not 0 < NODE_SOFT_TIME_LIMIT_SECONDS < NODE_HARD_TIME_LIMIT_SECONDS:
     raise ValueError(f"NODE_HARD_TIME_LIMIT_SECONDS ({NODE_HARD_TIME_LIMIT_SECONDS:g}) must be greater than "
                      f"NODE_SOFT_TIME_LIMIT_SECONDS ({NODE_SOFT_TIME_LIMIT_SECONDS:g}), which must be above 0")
 # A re-run copies the node runs it reuses (executions/services/rerun.py) while it answers
-# when they are at most RERUN_COPY_INLINE_MAX (about 0.4 s on PostgreSQL); more are copied
-# on a worker, RERUN_COPY_CHUNK at a time (one transaction each, about a second), and the
-# run starts once all are.
+# when they are at most RERUN_COPY_INLINE_MAX (0.1–0.2 ms a copy on PostgreSQL); more are
+# copied on a worker, RERUN_COPY_CHUNK at a time (one transaction each, about half a
+# second), and the run starts once all are.
 RERUN_COPY_INLINE_MAX = env_int("RERUN_COPY_INLINE_MAX", 2_000)
 RERUN_COPY_CHUNK = env_int("RERUN_COPY_CHUNK", 5_000)
 if RERUN_COPY_INLINE_MAX < 0 or RERUN_COPY_CHUNK < 1:

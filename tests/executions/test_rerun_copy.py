@@ -179,3 +179,16 @@ def test_the_api_and_the_run_page_say_how_far_the_copy_has_got(source, sent, api
     api.viewer.client.force_login(api.viewer.user)
     page = api.viewer.client.get(f"/executions/{rerun.execution_id}/").content.decode()
     assert f"copying reused node runs: {copied:,} of {of:,}" in page
+
+
+def test_rerun_execution_prints_the_id_of_a_large_rerun_without_waiting_for_its_copies(source, sent):
+    import io
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("rerun_execution", source.execution_id, "--from-node", last_node(source), stdout=out)
+
+    rerun = Execution.objects.get(execution_id=out.getvalue().strip())
+    assert rerun.status == "pending" and not rerun.node_runs.exists()
+    assert sent.call_args.args[0] == (rerun.pk,)
