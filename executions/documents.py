@@ -118,6 +118,7 @@ def execution_head(execution: Execution, results: list[dict[str, Any]] | None) -
         "quality_gate": execution.quality_gate,
         "rerun_of": execution.rerun_of.execution_id if execution.rerun_of_id else None,
         "rerun": execution.rerun,
+        "copying": execution.copy_progress,
         "trial": execution.trial,
         "reruns": list(execution.reruns.order_by("created_at", "id").values_list("execution_id", flat=True)),
         "cost": usd(execution.cost),

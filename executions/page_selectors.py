@@ -202,6 +202,14 @@ def thought_searches(execution: Execution) -> QuerySet[ThoughtSearch]:
             .annotate(run_node=F("node_run__node_id"), run_kind=F("node_run__kind"), run_attempt=F("node_run__attempt")))
 
 
+def copy_text(progress: dict[str, int] | None) -> str:
+    """How far a large re-run's copy of the node runs it reuses has got, as the run page
+    says it ("" when none is under way); static/js/execution_detail.js writes the same."""
+    if not progress:
+        return ""
+    return f"copying reused node runs: {progress['copied']:,} of {progress['of']:,}"
+
+
 def cost_text(cost_units: int | None) -> str:
     """A cost in units of 10⁻¹² USD as the pages show it: exact, without the trailing zeros
     past the cents ("$0.00004815", "$1.50", "$0.00"); "" for None. static/js/cost.js writes

@@ -94,6 +94,7 @@ def execution_detail(request, execution_id: str):
         "active": execution.status in page_selectors.ACTIVE,
         "escalation": execution.escalation if escalated else None,
         "duration": duration_text(execution.started_at, execution.completed_at),
+        "copy_text": page_selectors.copy_text(execution.copy_progress),
         "cost_text": page_selectors.cost_text(execution.cost),
         "input_json": json.dumps(execution.input, indent=2, ensure_ascii=False),
         "state_json": json.dumps(execution.state, indent=2, ensure_ascii=False),

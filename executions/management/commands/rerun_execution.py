@@ -28,7 +28,8 @@ class Command(BaseCommand):
     help = (
         "Run a past execution again from one of its nodes: the outputs of the nodes before it are reused "
         "(or replaced with --output), the node and what follows it run again, each with the agent version it "
-        "ran unless --agent-version pins another. Prints the new execution's id; with --wait, its record as "
+        "ran unless --agent-version pins another. Prints the new execution's id (a re-run that copies more than "
+        "RERUN_COPY_INLINE_MAX node runs is pending while a worker copies them); with --wait, its record as "
         "run_workflow --wait does (exit 0 on success, 1 otherwise); 2 on bad input; 3 when refused (a gate's "
         "output given other than by one of its deciders, named with --as)."
     )
