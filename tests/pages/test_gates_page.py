@@ -17,8 +17,6 @@ from tests.executions.conftest import drain, wait_for
 from tests.executions.test_gates import PARALLEL
 from tests.pages.conftest import SCREENSHOTS, signed_in
 from tests.pages.test_derive_requests import watch_errors
-from tests.pages.test_evaluations import no_tasks  # noqa: F401 - a fixture
-from tests.pages.test_execution_browser import demo_with_workers  # noqa: F401 - a fixture
 from workflows.models import Blueprint, Contract, Workflow
 from workflows.services import workflow_import_document
 
