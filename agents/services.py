@@ -37,7 +37,7 @@ def get_agent(agent_id: str, *, where: str) -> Agent:
     try:
         return Agent.objects.get(agent_id=agent_id)
     except Agent.DoesNotExist:
-        raise DocumentError(f"agent '{agent_id}' does not exist", where=where)
+        raise DocumentError(f"agent '{agent_id}' does not exist", where=where) from None
 
 
 def next_version(current: str, taken: set[str]) -> str:

@@ -57,11 +57,11 @@ def insert_rows(objs: Iterable[models.Model]) -> list[models.Model]:
         rows = [[field.get_db_prep_save(field.pre_save(obj, True), db) for field in fields] for obj in chunk]
         with cursor() as inserting:
             if unnest:
-                inserting.execute(_insert_sql(model, db.vendor, 0), [list(values) for values in zip(*rows)])
+                inserting.execute(_insert_sql(model, db.vendor, 0), [list(values) for values in zip(*rows, strict=True)])
             else:
                 inserting.execute(_insert_sql(model, db.vendor, len(chunk)), [v for row in rows for v in row])
             keys = [row[0] for row in inserting.fetchall()]
-        for obj, key in zip(chunk, keys):
+        for obj, key in zip(chunk, keys, strict=True):
             obj.pk = key
             obj._state.adding, obj._state.db = False, db.alias
     return objs
@@ -176,14 +176,16 @@ def from_row(model: type[models.Model], row: tuple) -> models.Model:
     """A model instance from the first columns of `row`, converted as the ORM would."""
     db = _database()
     return model.from_db(db.alias, attnames(model),
-                         [_read(value, reader, db) for value, reader in zip(row, _readers(model, db.vendor))])
+                         [_read(value, reader, db) for value, reader in zip(row, _readers(model, db.vendor), strict=True)])
 
 
 def read_values(model: type[models.Model], names: tuple[str, ...], row: tuple) -> tuple:
     """The columns of the fields `names` read as `row`, converted as the ORM would."""
     db = _database()
-    readers = dict(zip(attnames(model), _readers(model, db.vendor)))
-    return tuple(_read(value, readers[model._meta.get_field(name).attname], db) for value, name in zip(row, names))
+    readers = dict(zip(attnames(model), _readers(model, db.vendor), strict=True))
+    # Not strict: with no `names` the UPDATE still returns the primary key (see core.states).
+    return tuple(_read(value, readers[model._meta.get_field(name).attname], db)
+                 for value, name in zip(row, names, strict=False))
 
 
 def _read(value: Any, reader: tuple, db) -> Any:

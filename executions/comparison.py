@@ -152,7 +152,7 @@ def _light_runs(a: Execution, b: Execution) -> dict[int, list[dict[str, Any]]]:
             .values_list("execution_id", *LIGHT_COLUMNS.values()))
     shared: dict[Any, Any] = {}  # one string object for each repeated text: 200,000 runs name a few nodes
     for row in rows:
-        run = dict(zip(names, row))
+        run = dict(zip(names, row, strict=True))
         for name in ("node_id", "kind", "status", "error_code"):
             run[name] = shared.setdefault(run[name], run[name])
         runs[run.pop("execution")].append(run)
@@ -177,7 +177,7 @@ def _heavy(pairs: Sequence[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     heavy: dict[int, dict[str, Any]] = {}
     for chunk in _chunks(ids, CHUNK):
         for pk, *values in NodeRun.objects.filter(pk__in=chunk).order_by().values_list("pk", *HEAVY_FIELDS):
-            heavy[pk] = dict(zip(HEAVY_FIELDS, values))
+            heavy[pk] = dict(zip(HEAVY_FIELDS, values, strict=True))
     return heavy
 
 

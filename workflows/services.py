@@ -231,7 +231,7 @@ def blueprint_import_document(document: dict[str, Any], *, actor: str = ""):
             check_schema(contract["schema"])
         except SchemaError as error:
             path = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in error.path)
-            raise DocumentError(f"is not a valid JSON Schema: {error.message} (at schema{path})", where=f"{where}.schema")
+            raise DocumentError(f"is not a valid JSON Schema: {error.message} (at schema{path})", where=f"{where}.schema") from error
         contracts.append((key, sides, contract))
 
     values = {"name": document["name"], "version": document.get("version", "1.0.0"), "domain": document.get("domain", "")}
