@@ -75,7 +75,7 @@ def page_for(browser, live_server, settings):
 
 
 def screenshot(page, name: str) -> None:
-    """Save the page as docs/screenshots/<name>.png (the README shows them)."""
+    """Save the page as docs/screenshots/<name>.png (docs/pages.md shows them, two in the README)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 

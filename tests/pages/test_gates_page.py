@@ -128,7 +128,7 @@ def test_a_rejection_loops_back_to_the_drafter_and_the_gate_asks_again(page_for,
     box = gate_box(page, first)
     expect(box.locator("form.gate-form")).to_be_visible()
     box.locator("textarea[data-gate-field='comment']").fill("Name the breaking change.")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)  # the gate's panel with its form, for the README
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)  # the gate's panel with its form, for docs/pages.md
     page.locator("#node-panel").screenshot(path=str(SCREENSHOTS / "gate-form.png"))
     box.get_by_role("button", name="Reject", exact=True).click()
     expect(box.locator(".gate-decision")).to_have_attribute("data-decision", "reject")
