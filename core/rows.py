@@ -175,8 +175,9 @@ def attach(instance: models.Model, path: tuple, values: tuple) -> None:
 def from_row(model: type[models.Model], row: tuple) -> models.Model:
     """A model instance from the first columns of `row`, converted as the ORM would."""
     db = _database()
+    # Not strict: a claim's row goes on with the columns of the rows it joined (core.states).
     return model.from_db(db.alias, attnames(model),
-                         [_read(value, reader, db) for value, reader in zip(row, _readers(model, db.vendor), strict=True)])
+                         [_read(value, reader, db) for value, reader in zip(row, _readers(model, db.vendor), strict=False)])
 
 
 def read_values(model: type[models.Model], names: tuple[str, ...], row: tuple) -> tuple:
