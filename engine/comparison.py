@@ -197,7 +197,7 @@ def context_differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None
     return {"inputs": inputs, "actions": actions, "failures": failures}
 
 
-def run_keys(runs: list[Mapping[str, Any]]) -> list[tuple[str, int, int]]:
+def run_keys(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, int]]:
     """(node id, round, attempt) of each run, in order; see the module's docstring."""
     rounds: dict[str, int] = {}
     keys = []
@@ -249,7 +249,7 @@ def _changed_light_fields(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[st
     return changed
 
 
-def align_runs(a_runs: list[Mapping[str, Any]], b_runs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def align_runs(a_runs: Sequence[Mapping[str, Any]], b_runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Two runs' node runs (dicts with `node_id`, `kind`, `attempt` and the other LIGHT_FIELDS,
     in the order they were made) aligned, and each pair judged on those fields alone:
 
@@ -295,7 +295,7 @@ def align_runs(a_runs: list[Mapping[str, Any]], b_runs: list[Mapping[str, Any]])
     return pairs
 
 
-def _keyed(runs: list[Mapping[str, Any]]) -> dict[tuple[str, int, int, int], Mapping[str, Any]]:
+def _keyed(runs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int, int, int], Mapping[str, Any]]:
     """Each run by (node id, round, attempt, n): the n-th run of the run's key (`run_keys`)."""
     seen: dict[tuple[str, int, int], int] = {}
     keyed = {}

@@ -182,7 +182,8 @@ def _heavy(pairs: Sequence[dict[str, Any]]) -> dict[int, dict[str, Any]]:
 
 
 def _sides(pair: dict[str, Any], heavy: dict[int, dict[str, Any]]) -> tuple[dict | None, dict | None]:
-    return tuple(None if pair[side] is None else heavy[pair[side]["id"]] for side in ("a", "b"))
+    a, b = (None if pair[side] is None else heavy[pair[side]["id"]] for side in ("a", "b"))
+    return a, b
 
 
 def _settle(open_pairs: list[dict[str, Any]]) -> None:
@@ -257,7 +258,7 @@ def _summary(execution: Execution, runs: list[dict[str, Any]], evaluation: dict[
         "node_runs": len(runs),
         "tokens_in": sum(run["tokens_in"] or 0 for run in runs),
         "tokens_out": sum(run["tokens_out"] or 0 for run in runs),
-        "rerun_of": execution.rerun_of.execution_id if execution.rerun_of_id else None,
+        "rerun_of": execution.rerun_of.execution_id if execution.rerun_of is not None else None,
         "rerun_from_node": rerun.get("from_node") if execution.rerun_of_id else None,
         "evaluation": evaluation,
     }
