@@ -1,6 +1,6 @@
 """Switchyard settings: every knob comes from the environment, with safe defaults.
 
-The README's configuration table lists each variable; keep the two in step.
+docs/operating.md's configuration table lists each variable; keep the two in step.
 """
 import json
 import os

@@ -16,6 +16,7 @@ perform); the helpers such skills read a request with are public here.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import re
@@ -220,9 +221,9 @@ def read_paper(text: str) -> tuple[str, list[tuple[str, list[str]]]]:
     markdown heading with nothing under it is the title too."""
     blocks: list[tuple[str | None, int, list[str]]] = [(None, 0, [])]
     for line in text.splitlines():
-        heading = _heading_of(line)
-        if heading is not None:
-            blocks.append((heading[0], heading[1], []))
+        found = _heading_of(line)
+        if found is not None:
+            blocks.append((found[0], found[1], []))
         else:
             blocks[-1][2].append(line.strip())
 
@@ -421,7 +422,8 @@ def validate_atoms(request: BackendRequest) -> dict:
 def integrate_atoms(request: BackendRequest) -> dict:
     inputs = data_inputs(request)
     verdicts = find_validations(inputs)
-    integrated, rejected, by_type = [], [], {}
+    integrated, rejected = [], []
+    by_type: dict[str, int] = {}
     for atom in find_atoms(inputs):
         if verdicts.get(atom["atom_id"]) is False:
             rejected.append(atom["atom_id"])
@@ -518,8 +520,9 @@ def game24(request: BackendRequest, skill: str) -> dict:
         check_message(message, asked)
         return game24_roles()[role](message)
     except ToTError as error:
-        to = message.get("from") if isinstance(message.get("from"), str) and message.get("from") else "explorer"
-        task_id = message.get("task_id") if isinstance(message.get("task_id"), str) else ""
+        sender, task = message.get("from"), message.get("task_id")
+        to = sender if isinstance(sender, str) and sender else "explorer"
+        task_id = task if isinstance(task, str) else ""
         return make_message(role, to, answer, {}, task_id, error=error)
 
 
@@ -535,7 +538,7 @@ SKILLS: dict[str, Skill] = {
     "noop": noop,
     NO_SKILL: respond,
     "judge_outputs": judge_outputs,
-    **{skill: (lambda request, skill=skill: game24(request, skill)) for skill in GAME24_ROLES},
+    **{skill: functools.partial(game24, skill=skill) for skill in GAME24_ROLES},
 }
 # The search itself (orchestrator and explorer) is the node run, not a backend: executions/tot.py.
 SEARCH_SKILLS = ("tot_orchestrate", "tot_explore")

@@ -4,7 +4,6 @@ from django.core.management import call_command
 
 from executions.runner import NodeFailure, as_text, check_contracts, contract_results, named_inputs
 from executions.services import workflow_graph
-from tests.agents.backends.chat_server import chat_server  # noqa: F401 - the loopback server fixture
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db

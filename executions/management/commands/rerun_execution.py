@@ -61,16 +61,16 @@ class Command(BaseCommand):
             try:
                 outputs[node_id] = parse_json(Path(path).read_text(encoding="utf-8"))
             except OSError as error:
-                raise CommandError(f"--output {node_id}={path}: {error.strerror}", returncode=BAD_INPUT)
+                raise CommandError(f"--output {node_id}={path}: {error.strerror}", returncode=BAD_INPUT) from error
             except DocumentError as error:
-                raise CommandError(f"--output {node_id}={path}: {error.problem}", returncode=BAD_INPUT)
+                raise CommandError(f"--output {node_id}={path}: {error.problem}", returncode=BAD_INPUT) from error
         try:
             rerun = execution_rerun(source=source, from_node=from_node, step=step, outputs=outputs,
                                     agent_versions=pairs(agent_version, "--agent-version"), actor=person)
         except (DocumentError, IllegalTransition) as error:
-            raise CommandError(str(error), returncode=BAD_INPUT)
+            raise CommandError(str(error), returncode=BAD_INPUT) from error
         except Forbidden as error:
-            raise CommandError(str(error), returncode=REFUSED)
+            raise CommandError(str(error), returncode=REFUSED) from error
         if not wait:
             self.stdout.write(rerun.execution_id)
             return

@@ -142,7 +142,7 @@ def test_it_validates_claims_from_a_summary_a_list_or_text():
     assert run("Validator", {"claims": claims}) == from_summary
     results = from_summary["validation_results"]
     assert [r["atom_id"] for r in results] == [a["atom_id"] for a in claims]
-    for result, atom in zip(results, claims):
+    for result, atom in zip(results, claims, strict=True):
         assert result["valid"] == (atom["confidence"] >= 0.7 or bool(re.search(r"\d", atom["content"])))
         assert result["note"]
     assert from_summary["valid_count"] + from_summary["invalid_count"] == len(claims)
