@@ -29,9 +29,9 @@ from core.rows import copy_rows, db_values
 from core.jsonutil import check_storable
 from engine.replay import PastRun, RerunRefused, shape_changes, split
 from executions.models import Execution, NodeRun
-from executions.services.advance import advance_run, locked_execution, mapped_state
 from executions.services.gates import gate_output_given
 from executions.services.graph import Graph, check_contracts_of, execution_graph, run_graph
+from executions.services.run import LockedRun, mapped_state
 from executions.services.start import new_execution_id
 from workflows.models import Workflow
 
@@ -84,7 +84,7 @@ def execution_rerun(*, source: Execution, from_node: str, step: int | None = Non
         )
         _copy(execution, reused, edited, graph)
         _record_decisions(execution, decided)
-        advance_run(locked_execution(execution), completed=None)
+        LockedRun.lock(execution).advance(completed=None)
     return execution
 
 
@@ -137,7 +137,7 @@ def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = Non
         )
         _copy(execution, reused, edited, graph, keep_state=True)
         _record_decisions(execution, decided)
-        advance_run(locked_execution(execution), completed=None)
+        LockedRun.lock(execution).advance(completed=None)
     return execution
 
 
