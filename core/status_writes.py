@@ -24,7 +24,7 @@ Each asks the machine first, so an illegal move is an IllegalTransition naming t
 machine, the from and the to rather than a silent overwrite; the WHERE on the status then
 makes the move only if the row is still where the caller thinks, so two workers (or two
 clicks) never both make it. Creating a row in its first status is not a change and is
-left to the services. tests/core/test_states.py fails when a status is written, or a row
+left to the services. tests/core/test_status_writes.py fails when a status is written, or a row
 locked, elsewhere.
 """
 from __future__ import annotations

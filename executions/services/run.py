@@ -37,7 +37,9 @@ from executions.services.inline import Chain, Claimed
 class LockedRun:
     """A run, its execution's row locked until the transaction ends (`lock`). `execution` is
     that row as read under the lock. What changes a run's course or its node runs goes
-    through here, so it is always done under that lock."""
+    through here, so it is always done under that lock. Made directly only for a row this
+    transaction has locked another way (a worker's result stored under a touch of the row,
+    core.status_writes.transition_under)."""
 
     def __init__(self, execution: Execution):
         self.execution = execution
