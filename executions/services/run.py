@@ -167,7 +167,7 @@ class LockedRun:
         """The run runs again after a pause (escalated, or waiting at gates); `fields` are
         written with its status."""
         execution = self.execution
-        change_status(execution, Execution.STATES, Execution.Status.RUNNING, **fields, **unpaused(execution, now))
+        change_status(execution, Execution.STATES, Execution.Status.RUNNING, **fields, **_unpaused(execution, now))
 
     def pause_at_gates(self) -> None:
         """A running run whose only unfinished node runs are gates waits for people: that
@@ -183,7 +183,7 @@ class LockedRun:
         execution = self.execution
         now = timezone.now()
         change_status(execution, Execution.STATES, status, completed_at=now, ended_reason=bounded(reason),
-                      escalation=None, **unpaused(execution, now))
+                      escalation=None, **_unpaused(execution, now))
         if status != Execution.Status.SUCCESS:
             transition_all(execution.node_runs, (NodeRun.Status.PENDING, NodeRun.Status.WAITING),
                            NodeRun.Status.CANCELLED, completed_at=now)
@@ -290,7 +290,7 @@ def _gate_opened(execution: Execution, graph: Graph, node_id: str, now) -> dict:
             "gate": {**asked, "shown": shown, "missing": missing, "decision": None}}
 
 
-def unpaused(execution: Execution, now) -> dict:
+def _unpaused(execution: Execution, now) -> dict:
     """The fields that end a pause (escalated, or waiting at gates): its time is added to the
     run's `paused_seconds`, which its wall time leaves out."""
     paused = (now - execution.paused_at).total_seconds() if execution.paused_at else 0.0
