@@ -20,6 +20,7 @@ from agents.documents import agent_document
 from agents.models import Agent, DeriveRequest, DeriveRequestEvent
 from agents.services import agent_import_document, derive_request_event
 from core.errors import SwitchyardError
+from core.status_writes import lock_row
 
 
 def child_agent_id(request: DeriveRequest) -> str:
@@ -75,8 +76,7 @@ def derive_request_create_child(*, request_pk: int) -> Agent | None:
     A request that is not approved creates nothing. A failure is recorded on the request."""
     try:
         with transaction.atomic():
-            request = (DeriveRequest.objects.select_for_update(of=("self",)).select_related("parent_agent", "decided_by")
-                       .filter(pk=request_pk).first())
+            request = lock_row(DeriveRequest, request_pk, missing_ok=True)
             if request is None or request.status != DeriveRequest.Status.APPROVED:
                 return None
             if request.result_agent_id:
@@ -90,7 +90,7 @@ def derive_request_create_child(*, request_pk: int) -> Agent | None:
             return child
     except SwitchyardError as error:
         with transaction.atomic():
-            request = DeriveRequest.objects.select_for_update().get(pk=request_pk)
+            request = lock_row(DeriveRequest, request_pk)
             if request.result_agent_id is None:
                 request.result_error = str(error)
                 request.save(update_fields=["result_error"])

@@ -11,7 +11,7 @@ from django.db import models
 from django.utils import timezone
 
 from agents.catalogue import token_encoding
-from core.states import StateMachine
+from core.state_machine import StateMachine
 from engine.context.limits import ContextLimits
 
 identifier = RegexValidator(

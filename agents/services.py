@@ -26,7 +26,7 @@ from agents.schemas import AgentDocument, DeriveRequestDocument
 from core.errors import DocumentError, IllegalTransition, SwitchyardError, echo
 from core.jsonutil import check_shape, check_storable, parse_datetime
 from core.roles import ADMIN, APPROVER, require_role
-from core.states import change_status
+from core.status_writes import change_status, lock_row
 from core.tasks import send_after_commit
 from engine.tokens import UnknownEncoding, check_encoding
 
@@ -206,7 +206,7 @@ def agent_import_document(document: dict[str, Any], *, actor: str = "") -> tuple
     status = document.get("status", Agent.Status.ACTIVE)
     now = timezone.now()
 
-    agent = Agent.objects.select_for_update().filter(agent_id=document["agent_id"]).first()
+    agent = lock_row(Agent, missing_ok=True, agent_id=document["agent_id"])
     if agent is None:
         agent = Agent.objects.create(
             agent_id=document["agent_id"],
@@ -298,7 +298,7 @@ def derive_request_import_document(document: dict[str, Any], *, actor: str = "")
         "additional_constraints": spec.get("additional_constraints", []),
         "result_agent": result,
     }
-    request = DeriveRequest.objects.select_for_update().filter(derive_request_id=document["derive_request_id"]).first()
+    request = lock_row(DeriveRequest, missing_ok=True, derive_request_id=document["derive_request_id"])
     if request is None:
         request = DeriveRequest.objects.create(
             derive_request_id=document["derive_request_id"], status=status, created_by=actor, **values
@@ -490,7 +490,7 @@ def derive_request_event(request: DeriveRequest, kind: str, *, actor: str, comme
 @transaction.atomic
 def derive_request_approve(*, request: DeriveRequest, user, comment: str = "") -> DeriveRequest:
     """Approve a pending request; a worker then creates the child agent (agents.derive_child)."""
-    request = DeriveRequest.objects.select_for_update().get(pk=request.pk)
+    request = lock_row(DeriveRequest, request.pk)
     _derive_request_decide(request, DeriveRequest.Status.APPROVED, user=user, comment=comment)
     send_after_commit("agents.derive_child", request.pk)
     return request
@@ -498,6 +498,6 @@ def derive_request_approve(*, request: DeriveRequest, user, comment: str = "") -
 
 @transaction.atomic
 def derive_request_reject(*, request: DeriveRequest, user, comment: str = "") -> DeriveRequest:
-    request = DeriveRequest.objects.select_for_update().get(pk=request.pk)
+    request = lock_row(DeriveRequest, request.pk)
     _derive_request_decide(request, DeriveRequest.Status.REJECTED, user=user, comment=comment)
     return request

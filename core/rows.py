@@ -187,7 +187,7 @@ def attach(instance: models.Model, path: tuple, values: tuple) -> None:
 def from_row(model: type[models.Model], row: tuple) -> models.Model:
     """A model instance from the first columns of `row`, converted as the ORM would."""
     db = _database()
-    # Not strict: a claim's row goes on with the columns of the rows it joined (core.states).
+    # Not strict: a claim's row goes on with the columns of the rows it joined (core.status_writes).
     return model.from_db(db.alias, attnames(model),
                          [_read(value, reader, db) for value, reader in zip(row, _readers(model, db.vendor), strict=False)])
 
@@ -196,7 +196,7 @@ def read_values(model: type[models.Model], names: tuple[str, ...], row: tuple) -
     """The columns of the fields `names` read as `row`, converted as the ORM would."""
     db = _database()
     readers = dict(zip(attnames(model), _readers(model, db.vendor), strict=True))
-    # Not strict: with no `names` the UPDATE still returns the primary key (see core.states).
+    # Not strict: with no `names` the UPDATE still returns the primary key (see core.status_writes).
     return tuple(_read(value, readers[column_field(model, name).attname], db)
                  for value, name in zip(row, names, strict=False))
 

@@ -7,7 +7,7 @@ escalation to a person, the end of the run with its status and reason, or nothin
 (`wait`: other nodes are still running). A failed node passed over (`on_failure: skip`)
 and a state machine's transition, with every condition's value, come with the step.
 
-The Django side (`executions.services.advance`) reads the run into a `Progress`, asks,
+The Django side (`executions.services.run`, `LockedRun.advance`) reads the run into a `Progress`, asks,
 and stores what the step says; it decides nothing itself. Reads that cost a query are
 callables in `Progress`, asked only when the answer needs them: after a node of a wide
 DAG only that node's successors are read.

@@ -36,6 +36,7 @@ from engine.evaluation import (
 )
 from core.errors import DocumentError, SwitchyardError
 from core.jsonutil import check_shape, check_storable
+from core.status_writes import lock_row
 from core.tasks import send_after_commit
 from engine.tot.game24 import verify
 from executions.documents import evaluation_document
@@ -95,7 +96,7 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
 
     try:
         with transaction.atomic():
-            locked = Execution.objects.select_for_update().get(pk=execution.pk)
+            locked = lock_row(Execution, execution.pk)
             stored = run_evaluation(locked).first()
             if stored is not None:  # evaluated meanwhile by another delivery
                 return stored
@@ -294,8 +295,8 @@ def evaluation_aggregate_refresh(*, target_type: str, target_id: str) -> Evaluat
         return None
     rows = list(recent_evaluations(target_type=target_type, target_id=target_id)
                 .values("evaluation_id", "accuracy", "completeness", "efficiency", "overall_score"))
-    current = Evaluation.objects.select_for_update().filter(
-        target_type=target_type, target_id=target_id, method=Evaluation.Method.AGGREGATE).first()
+    current = lock_row(Evaluation, missing_ok=True, target_type=target_type, target_id=target_id,
+                       method=Evaluation.Method.AGGREGATE)
     if not rows:
         if current is not None:
             current.delete()
@@ -342,11 +343,14 @@ def evaluation_import_document(document: dict[str, Any], *, actor: str = "") -> 
         "feedback": document.get("feedback", []),
         "action": document["action"],
     }
-    evaluation, created = Evaluation.objects.select_for_update().get_or_create(
-        evaluation_id=document["evaluation_id"], defaults={**values, "created_by": actor}
-    )
-    if created:
-        return evaluation, "created"
+    evaluation = lock_row(Evaluation, missing_ok=True, evaluation_id=document["evaluation_id"])
+    if evaluation is None:
+        evaluation, created = Evaluation.objects.get_or_create(
+            evaluation_id=document["evaluation_id"], defaults={**values, "created_by": actor}
+        )
+        if created:
+            return evaluation, "created"
+        evaluation = lock_row(Evaluation, evaluation.pk)  # created meanwhile by another import
     before = evaluation_document(evaluation)
     for name, value in values.items():
         setattr(evaluation, name, value)

@@ -3,7 +3,7 @@
 The database is the source of truth for the state of a run: Celery messages carry
 ids only. The statuses follow the state machines below: a row is created in its first
 status by the services, and every later change is a conditional UPDATE made by
-core.states, which refuses what the machine does not allow.
+core.status_writes, which refuses what the machine does not allow.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from agents.models import Agent, AgentVersion, identifier
 from core.db_functions import JSONArrayLength
-from core.states import StateMachine
+from core.state_machine import Guard, StateMachine
 from workflows.models import Workflow
 
 
@@ -161,6 +161,9 @@ class NodeRun(models.Model):
             "skipped": set(),
             "cancelled": set(),
         },
+        # A worker asks, under its execution's lock, whether any other run is still to end
+        # (services/node_run.py): every run that starts or stops being one writes that row.
+        guard=Guard("execution", frozenset({"pending", "running", "waiting"})),
     )
 
     # Still to end: a run is not finished while it has one (a gate waiting for a person too).

@@ -14,6 +14,7 @@ from agents.models import Agent
 from agents.services import check_storable, get_agent
 from core.errors import DocumentError, NotFound, SwitchyardError, WorkflowInvalid
 from core.jsonutil import check_shape
+from core.status_writes import lock_row
 from engine.json_schema import check_schema
 from workflows.documents import blueprint_document, task_chain_defaults, workflow_document
 from workflows.models import Blueprint, BlueprintAgent, Contract, Node, Transition, Workflow, WorkflowVersion
@@ -93,7 +94,7 @@ def workflow_import_document(document: dict[str, Any], *, actor: str = "", sourc
         "judge_agent": Agent.objects.get(agent_id=evaluation["judge_agent"]) if evaluation.get("judge_agent") else None,
         "quality_gate": evaluation.get("quality_gate") or None,
     }
-    workflow = Workflow.objects.select_for_update().filter(workflow_id=document["workflow_id"]).first()
+    workflow = lock_row(Workflow, missing_ok=True, workflow_id=document["workflow_id"])
     before = workflow_document(workflow) if workflow else None
     if workflow is None:
         workflow = Workflow.objects.create(workflow_id=document["workflow_id"], **values)
@@ -235,7 +236,7 @@ def blueprint_import_document(document: dict[str, Any], *, actor: str = ""):
         contracts.append((key, sides, contract))
 
     values = {"name": document["name"], "version": document.get("version", "1.0.0"), "domain": document.get("domain", "")}
-    blueprint = Blueprint.objects.select_for_update().filter(blueprint_id=document["blueprint_id"]).first()
+    blueprint = lock_row(Blueprint, missing_ok=True, blueprint_id=document["blueprint_id"])
     before = blueprint_document(blueprint) if blueprint else None
     if blueprint is None:
         blueprint = Blueprint.objects.create(blueprint_id=document["blueprint_id"], **values)
@@ -373,7 +374,7 @@ def workflow_delete(*, workflow: Workflow) -> None:
     """Delete a workflow that was never run. Executions are records and point at their
     workflow, and so do the evaluations that name it; their foreign keys protect it, so
     either keeps it (a conflict that counts them)."""
-    locked = Workflow.objects.select_for_update().filter(pk=workflow.pk).first()
+    locked = lock_row(Workflow, workflow.pk, missing_ok=True)
     if locked is None:
         raise NotFound(f"no workflow '{workflow.workflow_id}'", details={"workflow_id": workflow.workflow_id})
     try:

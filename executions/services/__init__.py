@@ -3,7 +3,7 @@
 - graph.py: the graph of the workflow version a run runs, as running it reads it, cached per process
 - budget.py: a run's cost limit, kept for every call made for it (its node runs' and its judge's)
 - inline.py: the next node of a chain, run by the worker that made it ready
-- advance.py: what runs next after a start, a stored result or a failure; the end of a run
+- run.py: the run core, LockedRun: a run locked, advanced, its nodes started, ended
 - node_run.py: a node run on a worker: claim, perform, store, advance; heartbeats
 - gates.py: a person's decision on a gate, the gates waiting for a user, gates that time out
 - sweep.py: crash safety: silent workers, lost messages and evaluations, wall time; gate time-outs

@@ -1,7 +1,7 @@
 """Gates (engine/gates.py): a person's decision on a gate's node run, the gates waiting for a
 user, and gates that time out.
 
-A gate opens as a node run `waiting` (`advance._gate_opened`), sent to no worker. A decision
+A gate opens as a node run `waiting` (services/run.py, `LockedRun.start_nodes`), sent to no worker. A decision
 moves it to success (approve, edit) or failed (reject) under the execution's lock, records
 what was decided, by whom, when and why on the node run's `gate`, and advances the run as
 any stored node run does. A gate decided once is never decided again: the second decision
@@ -23,11 +23,11 @@ from django.utils import timezone
 from core.errors import DocumentError, IllegalTransition, NotFound
 from core.jsonutil import check_storable
 from core.roles import Forbidden, roles_of
-from core.states import change_status, transition
+from core.status_writes import lock_row, transition
 from engine import gates
 from executions.models import Execution, NodeRun
-from executions.services.advance import advance_run, apply_output_mapping, locked_execution, unpaused
 from executions.services.graph import check_contracts_of, execution_graph
+from executions.services.run import LockedRun
 
 ENDED = (Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED)
 
@@ -40,7 +40,8 @@ def gate_decide(*, execution: Execution, node_run_id: int, decision: str, commen
     if not isinstance(comment, str):
         raise DocumentError("is a string", where="comment")
     with transaction.atomic():
-        execution = locked_execution(execution)
+        locked = LockedRun.lock(execution)
+        execution = locked.execution
         run = _gate_run(execution, node_run_id)
         if execution.status in ENDED:
             raise IllegalTransition(f"execution {execution.execution_id} is {execution.status}: its gates can no "
@@ -58,7 +59,7 @@ def gate_decide(*, execution: Execution, node_run_id: int, decision: str, commen
             output = _checked_edit(execution, run, output)
         elif output is not None:
             raise DocumentError(f"an output is given only with the decision edit, not {decision}", where="output")
-        _decide(execution, run, decision, output=output, comment=comment, by=username)
+        _decide(locked, run, decision, output=output, comment=comment, by=username)
     return run
 
 
@@ -93,11 +94,11 @@ def gates_time_out(*, now: datetime | None = None) -> list[int]:
         "execution__workflow")
     for run in due:
         with transaction.atomic():
-            execution = locked_execution(run.execution)
-            run = NodeRun.objects.select_for_update().get(pk=run.pk)
-            if run.status != NodeRun.Status.WAITING or execution.status in ENDED:
+            locked = LockedRun.lock(run.execution)
+            run = lock_row(NodeRun, run.pk)
+            if run.status != NodeRun.Status.WAITING or locked.execution.status in ENDED:
                 continue  # decided meanwhile, or the run ended (its gates are cancelled with it)
-            _decide(execution, run, run.gate["on_timeout"], output=None, by="", timed_out=True, now=now)
+            _decide(locked, run, run.gate["on_timeout"], output=None, by="", timed_out=True, now=now)
             decided.append(run.pk)
     return decided
 
@@ -124,7 +125,7 @@ def gates_pending(*, user) -> list[NodeRun]:
 
 
 def _gate_run(execution: Execution, node_run_id: int) -> NodeRun:
-    run = execution.node_runs.select_for_update().filter(pk=node_run_id).first()
+    run = lock_row(NodeRun, node_run_id, missing_ok=True, execution=execution.pk)
     if run is None:
         raise NotFound(f"execution {execution.execution_id} has no node run {node_run_id}")
     if run.gate is None:
@@ -151,10 +152,11 @@ def _checked_edit(execution: Execution, run: NodeRun, output: Any) -> Any:
     return output
 
 
-def _decide(execution: Execution, run: NodeRun, decision: str, *, output: Any, by: str, comment: str = "",
+def _decide(locked: LockedRun, run: NodeRun, decision: str, *, output: Any, by: str, comment: str = "",
             timed_out: bool = False, now: datetime | None = None) -> None:
-    """Store `decision` on the waiting gate `run` and advance the run. The execution's row is
-    locked; a run waiting for nothing but gates runs again first."""
+    """Store `decision` on the waiting gate `run` and advance the run (`locked`); a run
+    waiting for nothing but gates runs again first."""
+    execution = locked.execution
     now = now or timezone.now()
     gate = {**run.gate, "decision": decision, "decided_by": by, "decided_at": now.isoformat(), "comment": comment,
             "timed_out": timed_out}
@@ -177,7 +179,7 @@ def _decide(execution: Execution, run: NodeRun, decision: str, *, output: Any, b
         setattr(run, name, value)
     run.status = status
     if execution.status == Execution.Status.WAITING:
-        change_status(execution, Execution.STATES, Execution.Status.RUNNING, **unpaused(execution, now))
+        locked.resume(now)
     if status == NodeRun.Status.SUCCESS:
-        apply_output_mapping(execution, run)
-    advance_run(execution, completed=run, retryable=False)
+        locked.apply_output(run)
+    locked.advance(completed=run, retryable=False)

@@ -23,55 +23,53 @@ from agents.backends.dispatch import dispatched, end_process
 from agents.backends.metering import Meter, metered
 from agents.documents import agent_as_of
 from agents.models import Agent
-from core.states import Touch, Under, claim_row, transition, transition_under
+from core.status_writes import Touch, Under, claim_row, transition, transition_under
 from engine.steps import nothing_follows, wall_time_exceeded
 from executions import nodes, runner
 from executions.models import Execution, NodeRun
-from executions.services.advance import (
-    advance_run, any_node_run_active, apply_output_mapping, dispatch_after_commit, end_execution, locked_execution,
-    plan_and_policy, run_elapsed, wall_time_end,
-)
 from executions.services.budget import claims_ended, node_run_budget
 from executions.services.graph import execution_graph
-from executions.services.inline import INLINE_SECONDS, MAX_INLINE, chain_state
+from executions.services.inline import INLINE_SECONDS, MAX_INLINE, Chain, Claimed
+from executions.services.run import (
+    LockedRun, any_node_run_active, dispatch_after_commit, plan_and_policy, run_elapsed, wall_time_end,
+)
 
 logger = logging.getLogger(__name__)
 
 
 def node_run_execute(*, node_run_id: int, worker: str) -> str:
     """Claim a pending node run, perform it, store what happened and advance the run; then
-    run the next node of a chain here too. Returns what happened to the first run
+    run the next node of a chain here too: the node run that storing one created claimed
+    for this worker (services/inline.py). Returns what happened to the first run
     ("duplicate" when another delivery already has it)."""
+    chain = Chain(worker, time.monotonic() + INLINE_SECONDS)
     first, claimed = None, None
-    chain_state.until = time.monotonic() + INLINE_SECONDS
     for _ in range(MAX_INLINE):
-        chain_state.open, chain_state.next, chain_state.reserved, chain_state.worker = True, None, False, worker
-        try:
-            outcome = _execute(node_run_id, worker, claimed)
-        finally:
-            chain_state.open = False
+        outcome, claimed = _execute(node_run_id, worker, claimed, chain)
         first = first or outcome
-        if chain_state.next is None:
+        if claimed is None or connection.in_atomic_block:
+            # Inside a caller's transaction (a test's), the claimed run is not committed
+            # yet: it is left as a worker that died would leave it, for the sweep.
             break
-        claimed = chain_state.next
-        node_run_id = claimed[0].pk
+        node_run_id = claimed.run.pk
     else:
-        if chain_state.next is not None:  # give it back to the queue
-            run, claim = chain_state.next
-            if transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.PENDING, where={"worker": claim},
-                          worker="") == 1:
-                dispatch_after_commit(run.pk)
+        if claimed is not None:  # give it back to the queue
+            if transition(NodeRun, claimed.run.pk, NodeRun.Status.RUNNING, NodeRun.Status.PENDING,
+                          where={"worker": claimed.claim}, worker="") == 1:
+                dispatch_after_commit(claimed.run.pk)
     return first
 
 
-def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str:
-    """Perform one node run: claimed here, or already claimed (`(run, claim)`) for us."""
+def _execute(node_run_id: int, worker: str, claimed: Claimed | None = None,
+             chain: Chain | None = None) -> tuple[str, Claimed | None]:
+    """Perform one node run: claimed here, or already `claimed` for us. Returns what
+    happened, and the next node of the chain, created claimed for this worker (`chain`)."""
     now = timezone.now()
     if claimed is None:
         claim = f"{worker}/{uuid.uuid4().hex[:8]}"
         run = _claim(node_run_id, claim, now)
         if run is None:
-            return "duplicate"
+            return "duplicate", None
     else:
         run, claim = claimed
     if run.backend_process:  # sent again: a backend process its last claim left running here ends now
@@ -80,14 +78,15 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
     if execution.status != Execution.Status.RUNNING:
         transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED, where={"worker": claim},
                    completed_at=now)
-        return "cancelled"
+        return "cancelled", None
     ended = wall_time_end(execution, now)
     if ended:
         with transaction.atomic():
+            locked = LockedRun.lock(execution)
             transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED, where={"worker": claim},
                        completed_at=now)
-            end_execution(locked_execution(execution), ended.status, ended.reason)
-        return "ended"
+            locked.end(ended.status, ended.reason)
+        return "ended", None
     graph = execution_graph(execution)
     node = graph.nodes[run.node_id]
     # The node's agent as of the workflow's graph; a fallback agent is not in it.
@@ -105,12 +104,10 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
             performed = nodes.perform(run, graph, node)
         except SoftTimeLimitExceeded:  # raised by Celery wherever the node was; the worker goes on
             limit = settings.NODE_SOFT_TIME_LIMIT_SECONDS
-            node_failed(run, claim, time_limit_failure(
-                f"the node did not finish within the node time limit of {limit:g} s and was stopped"), meter)
-            return "failed"
+            return "failed", node_failed(run, claim, time_limit_failure(
+                f"the node did not finish within the node time limit of {limit:g} s and was stopped"), meter, chain)
         except runner.NodeFailure as failure:
-            node_failed(run, claim, _crossed(meter, failure.record) or failure, meter)
-            return "failed"
+            return "failed", node_failed(run, claim, _crossed(meter, failure.record) or failure, meter, chain)
         except Exception as error:  # a defect must fail the node visibly, not leave it running
             if isinstance(error, (OperationalError, InterfaceError)) and not _connection_usable():
                 # The database connection broke while the node ran, with no result in
@@ -119,17 +116,14 @@ def _execute(node_run_id: int, worker: str, claimed: tuple | None = None) -> str
                 connection.close()
                 raise
             logger.exception("node run %s failed unexpectedly", run.pk)
-            node_failed(run, claim, runner.NodeFailure(f"{type(error).__name__}: {error}", code="INTERNAL_ERROR",
-                                                        retryable=False), meter)
-            return "failed"
+            return "failed", node_failed(run, claim, runner.NodeFailure(
+                f"{type(error).__name__}: {error}", code="INTERNAL_ERROR", retryable=False), meter, chain)
         crossed = _crossed(meter, performed.record)
         if crossed is not None:
-            node_failed(run, claim, crossed, meter)
-            return "failed"
+            return "failed", node_failed(run, claim, crossed, meter, chain)
         # Still beating: were the database away for a while as the result is stored, the
         # sweep must not send the node again meanwhile.
-        _node_succeeded(run, claim, performed, node, meter)
-    return "success"
+        return "success", _node_succeeded(run, claim, performed, node, meter, chain)
 
 
 def _crossed(meter: Meter, record: dict) -> runner.NodeFailure | None:
@@ -158,14 +152,14 @@ def _claim(node_run_id: int, claim: str, now) -> NodeRun | None:
 
 
 def _store_locked(run: NodeRun, claim: str, status: str, fields: dict, added: dict,
-                  flags: dict) -> tuple[Execution, int]:
+                  flags: dict) -> tuple[LockedRun, int]:
     """Lock the run's execution and store the node run's result (`status`, `fields`) under
     that lock, while the execution is running: one statement that touches the execution's
     row (saying it is still running, adding the node's cost: `added`, `flags`, see
     _metered), moves the node run and, in workflows whose nodes write the run's state
     (output_mapping), returns that state (elsewhere it stays `{}`). An execution no longer
     running is read again whole under its lock, and the result stored after it. Returns the
-    execution and the node runs stored (0: the claim no longer holds)."""
+    locked run and the node runs stored (0: the claim no longer holds)."""
     execution = run.execution
     if Execution.workflow.is_cached(execution):
         writes_state = execution_graph(execution).writes_state
@@ -173,13 +167,13 @@ def _store_locked(run: NodeRun, claim: str, status: str, fields: dict, added: di
                       returning=("state",) if writes_state else (), fields=flags)
         stored = transition_under(touch, NodeRun, run.pk, NodeRun.Status.RUNNING, status, where={"worker": claim},
                                   **fields)
-        if stored.touched is not None:
+        if stored.touched is not None:  # locked by the touch
             if writes_state:
                 (execution.state,) = stored.touched
-            return execution, stored.moved
-    execution = locked_execution(execution)
-    _charge(execution, added, flags)
-    return execution, transition(NodeRun, run.pk, NodeRun.Status.RUNNING, status, where={"worker": claim}, **fields)
+            return LockedRun(execution), stored.moved
+    locked = LockedRun.lock(execution)
+    _charge(locked.execution, added, flags)
+    return locked, transition(NodeRun, run.pk, NodeRun.Status.RUNNING, status, where={"worker": claim}, **fields)
 
 
 def _charge(execution: Execution, added: dict, flags: dict) -> None:
@@ -238,42 +232,46 @@ def _stored_before(run: NodeRun, claim: str, status: str) -> bool:
     return NodeRun.objects.filter(pk=run.pk, worker=claim, status=status).exists()
 
 
-def _node_succeeded(run: NodeRun, claim: str, performed, node, meter: Meter | None = None) -> None:
+def _node_succeeded(run: NodeRun, claim: str, performed, node, meter: Meter | None = None,
+                    chain: Chain | None = None) -> Claimed | None:
     ended = timezone.now()
     calls, added, flags = _metered(meter)
     fields = {"output": performed.output, "completed_at": ended, "duration_ms": _ms(run.started_at, ended),
               **_fields(performed.record), **calls}
-    _stored_surely(lambda again: _store_success(run, claim, performed, node, fields, added, flags, again), run.pk)
+    return _stored_surely(lambda again: _store_success(run, claim, performed, node, fields, added, flags, again,
+                                                       chain), run.pk)
 
 
 def _store_success(run: NodeRun, claim: str, performed, node, fields: dict, added: dict, flags: dict,
-                   again: bool) -> None:
+                   again: bool, chain: Chain | None) -> Claimed | None:
+    """Store a success and advance the run; returns the next node of the chain, created
+    claimed for this worker (a node that settles alone has none)."""
     ended = fields["completed_at"]
     if again and _stored_before(run, claim, NodeRun.Status.SUCCESS):
         # Stored by an earlier try, its cost with it. A success stored together with what
         # follows it is whole; one that settles alone may not have ended its run yet.
         if _settles_alone(run.execution, node, ended):
             with transaction.atomic():
-                execution = locked_execution(run.execution)
+                locked = LockedRun.lock(run.execution)
                 run.status, run.output = NodeRun.Status.SUCCESS, performed.output
-                if not any_node_run_active(execution):
-                    advance_run(execution, completed=run)
-        return
+                if not any_node_run_active(locked.execution):
+                    locked.advance(completed=run)
+        return None
     if _settles_alone(run.execution, node, ended):
         stored = _store_alone(run, claim, fields, added, flags)
         if stored is not None:
             if stored.moved == 1 and not stored.others:  # the last node run to end: the run may be done
                 with transaction.atomic():
                     run.status, run.output = NodeRun.Status.SUCCESS, performed.output
-                    advance_run(locked_execution(run.execution), completed=run)
-            return
+                    LockedRun.lock(run.execution).advance(completed=run)
+            return None
     with transaction.atomic():
-        execution, stored = _store_locked(run, claim, NodeRun.Status.SUCCESS, fields, added, flags)
+        locked, stored = _store_locked(run, claim, NodeRun.Status.SUCCESS, fields, added, flags)
         if stored != 1:
-            return  # cancelled, or swept and given to another worker: that one's result counts
+            return None  # cancelled, or swept and given to another worker: that one's result counts
         run.status, run.output = NodeRun.Status.SUCCESS, performed.output
-        apply_output_mapping(execution, run, node)
-        advance_run(execution, completed=run)
+        locked.apply_output(run, node)
+        return locked.advance(completed=run, chain=chain)
 
 
 def _settles_alone(execution: Execution, node, now) -> bool:
@@ -296,7 +294,7 @@ def _store_alone(run: NodeRun, claim: str, fields: dict, added: dict, flags: dic
     the run is still to end (`others`). A node of a wide DAG costs this and its claim.
 
     None: the run is no longer running, or another worker wrote its row while this one
-    waited for the lock, so the answer could be stale (core.states.transition_under);
+    waited for the lock, so the answer could be stale (core.status_writes.transition_under);
     nothing was stored, and the caller stores the result in a transaction of its own."""
     touch = Touch(Execution, run.execution.pk, Execution.Status.RUNNING, add=added, fields=flags)
     stored = transition_under(touch, NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.SUCCESS,
@@ -304,21 +302,25 @@ def _store_alone(run: NodeRun, claim: str, fields: dict, added: dict, flags: dic
     return None if stored.touched is None else stored
 
 
-def node_failed(run: NodeRun, claim: str, failure, meter: Meter | None = None) -> None:
-    """Store a failure; with no `meter`, for a claim whose worker is gone (the sweep)."""
+def node_failed(run: NodeRun, claim: str, failure, meter: Meter | None = None,
+                chain: Chain | None = None) -> Claimed | None:
+    """Store a failure; with no `meter`, for a claim whose worker is gone (the sweep).
+    Returns the node that follows it (an on_failure transition) when it was created claimed
+    for this worker (`chain`)."""
     ended = timezone.now()
     calls, added, flags = _metered(meter)
-    _stored_surely(lambda again: _store_failure(run, claim, failure, ended, calls, added, flags, again,
-                                                claims_left=meter is None), run.pk)
+    return _stored_surely(lambda again: _store_failure(run, claim, failure, ended, calls, added, flags, again,
+                                                       claims_left=meter is None, chain=chain), run.pk)
 
 
 def _store_failure(run: NodeRun, claim: str, failure, ended, calls: dict, added: dict, flags: dict,
-                   again: bool, *, claims_left: bool) -> None:
+                   again: bool, *, claims_left: bool, chain: Chain | None = None) -> Claimed | None:
     """`claims_left`: the claim's worker is gone, and what it claimed ends here."""
     if again and _stored_before(run, claim, NodeRun.Status.FAILED):
-        return  # stored by an earlier try, with its cost and what follows, in one transaction
+        return None  # stored by an earlier try, with its cost and what follows, in one transaction
     with transaction.atomic():
-        execution = locked_execution(run.execution)
+        locked = LockedRun.lock(run.execution)
+        execution = locked.execution
         if claims_left:
             calls, flags = claims_ended(run.pk, claim)
         _charge(execution, added, flags)
@@ -328,9 +330,9 @@ def _store_failure(run: NodeRun, claim: str, failure, ended, calls: dict, added:
             error_details=getattr(failure, "details", None),
             duration_ms=_ms(run.started_at, ended), **_fields(failure.record), **calls)
         if stored != 1 or execution.status != Execution.Status.RUNNING:
-            return
+            return None
         run.refresh_from_db()
-        advance_run(execution, completed=run, retryable=failure.retryable)
+        return locked.advance(completed=run, retryable=failure.retryable, chain=chain)
 
 
 def time_limit_failure(message: str) -> runner.NodeFailure:

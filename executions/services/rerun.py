@@ -36,13 +36,13 @@ from agents.models import AgentVersion
 from core.errors import DocumentError, IllegalTransition, echo
 from core.rows import copy_rows, db_values
 from core.jsonutil import check_storable
-from core.states import change_status
+from core.status_writes import change_status
 from core.tasks import send_after_commit
 from engine.replay import PastRun, RerunRefused, shape_changes, split
 from executions.models import Execution, NodeRun
-from executions.services.advance import advance_run, end_execution, locked_execution, mapped_state
 from executions.services.gates import gate_output_given
 from executions.services.graph import Graph, check_contracts_of, execution_graph, run_graph
+from executions.services.run import LockedRun, mapped_state
 from executions.services.start import new_execution_id
 from workflows.models import Workflow
 
@@ -104,7 +104,7 @@ def execution_rerun(*, source: Execution, from_node: str, step: int | None = Non
         if inline:
             _copy_runs(execution, keys, edited)
             _record_decisions(execution, decided)
-            advance_run(locked_execution(execution), completed=None)
+            LockedRun.lock(execution).advance(completed=None)
         else:
             send_after_commit("executions.rerun_copy", execution.pk)
     return execution
@@ -126,19 +126,20 @@ def rerun_copy(*, execution_pk: int) -> str:
     while True:
         with transaction.atomic():
             try:
-                execution = locked_execution(Execution(pk=execution_pk))
+                run = LockedRun.lock(Execution(pk=execution_pk))
             except Execution.DoesNotExist:
                 return "gone"
+            execution = run.execution
             plan = execution.copying
             if execution.status != Execution.Status.PENDING or not plan:
                 return f"not copying: {execution.status}"
             if plan["copied"] < plan["of"]:
-                _copy_chunk(execution, plan)
+                _copy_chunk(run, plan)
                 continue
             _record_decisions(execution, plan["decided"])
             change_status(execution, Execution.STATES, Execution.Status.RUNNING, started_at=timezone.now(),
                           copying=None)
-            advance_run(execution, completed=None)
+            run.advance(completed=None)
             return f"copied {plan['of']}, started"
 
 
@@ -156,18 +157,19 @@ def rerun_copies_resend(*, stale) -> list[int]:
     return sent
 
 
-def _copy_chunk(execution: Execution, plan: dict) -> None:
+def _copy_chunk(run: LockedRun, plan: dict) -> None:
     """Copy the next RERUN_COPY_CHUNK of the past run's node runs (those of them the re-run
     reuses: in `plan["keys"]`), after the one read last, in the past run's order; write how
     far the copy got."""
+    execution = run.execution
     rows = NodeRun.objects.filter(execution_id=plan["source"]).order_by("sequence", "id")
     if plan["after"]:
         sequence, pk = plan["after"]
         rows = rows.filter(Q(sequence__gt=sequence) | Q(sequence=sequence, pk__gt=pk))
     read = list(rows.values_list("pk", "sequence")[:settings.RERUN_COPY_CHUNK])
     if not read:  # the past run's node runs are gone (it was deleted): nothing more can be copied
-        end_execution(execution, Execution.Status.FAILED,
-                      f"the past run's node runs it reuses are gone: {plan['copied']:,} of {plan['of']:,} were copied")
+        run.end(Execution.Status.FAILED,
+                f"the past run's node runs it reuses are gone: {plan['copied']:,} of {plan['of']:,} were copied")
         return
     starts = [first for first, _ in plan["keys"]]
     keys = [pk for pk, _ in read if _within(pk, plan["keys"], starts)]
@@ -254,7 +256,7 @@ def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = Non
         _copy_runs(execution, [run.key for run in reused], edited)
         _copy_typed(execution, _typed(reused, edited), edited, graph, after=len(reused))
         _record_decisions(execution, decided)
-        advance_run(locked_execution(execution), completed=None)
+        LockedRun.lock(execution).advance(completed=None)
     return execution
 
 

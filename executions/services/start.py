@@ -9,13 +9,11 @@ from django.utils import timezone
 
 from core.errors import DocumentError, IllegalTransition, WorkflowInvalid
 from core.jsonutil import check_storable
-from core.states import change_status, transition_all
+from core.status_writes import transition_all
 from executions.models import Execution, NodeRun
-from executions.services.advance import (
-    advance_run, apply_output_mapping, end_execution, locked_execution, new_node_run, unpaused,
-)
 from executions.services.gates import gate_output_given
 from executions.services.graph import check_contracts_of, execution_graph, run_graph
+from executions.services.run import LockedRun
 from workflows.models import Workflow
 
 
@@ -38,7 +36,7 @@ def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None
             input=input or {}, state={}, domain=_domain_of(input, graph.settings.domain),
             started_at=now, created_by=actor if getattr(actor, "pk", None) else None,
         )
-        advance_run(locked_execution(execution), completed=None)
+        LockedRun.lock(execution).advance(completed=None)
     return execution
 
 
@@ -55,9 +53,10 @@ def _domain_of(input: dict | None, domain: str) -> str:
 def execution_cancel(*, execution: Execution, actor=None) -> Execution:
     """Stop a run: its pending node runs and open gates are cancelled; a running one's result is dropped."""
     with transaction.atomic():
-        execution = locked_execution(execution)
+        locked = LockedRun.lock(execution)
+        execution = locked.execution
         who = getattr(actor, "username", "") or "someone"
-        end_execution(execution, Execution.Status.CANCELLED, f"cancelled by {who}")
+        locked.end(Execution.Status.CANCELLED, f"cancelled by {who}")
         # What a running node run claimed from the run's max_cost ends with it.
         transition_all(execution.node_runs, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED,
                        completed_at=timezone.now(), cost_reserved=0)
@@ -72,7 +71,8 @@ def execution_resume(*, execution: Execution, output: Any, actor=None) -> Execut
     who gave it (`worker`)."""
     check_storable(output, where="output")
     with transaction.atomic():
-        execution = _escalated(execution)
+        locked = _escalated(execution)
+        execution = locked.execution
         graph = execution_graph(execution)
         node = graph.nodes[execution.escalation["node_id"]]
         gate = None
@@ -82,34 +82,34 @@ def execution_resume(*, execution: Execution, output: Any, actor=None) -> Execut
                                      to="resume the run past it: retry the node to ask its deciders again")
         check_contracts_of(graph, node.node_id, output, where="output")
         now = timezone.now()
-        change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None, **unpaused(execution, now))
-        run = new_node_run(execution, node.node_id, agent_id=node.agent_id, kind="manual", attempt=1,
-                       status=NodeRun.Status.SUCCESS)
+        locked.resume(now, escalation=None)
+        run = locked.add_node_run(node.node_id, agent_id=node.agent_id, kind="manual", attempt=1,
+                                  status=NodeRun.Status.SUCCESS)
         NodeRun.objects.filter(pk=run.pk).update(output=output, backend="manual", completed_at=now, started_at=now,
                                                  worker=getattr(actor, "username", "") or "manual", gate=gate)
         run.output, run.gate = output, gate
-        apply_output_mapping(execution, run, node)
-        advance_run(execution, completed=run)
+        locked.apply_output(run, node)
+        locked.advance(completed=run)
     return execution
 
 
 def execution_retry(*, execution: Execution, actor=None) -> Execution:
     """Run the escalated node again from its first attempt."""
     with transaction.atomic():
-        execution = _escalated(execution)
+        locked = _escalated(execution)
+        execution = locked.execution
         node = execution_graph(execution).nodes[execution.escalation["node_id"]]
-        change_status(execution, Execution.STATES, Execution.Status.RUNNING, escalation=None,
-                      **unpaused(execution, timezone.now()))
-        new_node_run(execution, node.node_id, agent_id=node.agent_id, kind="first", attempt=1)
+        locked.resume(timezone.now(), escalation=None)
+        locked.add_node_run(node.node_id, agent_id=node.agent_id, kind="first", attempt=1)
     return execution
 
 
 def execution_abort(*, execution: Execution, actor=None) -> Execution:
     with transaction.atomic():
-        execution = _escalated(execution)
+        locked = _escalated(execution)
+        execution = locked.execution
         who = getattr(actor, "username", "") or "someone"
-        end_execution(execution, Execution.Status.FAILED,
-                      f"aborted by {who} after escalation at '{execution.escalation['node_id']}'")
+        locked.end(Execution.Status.FAILED, f"aborted by {who} after escalation at '{execution.escalation['node_id']}'")
     return execution
 
 
@@ -121,12 +121,13 @@ def _gate_record(execution: Execution, node) -> dict:
     return latest or node.gate
 
 
-def _escalated(execution: Execution) -> Execution:
-    execution = locked_execution(execution)
+def _escalated(execution: Execution) -> LockedRun:
+    locked = LockedRun.lock(execution)
+    execution = locked.execution
     if execution.status != Execution.Status.ESCALATED:
         raise IllegalTransition(f"execution {execution.execution_id} is {execution.status}, not escalated",
                                 code="CONFLICT")
-    return execution
+    return locked
 
 
 def execution_start_by_id(*, workflow_id: str, input: Any = None, actor=None, version: int | None = None,

@@ -13,16 +13,14 @@ from django.utils import timezone
 
 from agents.backends.dispatch import end_process
 from core.locks import redis_lock
-from core.states import transition
+from core.status_writes import transition
 from executions import runner
 from executions.models import Evaluation, Execution, NodeRun
-from executions.services.advance import (
-    dispatch_after_commit, end_execution, evaluate_after_commit, locked_execution, wall_time_end,
-)
 from executions.services.budget import claims_ended
 from executions.services.gates import gates_time_out
 from executions.services.node_run import node_failed, time_limit_failure
 from executions.services.rerun import rerun_copies_resend
+from executions.services.run import LockedRun, dispatch_after_commit, evaluate_after_commit, wall_time_end
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +70,7 @@ def node_runs_sweep(*, now=None) -> dict:
         else:
             with transaction.atomic():
                 # What the silent worker spent and claimed from the run's max_cost ends with its claim.
-                locked = locked_execution(run.execution)
+                locked = LockedRun.lock(run.execution).execution
                 ended, flags = claims_ended(run.pk, run.worker)
                 if transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.PENDING,
                               where={"worker": run.worker}, worker="", heartbeat_at=now,
@@ -108,8 +106,8 @@ def node_runs_sweep(*, now=None) -> dict:
         ended = wall_time_end(execution, now)
         if ended:
             with transaction.atomic():
-                locked = locked_execution(execution)
-                if locked.status == Execution.Status.RUNNING:
-                    end_execution(locked, ended.status, ended.reason)
-                    report["ended"].append(locked.execution_id)
+                locked = LockedRun.lock(execution)
+                if locked.execution.status == Execution.Status.RUNNING:
+                    locked.end(ended.status, ended.reason)
+                    report["ended"].append(locked.execution.execution_id)
     return report

@@ -10,7 +10,7 @@ from agents.models import Agent, AgentVersion
 from agents.services import agent_import_document, next_version
 from core.documents import export_document, import_documents
 from core.errors import DocumentError, IllegalTransition
-from core.states import change_status
+from core.status_writes import change_status
 
 pytestmark = pytest.mark.django_db
 

@@ -203,7 +203,7 @@ def test_it_ends_the_run_when_the_connection_broke_after_its_last_result_was_sto
                                                                                    tmp_path):
     from django.db import OperationalError
 
-    from executions.services import node_run
+    from executions.services.run import LockedRun
 
     settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "command": {"kind": "command", "argv": slow_argv(0)}}
     import_documents(ONE_STEP, actor="test")
@@ -211,7 +211,7 @@ def test_it_ends_the_run_when_the_connection_broke_after_its_last_result_was_sto
     only = execution.node_runs.get()
     # The result is stored in a statement of its own (nothing follows the node); the
     # connection then breaks before the run is ended, and the store is tried again.
-    advance, broken = node_run.advance_run, []
+    advance, broken = LockedRun.advance, []
 
     def breaking(*args, **kwargs):
         if not broken:
@@ -219,7 +219,7 @@ def test_it_ends_the_run_when_the_connection_broke_after_its_last_result_was_sto
             raise OperationalError("server closed the connection unexpectedly")
         return advance(*args, **kwargs)
 
-    with mock.patch.object(node_run, "advance_run", breaking):
+    with mock.patch.object(LockedRun, "advance", breaking):
         assert node_run_execute(node_run_id=only.pk, worker="test") == "success"
 
     assert broken and NodeRun.objects.get(pk=only.pk).status == "success"

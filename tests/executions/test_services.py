@@ -16,6 +16,7 @@ from core.errors import IllegalTransition, WorkflowInvalid
 from executions import nodes
 from executions.models import Execution, NodeRun
 from executions.services import execution_resume, execution_start, heartbeat, node_run_execute, node_runs_sweep
+from executions.services.inline import Claimed
 from executions.services.node_run import _claim, _execute, _store_locked
 from workflows.models import Workflow
 
@@ -79,7 +80,7 @@ def test_it_reads_the_state_again_when_it_stores_a_result_in_a_workflow_that_wri
     Execution.objects.filter(pk=execution.pk).update(state={"draft": "written by a parallel node"})
     with transaction.atomic(), django_assert_num_queries(1 if connection.vendor == "postgresql" else 2):
         locked, stored = _store_locked(run, "w1/abc", "success", {"output": {"done": True}}, {}, {})
-    assert (locked.state, stored) == ({"draft": "written by a parallel node"}, 1)
+    assert (locked.execution.state, stored) == ({"draft": "written by a parallel node"}, 1)
     assert NodeRun.objects.get(pk=run.pk).output == {"done": True}
     with transaction.atomic():  # another claim's result is not stored, and the execution still reads right
         assert _store_locked(run, "w2/def", "success", {"output": {"late": True}}, {}, {})[1] == 0
@@ -173,7 +174,7 @@ def test_it_cancels_a_node_run_at_the_wall_time_only_while_it_is_running():
     NodeRun.objects.filter(pk=run.pk).update(status="failed", worker="w1/abc", error_code="NODE_TIME_LIMIT")
     Execution.objects.filter(pk=execution.pk).update(started_at=timezone.now() - timedelta(hours=2))
     run = NodeRun.objects.select_related("execution__workflow").get(pk=run.pk)
-    assert _execute(run.pk, "w1", (run, "w1/abc")) == "ended"
+    assert _execute(run.pk, "w1", Claimed(run, "w1/abc")) == ("ended", None)
     run.refresh_from_db()
     assert (run.status, run.error_code) == ("failed", "NODE_TIME_LIMIT")
     assert Execution.objects.get(pk=execution.pk).ended_reason.startswith("max_wall_seconds")

@@ -1,7 +1,8 @@
-"""Explicit state machines for status fields, and the one place that changes a status.
+"""The one place that changes a status, and the one that locks a row: conditional UPDATEs,
+their SQL built once per shape of statement (the fast path of a node run).
 
-Each model with a status declares its machine as `STATES`. Every change of the status
-of an existing row goes through this module:
+Each model with a status declares its machine as `STATES` (core/state_machine.py). Every
+change of the status of an existing row goes through this module:
 
 - `transition`: one conditional UPDATE ... WHERE pk=<pk> AND status IN (<from>), for a
   caller that knows which statuses the row may be in (a worker storing its result);
@@ -14,11 +15,17 @@ of an existing row goes through this module:
   has any other node run still to end;
 - `change_status`: for a row in hand that must move from the status it was read in.
 
+And every lock of a row is `lock_row`, which takes it by writing to the row (never SELECT …
+FOR UPDATE). A machine's guard (core.state_machine.Guard) is written here too: a move of a
+node run into or out of the statuses still to end writes its execution's row first, in the
+same statement, which is what transition_under's `others` relies on.
+
 Each asks the machine first, so an illegal move is an IllegalTransition naming the
 machine, the from and the to rather than a silent overwrite; the WHERE on the status then
 makes the move only if the row is still where the caller thinks, so two workers (or two
 clicks) never both make it. Creating a row in its first status is not a change and is
-left to the services. tests/core/test_states.py fails when a status is written elsewhere.
+left to the services. tests/core/test_status_writes.py fails when a status is written, or a row
+locked, elsewhere.
 """
 from __future__ import annotations
 
@@ -34,25 +41,7 @@ from core.errors import IllegalTransition
 from core.rows import (
     attach, attnames, column, columns, cursor, db_values, from_row, join_sql, quoted_pk, read_values, related_path,
 )
-
-
-class StateMachine:
-    def __init__(self, name: str, transitions: dict[str, set[str]]):
-        self.name = name
-        self.transitions = transitions
-        self.states = set(transitions) | {s for targets in transitions.values() for s in targets}
-
-    def allows(self, current: str, new: str) -> bool:
-        return new in self.transitions.get(current, set())
-
-    def check(self, current: str, new: str) -> None:
-        if new not in self.states:
-            raise IllegalTransition(f"{self.name}: unknown status '{new}'")
-        if not self.allows(current, new):
-            allowed = ", ".join(sorted(self.transitions.get(current, set()))) or "none (final)"
-            raise IllegalTransition(
-                f"{self.name}: cannot go from '{current}' to '{new}' (allowed from '{current}': {allowed})"
-            )
+from core.state_machine import Guard, StateMachine
 
 
 Rows = type[models.Model] | models.QuerySet | models.Manager
@@ -71,9 +60,17 @@ def transition(rows: Rows, pk: Any, from_statuses: str | Iterable[str], to_statu
     where = where or {}
     if not isinstance(rows, type) or any(hasattr(value, "resolve_expression") for value in fields.values()):
         return transition_all(_manager(rows).filter(pk=pk, **where), from_statuses, to_status, **fields)
-    with cursor() as moving:
-        moving.execute(*_moving(rows, pk, from_statuses, to_status, where, fields))
-        return moving.rowcount
+    guard = _guard(rows, from_statuses, to_status)
+    if guard is None:
+        with cursor() as moving:
+            moving.execute(*_moving(rows, pk, from_statuses, to_status, where, fields))
+            return moving.rowcount
+    # The guard's row first, then this one, in one statement (see _guarded_sql).
+    moving, params = _moving(rows, pk, from_statuses, to_status, where, fields, "1", "EXISTS (SELECT 1 FROM guarded)")
+    with cursor() as both:
+        both.execute(f"WITH guarded AS ({_guarded_sql(rows, guard.key)}), moved AS ({moving}) "
+                     "SELECT COUNT(*) FROM moved", [pk, *params])
+        return both.fetchone()[0]
 
 
 def transition_all(rows: Rows, from_statuses: str | Iterable[str], to_status: str, **fields: Any) -> int:
@@ -83,6 +80,7 @@ def transition_all(rows: Rows, from_statuses: str | Iterable[str], to_status: st
     from_statuses = _checked(model, from_statuses, to_status)
     fields = _stamped(model, fields)
     where = {"status": from_statuses[0]} if len(from_statuses) == 1 else {"status__in": from_statuses}
+    _write_guard(rows.filter(**where), _guard(model, from_statuses, to_status))
     return rows.filter(**where).update(status=to_status, **fields)
 
 
@@ -103,6 +101,9 @@ def claim_row(model: type[models.Model], pk: Any, from_status: str, to_status: s
     had never been made, with nothing committed after it kept (the next durable commit
     flushes it)."""
     (from_status,) = _checked(model, from_status, to_status)
+    if model.STATES.guarded((from_status,), to_status) is not None:  # a claim keeps a run still to end
+        raise IllegalTransition(f"{model.STATES.name}: a claim cannot move a row from '{from_status}' to "
+                                f"'{to_status}', across its guard: use transition")
     fields = _stamped(model, fields)
     synchronous = synchronous or connection.in_atomic_block
     path, sql, then = _claim_sql(model, connection.vendor, ("status", *fields), select_related, synchronous)
@@ -142,21 +143,37 @@ def touch_row(model: type[models.Model], pk: Any, status: str, /, *, add: dict[s
     return None if row is None else read_values(model, returning, row)
 
 
-def lock_row(model: type[models.Model], pk: Any, /) -> models.Model:
-    """The row `pk` read under its lock, held until the transaction ends (DoesNotExist: no
-    such row). The lock is taken by writing to the row, an UPDATE that changes no value
-    (`SET pk = pk`, RETURNING the row), rather than by SELECT … FOR UPDATE: the write makes
-    a new version of the row, which is how transition_under's `others` tells that another
-    transaction changed what it asks about while it waited; a bare FOR UPDATE leaves no
-    trace once it commits."""
+_PK = object()
+
+
+def lock_row(model: type[models.Model], pk: Any = _PK, /, *, missing_ok: bool = False, written: bool = True,
+             **where: Any) -> models.Model | None:
+    """The row `pk` (or the one row whose columns have the values of `where`) read under its
+    lock, held until the transaction ends; DoesNotExist when there is no such row, or None
+    with `missing_ok`. Every lock of a row in the project is taken here.
+
+    The lock is taken by writing to the row, an UPDATE that changes no value (`SET pk = pk`,
+    RETURNING the row), rather than by SELECT … FOR UPDATE: the write makes a new version of
+    the row, which is how transition_under's `others` tells that another transaction changed
+    what it asks about while it waited; a bare FOR UPDATE leaves no trace once it commits.
+    `written=False` takes it that way all the same (SELECT … FOR UPDATE; on SQLite, whose
+    writer locks the whole database, a read), for a lock that changes nothing such a
+    question counts and must not send it the long way round: a model call's budget."""
     if connection.get_autocommit():  # as select_for_update: a lock outside a transaction would hold nothing
         raise TransactionManagementError("lock_row cannot be used outside of a transaction.")
+    if pk is not _PK:
+        where = {model._meta.pk.name: pk, **where}
+    if not where:
+        raise TypeError("lock_row: name the row to lock, by its primary key or its columns' values")
     with cursor() as locking:
-        locking.execute(_lock_sql(model, connection.vendor), [pk])
+        locking.execute(_lock_sql(model, connection.vendor, tuple(where), written), db_values(model, where))
         row = locking.fetchone()
     if row is None:
+        if missing_ok:
+            return None
+        named = ", ".join(f"{name}={value!r}" for name, value in where.items())
         raise model.DoesNotExist(  # type: ignore[attr-defined]  # every concrete model has one
-            f"{model._meta.object_name} matching pk={pk!r} does not exist.")
+            f"{model._meta.object_name} matching {named} does not exist.")
     return from_row(model, row)
 
 
@@ -185,11 +202,16 @@ def transition_under(touch: Touch, model: type[models.Model], pk: Any, from_stat
     the version the statement began with (its `xmin`): had another transaction written it
     in between, nothing is done (touched None) and the caller asks again in a transaction
     of its own. That answer holds only if every transaction that changes the statuses of
-    those rows writes the touched row: a touch, or `lock_row`.
+    those rows writes the touched row: a touch, or `lock_row`; the moves of a machine with a
+    guard (core.state_machine.Guard) write it here whoever makes them.
 
     A worker stores a node's result this way: the execution's row locked, the node run
     moved and, after a node that nothing follows, whether the run has any other node run
     still to end, in one round trip."""
+    guard = model.STATES.guarded(_checked(model, from_statuses, to_status), to_status)
+    if guard is not None and model._meta.get_field(guard.key).related_model is not touch.model:
+        raise IllegalTransition(f"{model.STATES.name}: a move from {from_statuses!r} to '{to_status}' writes the "
+                                f"row its '{guard.key}' points to, not a {touch.model._meta.object_name}")
     if connection.vendor != "postgresql":
         with transaction.atomic(savepoint=False):
             touched = touch_row(touch.model, touch.pk, touch.status, add=touch.add, returning=touch.returning,
@@ -250,6 +272,7 @@ def change_status(instance: models.Model, machine: StateMachine, new: str, **fie
     `fields` are written in the same UPDATE. Someone else moved it first: CONFLICT."""
     current = instance.status  # type: ignore[attr-defined]  # a model with a state machine has a status
     machine.check(current, new)
+    _write_guard(type(instance)._default_manager.filter(pk=instance.pk), machine.guarded((current,), new))
     if "updated_at" in _field_names(type(instance)):
         fields.setdefault("updated_at", timezone.now())
     touched = type(instance)._default_manager.filter(pk=instance.pk, status=current).update(status=new, **fields)
@@ -312,10 +335,44 @@ def _others_sql(model: type[models.Model], key: str, statuses: int) -> str:
 
 
 @lru_cache(maxsize=None)
-def _lock_sql(model: type[models.Model], vendor: str) -> str:
-    """UPDATE of one row by primary key that changes nothing, returning the row."""
+def _lock_sql(model: type[models.Model], vendor: str, where: tuple[str, ...], written: bool = True) -> str:
+    """UPDATE of the row whose `where` columns have the values given that changes nothing,
+    returning the row; not `written`, SELECT … FOR UPDATE of it (a plain SELECT on SQLite)."""
     table, pk = connection.ops.quote_name(model._meta.db_table), quoted_pk(model)
-    return f"UPDATE {table} SET {pk} = {pk} WHERE {pk} = %s RETURNING {columns(model, vendor)}"
+    conditions = " AND ".join(f"{column(model, name)} = %s" for name in where)
+    if not written:
+        locking = " FOR UPDATE" if connection.features.has_select_for_update else ""
+        return f"SELECT {columns(model, vendor)} FROM {table} WHERE {conditions}{locking}"
+    return f"UPDATE {table} SET {pk} = {pk} WHERE {conditions} RETURNING {columns(model, vendor)}"
+
+
+def _guard(rows: Rows, from_statuses: str | Iterable[str], to_status: str) -> Guard | None:
+    """The guard a move of `rows` writes, on PostgreSQL (see Guard). SQLite lets one
+    transaction write at a time, whatever the row: one that asks under a lock it took by
+    writing sees every change committed before, and none can be committed after."""
+    if connection.vendor != "postgresql":
+        return None
+    model = rows if isinstance(rows, type) else rows.model
+    return model.STATES.guarded(_checked(model, from_statuses, to_status), to_status)
+
+
+def _write_guard(moving: models.QuerySet, guard: Guard | None) -> None:
+    """Write the rows the guard points to from the rows about to move (before them, as
+    every lock of the two is taken); `guard` None: nothing to write."""
+    if guard is None:
+        return
+    parent = moving.model._meta.get_field(guard.key).related_model
+    pk = parent._meta.pk.name
+    parent._default_manager.filter(pk__in=moving.values(guard.key)).update(**{pk: models.F(pk)})
+
+
+@lru_cache(maxsize=None)
+def _guarded_sql(model: type[models.Model], key: str) -> str:
+    """UPDATE that changes nothing of the row that row `pk` (the parameter) points to by `key`."""
+    parent = model._meta.get_field(key).related_model
+    table, pk = connection.ops.quote_name(parent._meta.db_table), quoted_pk(parent)
+    return (f"UPDATE {table} SET {pk} = {pk} WHERE {pk} = (SELECT {column(model, key)} FROM "
+            f"{connection.ops.quote_name(model._meta.db_table)} WHERE {quoted_pk(model)} = %s) RETURNING 1")
 
 
 @lru_cache(maxsize=None)
