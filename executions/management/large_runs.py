@@ -1,6 +1,6 @@
 """Large runs written straight into the database, for measuring the pages and the API at scale.
 
-`manage.py benchmark_pages` and the tests of issue 20 ("a run of 100,000 node runs opens in
+`manage.py benchmark_pages` and the pages-at-scale tests ("a run of 100,000 node runs opens in
 under a second") need runs far larger than a test can execute. These functions write them
 as the workers would have left them, with plain bulk inserts (no `COPY`), so that they work
 on SQLite and PostgreSQL alike:

@@ -1,5 +1,5 @@
 """How PostgreSQL plans the queries behind a run's inspection and the list of runs, over a run
-of 100,000 node runs among 100,000 other runs (issue 20).
+of 100,000 node runs among 100,000 other runs (the pages-at-scale benchmark).
 
 Every answer `benchmark_pages` measures is requested through the test client as a viewer;
 each captured statement that reads the node runs is explained (`EXPLAIN (FORMAT JSON)`, not

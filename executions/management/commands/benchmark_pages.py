@@ -1,6 +1,6 @@
 """Benchmark of the pages and API answers that show one run, and the list of runs, at scale.
 
-Issue 20 asks that a run of 100,000 node runs opens in under a second. This command writes
+A run of 100,000 node runs should open in under a second. This command writes
 runs of 1,000, 20,000 and 100,000 node runs (`executions/management/large_runs.py`) and
 100,000 light runs for the list into a scratch database, then requests each answer the
 inspection of a run needs, as a signed-in viewer through Django's test Client, with DEBUG
@@ -17,7 +17,7 @@ it adds change no other answer): the new run's copies of the past run's node run
 by the database, and what the web process holds for it at once is reported as well (the peak
 of Python's allocations during the request that warms up, which is not timed).
 
-The answers whose targets the issue states are marked "ok" or "MISSED" (TARGETS, checked at
+The answers that have a target are marked "ok" or "MISSED" (TARGETS, checked at
 every size measured: a target for 100,000 node runs holds for fewer). The command exits 0
 either way: the figures are for a person to judge.
 
@@ -65,7 +65,7 @@ from executions.models import Execution
 
 @dataclass(frozen=True)
 class Target:
-    """What issue 20 asks of one answer: at most this many milliseconds, queries and bytes."""
+    """The target of one answer: at most this many milliseconds, queries and bytes."""
 
     max_ms: float | None = None
     max_queries: int | None = None
@@ -83,7 +83,7 @@ class Target:
         return missed
 
 
-# Issue 20's targets, by answer (keys of RUN_ANSWERS): the run page and the API's record of a
+# The pages-at-scale targets, by answer (keys of RUN_ANSWERS): the run page and the API's record of a
 # run in at most a second, 20 queries (and 1 MB for the API), one page of node runs in 200 ms.
 TARGETS = {
     "run_page": Target(max_ms=1000, max_queries=20),
@@ -135,7 +135,7 @@ class AnswerTimedOut(EngineError):
 class Command(BaseCommand):
     help = ("Write runs of many node runs and many light runs into a scratch database, then measure the run page, "
             "the API's answers about a run and the list of runs: server time, queries, bytes; print which of "
-            "issue 20's targets are met.")
+            "of the pages-at-scale targets are met.")
 
     def add_arguments(self, parser):
         parser.add_argument("--sizes", default=DEFAULT_SIZES,
@@ -299,11 +299,11 @@ class Command(BaseCommand):
                      for i, (cell, width) in enumerate(zip(row, widths))]
             self.stdout.write("  ".join([*cells, row[-1]]).rstrip())
         if report["missed"]:
-            self.stdout.write(f"issue 20's targets: MISSED {len(report['missed'])}:")
+            self.stdout.write(f"pages-at-scale targets: MISSED {len(report['missed'])}:")
             for line in report["missed"]:
                 self.stdout.write(f"  MISSED {line}")
         else:
-            self.stdout.write("issue 20's targets: all met")
+            self.stdout.write("pages-at-scale targets: all met")
 
 
 def request(client: Client, url: str, timeout: float, body: dict | None = None) -> tuple[Any, int, float]:
