@@ -5,7 +5,7 @@ from executions.documents import evaluation_document, execution_document, though
 from executions.evaluations import evaluation_import_document
 from executions.models import Evaluation, Execution, ThoughtSearch
 from executions.services.document_import import execution_import_document
-from executions.tot import thought_tree_import_document
+from executions.node_kinds.tot import thought_tree_import_document
 
 
 def register_document_kinds() -> None:

@@ -41,9 +41,10 @@ from engine.tot.game24 import verify
 from executions.documents import evaluation_document
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.schemas import EvaluationDocument
-from executions.runner import contract_results, skills
+from executions.prompts import skills
 from executions.services.budget import judge_budget
 from executions.services.graph import execution_graph
+from workflows.contracts import contract_results
 from workflows.models import Workflow
 
 logger = logging.getLogger(__name__)

@@ -504,7 +504,7 @@ GAME24_ROLES = {
 
 
 def game24(request: BackendRequest, skill: str) -> dict:
-    """A role of a Game-of-24 search (executions/tot.py calls the role's agent with the
+    """A role of a Game-of-24 search (executions/node_kinds/tot.py calls the role's agent with the
     protocol message as `inputs["message"]`): the engine's builtin role, exact arithmetic.
     A request that breaks the protocol is answered with the seed's `error` field
     (INVALID_FORMAT), as the protocol answers any message it cannot take."""
@@ -537,7 +537,7 @@ SKILLS: dict[str, Skill] = {
     "judge_outputs": judge_outputs,
     **{skill: (lambda request, skill=skill: game24(request, skill)) for skill in GAME24_ROLES},
 }
-# The search itself (orchestrator and explorer) is the node run, not a backend: executions/tot.py.
+# The search itself (orchestrator and explorer) is the node run, not a backend: executions/node_kinds/tot.py.
 SEARCH_SKILLS = ("tot_orchestrate", "tot_explore")
 
 

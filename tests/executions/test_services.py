@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from core.documents import import_documents
 from core.errors import IllegalTransition, WorkflowInvalid
-from executions import nodes
+from executions import node_kinds as nodes
 from executions.models import Execution, NodeRun
 from executions.services import execution_resume, execution_start, heartbeat, node_run_execute, node_runs_sweep
 from executions.services.node_run import _claim, _execute, _store_locked

@@ -2,9 +2,13 @@
 import pytest
 from django.core.management import call_command
 
-from executions.runner import NodeFailure, as_text, check_contracts, contract_results, named_inputs
+from executions.compression import as_text
+from executions.node_errors import NodeFailure
+from executions.node_kinds.llm import check_contracts
+from executions.output_readers import named_inputs
 from executions.services import workflow_graph
 from tests.agents.backends.chat_server import chat_server  # noqa: F401 - the loopback server fixture
+from workflows.contracts import contract_results
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db
@@ -211,7 +215,7 @@ def test_a_compression_cache_that_fails_is_written_to_the_node_runs_cache_error(
 
     from django.core.cache.backends.redis import RedisCache
 
-    from executions import runner
+    from executions import compression
     from executions.compression_cache import RedisCompressionCache
     from executions.services import execution_start
     from tests.executions.conftest import drain
@@ -219,7 +223,7 @@ def test_a_compression_cache_that_fails_is_written_to_the_node_runs_cache_error(
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         closed = probe.getsockname()[1]
-    monkeypatch.setattr(runner, "COMPRESSION_CACHE", RedisCompressionCache(RedisCache(f"redis://127.0.0.1:{closed}/0", {})))
+    monkeypatch.setattr(compression, "COMPRESSION_CACHE", RedisCompressionCache(RedisCache(f"redis://127.0.0.1:{closed}/0", {})))
     execution = drain(execution_start(workflow=Workflow.objects.get(workflow_id="parallel_analysis"),
                                       input={"repository": "acme"}))
     assert execution.status == "success", execution.ended_reason
@@ -236,12 +240,12 @@ def test_a_compression_cache_that_fails_is_written_to_the_node_runs_cache_error(
 def test_compress_model_names_map_to_the_backends_real_models(chain, settings, chat_server, monkeypatch,
                                                               compress_models, agent_model, called):
     from engine.compression import DictCompressionCache
-    from executions import runner
+    from executions import compression
 
     settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "openai": {
         "kind": "openai_compatible", "base_url": chat_server.base_url, "model": "backend-default", "max_retries": 0}}
     settings.COMPRESS_MODELS = compress_models
-    monkeypatch.setattr(runner, "COMPRESSION_CACHE", DictCompressionCache())
+    monkeypatch.setattr(compression, "COMPRESSION_CACHE", DictCompressionCache())
     chat_server.reply("the findings, compressed")
     workflow = Workflow.objects.get(workflow_id="parallel_analysis")
     graph = workflow_graph(workflow)
@@ -250,7 +254,7 @@ def test_compress_model_names_map_to_the_backends_real_models(chain, settings, c
     agent.backend, agent.model = "openai", agent_model
     outputs = {dep: "\n".join(f"{dep} finding {n}: latency fell by {n} ms" for n in range(80))
                for dep in graph.plan.dependencies("task_d")}
-    _, _, record = runner.compress_dependencies(node, graph.plan, outputs, [], [], agent)
+    _, _, record = compression.compress_dependencies(node, graph.plan, outputs, [], [], agent)
     assert {request.body["model"] for request in chat_server.requests} == {called}
     assert (record["model"], record["model_called"]) == ("flash", called)
     assert record["totals"]["compressed"] == len(outputs)

@@ -2,7 +2,8 @@
 from types import SimpleNamespace
 
 from agents.models import Agent
-from executions import nodes, runner, tot
+from executions import node_kinds as nodes
+from executions.node_kinds import llm, tot
 
 
 def test_it_runs_the_node_of_an_agent_with_tot_orchestrate_as_a_tree_of_thoughts_search(monkeypatch):
@@ -19,4 +20,4 @@ def test_it_runs_the_node_of_any_other_agent_as_a_prompt_to_its_backend(monkeypa
 
 
 def test_it_knows_each_kind_by_its_one_run():
-    assert nodes.KINDS == {"llm": runner.perform, "tot": tot.perform_search}
+    assert nodes.KINDS == {"llm": llm.perform, "tot": tot.perform_search}

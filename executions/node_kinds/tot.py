@@ -41,9 +41,10 @@ from engine.context.resolution import select_path
 from engine.jsonpath import PathError
 from engine.tot import INVALID_FORMAT, SearchConfig, ToTError, run_tot
 from executions.models import NodeRun, ThoughtSearch
-from executions.runner import (
-    PROMPT_LIMIT, NodeFailure, Performed, latest_outputs, needed_outputs, prompt_items, skills,
-)
+from executions.node_errors import NodeFailure
+from executions.node_kinds.base import Performed
+from executions.output_readers import latest_outputs, needed_outputs
+from executions.prompts import PROMPT_LIMIT, prompt_items, skills
 
 ROLES = ("decomposer", "generator", "evaluator", "synthesizer")
 DEFAULT_ROLE_AGENTS = {"decomposer": "ToT_Decomposer", "generator": "ToT_Generator",

@@ -1,4 +1,4 @@
-"""A Tree-of-Thoughts node run through the services (executions/tot.py): the game24 demo
+"""A Tree-of-Thoughts node run through the services (executions/node_kinds/tot.py): the game24 demo
 workflow with the builtin roles, and the same roles driven by prompts against the
 loopback chat-completions server.
 
