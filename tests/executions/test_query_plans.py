@@ -19,8 +19,8 @@ from django.db.models import Model
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from executions.management.commands.benchmark_pages import LIST_ANSWERS, OPTIONAL, RUN_ANSWERS, TARGETS, request
-from executions.management.large_runs import LOOP, loop_workflow_create
+from benchmarks.pages import LIST_ANSWERS, OPTIONAL, RUN_ANSWERS, TARGETS, request
+from benchmarks.large_runs import LOOP, loop_workflow_create
 from executions.models import Execution, NodeRun
 
 pytestmark = [

@@ -88,7 +88,7 @@ def test_it_reads_the_state_again_when_it_stores_a_result_in_a_workflow_that_wri
 
 def _wide(nodes=3):
     """A DAG of independent no-op nodes: every one a leaf, nothing follows it."""
-    from executions.management.commands.benchmark_execution import agent_document, workflow_document
+    from benchmarks.execution import agent_document, workflow_document
 
     import_documents([agent_document("noop"), workflow_document("wide", "noop", topology="dag", nodes=nodes)])
     return start("wide")

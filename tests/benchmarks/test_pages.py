@@ -10,8 +10,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from executions.management.commands import benchmark_pages
-from executions.management.commands.benchmark_pages import (
+from benchmarks import pages as benchmark_pages
+from benchmarks.pages import (
     LIST_ANSWERS, OPTIONAL, RUN_ANSWERS, TARGETS, WRITE_ANSWERS,
 )
 from executions.models import Execution, NodeRun

@@ -1,7 +1,7 @@
 """Benchmark of the pages and API answers that show one run, and the list of runs, at scale.
 
 A run of 100,000 node runs should open in under a second. This command writes
-runs of 1,000, 20,000 and 100,000 node runs (`executions/management/large_runs.py`) and
+runs of 1,000, 20,000 and 100,000 node runs (`benchmarks/large_runs.py`) and
 100,000 light runs for the list into a scratch database, then requests each answer the
 inspection of a run needs, as a signed-in viewer through Django's test Client, with DEBUG
 off, and prints for each:
@@ -58,8 +58,8 @@ from django.test.utils import CaptureQueriesContext
 
 from core.roles import AUTHOR
 from engine.errors import EngineError
-from executions.management.commands.benchmark_execution import database_label
-from executions.management.large_runs import LOOP, large_run_create, light_executions_create, loop_workflow_create
+from benchmarks.execution import database_label
+from benchmarks.large_runs import LOOP, large_run_create, light_executions_create, loop_workflow_create
 from executions.models import Execution
 
 

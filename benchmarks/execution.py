@@ -57,7 +57,7 @@ from executions.models import Evaluation, Execution, NodeRun
 from executions.services import execution_cancel, execution_start
 from workflows.models import Workflow
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[1]
 # Per-node time over the bare round trip, on PostgreSQL; the large layer must also cost no
 # more per node than the 500-node DAG (GROWTH_TARGET: its per-node time over the DAG's).
 TARGETS = {"chain": 1.5, "wide": 2.0, "layer": 2.0}

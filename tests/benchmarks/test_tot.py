@@ -5,7 +5,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from executions.management.commands import benchmark_tot
+from benchmarks import tot as benchmark_tot
 
 
 def run(*args):

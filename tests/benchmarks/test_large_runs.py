@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from executions.management.large_runs import (
+from benchmarks.large_runs import (
     LOOP, LAST_RUN_STATUS, large_run_create, light_executions_create, loop_workflow_create,
 )
 from executions.models import Execution, NodeRun
