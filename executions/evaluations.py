@@ -21,7 +21,7 @@ import hashlib
 import json
 import logging
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -37,7 +37,6 @@ from engine.evaluation import (
 from core.errors import DocumentError, SwitchyardError
 from core.jsonutil import check_shape, check_storable
 from core.tasks import send_after_commit
-from engine.tot.game24 import verify
 from executions.documents import evaluation_document
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.schemas import EvaluationDocument
@@ -52,6 +51,33 @@ logger = logging.getLogger(__name__)
 EVALUATED = (Execution.Status.SUCCESS, Execution.Status.FAILED)
 JUDGE_SKILL = "judge_outputs"
 JUDGE_OUTPUT_LIMIT = 20_000  # characters of the outputs shown to a judge
+
+AnswerVerifier = Callable[[str, str], list[str]]
+# Who checks a search's answer again: each verifier says what is wrong with `answer` to
+# `problem` ([] when it is right), or raises ValueError for a problem it does not know. An app
+# that knows a kind of problem registers one (the demo registers the Game of 24's exact
+# arithmetic from its AppConfig.ready()), so scoring stays generic.
+ANSWER_VERIFIERS: list[AnswerVerifier] = []
+
+
+def register_answer_verifier(verify: AnswerVerifier) -> AnswerVerifier:
+    """Let evaluations check answers again with `verify`; registering it twice changes nothing."""
+    if not callable(verify):
+        raise ValueError(f"an answer verifier is a function (answer, problem) -> errors, not {verify!r}")
+    if verify not in ANSWER_VERIFIERS:
+        ANSWER_VERIFIERS.append(verify)
+    return verify
+
+
+def answer_errors(answer: str, problem: str) -> list[str] | None:
+    """What the first verifier that knows `problem` finds wrong with `answer` ([]: right);
+    None when no registered verifier knows the problem."""
+    for verify in ANSWER_VERIFIERS:
+        try:
+            return verify(answer, problem)
+        except ValueError:  # not a problem this verifier knows
+            continue
+    return None
 
 
 def evaluation_policy() -> Policy:
@@ -174,8 +200,9 @@ def _expected_nodes(graph, runs: list[NodeRun]) -> list[str]:
 def _checks(execution: Execution, runs: list[NodeRun], graph) -> list[Check]:
     """What can be verified: every output checked against the contracts it feeds (the
     attempts whose output broke one, and the final output of each node, re-checked, so a
-    person's output given on resume is checked too), and every Game-of-24 answer — a
-    search that found none fails its check."""
+    person's output given on resume is checked too), and every search's answer, again by
+    the registered verifier that knows its problem (ANSWER_VERIFIERS) — a search that found
+    none fails its check."""
     checks = []
     final = {}
     for run in runs:
@@ -200,9 +227,8 @@ def _checks(execution: Execution, runs: list[NodeRun], graph) -> list[Check]:
                                 f"{error.get('message', '')})"))
             continue
         answer = search.final_solution.get("answer", "")
-        try:
-            errors = verify(answer, search.problem)
-        except ValueError:  # not a Game-of-24 problem: trust the search's own verification
+        errors = answer_errors(answer, search.problem)
+        if errors is None:  # no verifier knows the problem: trust the search's own verification
             errors = search.final_solution.get("verification", {}).get("validation_errors", [])
             if not search.final_solution.get("verification", {}).get("is_valid"):
                 errors = errors or ["the search's verification says the answer is not valid"]

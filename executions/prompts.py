@@ -6,7 +6,6 @@ Shared by the node kinds (executions/node_kinds/) and the context preview (execu
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from engine.tokens import UnknownEncoding, check_encoding
 from executions.node_errors import NodeFailure

@@ -155,6 +155,31 @@ def test_it_checks_a_game_of_24_answer_again_with_exact_arithmetic():
     assert any("verified answer (solve) failed" in line for line in evaluation.feedback)
 
 
+def test_it_checks_an_answer_with_the_first_verifier_that_knows_its_problem(monkeypatch):
+    from executions import evaluations
+
+    bad = run("game24", numbers=[4, 9, 10, 13])
+    search = ThoughtSearch.objects.get(execution=bad)
+    search.final_solution = {**search.final_solution, "answer": "(13 - 9) * (10 - 4) + 0"}  # the search still says valid
+    search.save()
+    asked = []
+
+    def knows_nothing(answer, problem):
+        asked.append(problem)
+        raise ValueError("not a problem this verifier knows")
+
+    # No verifier knows the problem: the search's own verification is trusted.
+    monkeypatch.setattr(evaluations, "ANSWER_VERIFIERS", [knows_nothing])
+    [check] = execution_evaluate(execution_pk=bad.pk).details["accuracy"]["checks"]
+    assert check["passed"] is True and asked == [search.problem]
+
+    Evaluation.objects.filter(execution=bad).delete()
+    evaluations.register_answer_verifier(lambda answer, problem: [f"{answer} is not allowed"])
+    [check] = execution_evaluate(execution_pk=bad.pk).details["accuracy"]["checks"]
+    assert check["passed"] is False and check["detail"].endswith("is not allowed")
+    assert len(asked) == 2, "the verifier that knows nothing is asked first, then the next"
+
+
 def test_it_scores_a_search_that_found_no_answer_as_a_failed_check_and_its_gate_as_missed():
     failed = run("game24", numbers=[1, 1, 1, 1])
     assert failed.status == "failed"
