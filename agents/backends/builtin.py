@@ -203,7 +203,7 @@ def respond(request: BackendRequest) -> dict:
     its own."""
     text = text_of(data_inputs(request)) or text_of(request.prompt)
     digest = summarize_data(text, target_tokens=RESPOND_TOKENS, counter=TokenCounter(request.encoding or DEFAULT_ENCODING),
-                            strategy="extractive")
+                            method="extractive")
     return {"response": output_text(digest.content), "inputs": sorted(data_inputs(request)),
             "note": "builtin: not a model; an agent without skills gets an extractive digest of its inputs"}
 
@@ -314,5 +314,5 @@ class BuiltinBackend(Backend):
     def summarize(self, text: str, target_tokens: int, *, model: str = "") -> str:
         """An extractive summary (the builtin writes nothing of its own)."""
         summary = summarize_data(text, target_tokens=target_tokens, counter=TokenCounter(DEFAULT_ENCODING),
-                                 strategy="extractive")
+                                 method="extractive")
         return output_text(summary.content)

@@ -1,7 +1,7 @@
 """The strategy tables and decision tree of data-transfer-protocol §5."""
 import pytest
 
-from engine.context.strategy import FULL, REFERENCE, SUMMARY, choose_mode
+from engine.context.transfer_modes import FULL, REFERENCE, SUMMARY, choose_mode
 
 
 @pytest.mark.parametrize("tokens, mode", [(1_999, FULL), (2_000, SUMMARY), (10_000, SUMMARY), (10_001, REFERENCE),
