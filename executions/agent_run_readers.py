@@ -1,5 +1,5 @@
 """The runs and evaluations agents' pages show, read here and handed to
-`agents.run_records` from `ExecutionsConfig.ready()` (agents sits below executions and
+`agents.run_readers` from `ExecutionsConfig.ready()` (agents sits below executions and
 does not import it).
 
 Each read is one query for the window and one for the count, whatever the number of runs.
@@ -11,7 +11,7 @@ from typing import Any
 from django.db.models import Count, Q
 
 from agents.models import Agent
-from agents.run_records import RunRecords, register_run_records
+from agents.run_readers import RunReaders, register_run_readers
 from executions.models import Evaluation, Execution, NodeRun
 
 
@@ -44,6 +44,6 @@ def known_ids(candidates: set[str]) -> dict[str, set[str]]:
     }
 
 
-def register_agent_run_records() -> None:
-    register_run_records(RunRecords(agent_executions=agent_executions, agent_evaluations=agent_evaluations,
+def register_agent_run_readers() -> None:
+    register_run_readers(RunReaders(agent_executions=agent_executions, agent_evaluations=agent_evaluations,
                                     known_ids=known_ids))

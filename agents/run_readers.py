@@ -4,7 +4,7 @@ evaluation.
 
 Runs and evaluations are executions' rows, and executions is built on agents (a node run
 points at its agent), so agents never imports it: executions hands over its readers from
-`ExecutionsConfig.ready()` (see executions/run_records.py), the way each app tells core's
+`ExecutionsConfig.ready()` (see executions/agent_run_readers.py), the way each app tells core's
 document registry its kinds.
 """
 from __future__ import annotations
@@ -21,22 +21,22 @@ Window = Callable[[Agent, int], dict[str, Any]]
 
 
 @dataclass(frozen=True)
-class RunRecords:
+class RunReaders:
     agent_executions: Window    # the runs the agent ran a node of
     agent_evaluations: Window   # evaluations of the agent, and of those runs
     # strings that may be ids → {"execution": those naming a stored run, "evaluation": … an evaluation}
     known_ids: Callable[[set[str]], dict[str, set[str]]]
 
 
-_registered: RunRecords | None = None
+_registered: RunReaders | None = None
 
 
-def register_run_records(records: RunRecords) -> None:
+def register_run_readers(records: RunReaders) -> None:
     global _registered
     _registered = records
 
 
-def run_records() -> RunRecords:
+def run_readers() -> RunReaders:
     if _registered is None:
         raise ImproperlyConfigured("agents' pages show runs, which the executions app registers: is it installed?")
     return _registered

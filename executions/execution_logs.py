@@ -7,7 +7,7 @@ from executions.models import NodeRun
 from knowledge.registry import register
 
 
-def register_tables() -> None:
+def register_execution_logs_table() -> None:
     # A read-only view over node runs: what ran, how it went and what it cost (not a re-run's
     # copies of what another run did, nor a node tried alone). Prompts, inputs and outputs
     # stay out of it.
