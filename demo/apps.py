@@ -14,7 +14,7 @@ class DemoConfig(AppConfig):
         from agents.backends.builtin import register_skill
         from demo.skills import DEMO_SKILLS
         from engine.tot.game24 import verify
-        from executions.evaluations import register_answer_verifier
+        from quality.evaluations import register_answer_verifier
 
         for name, perform in DEMO_SKILLS.items():
             register_skill(name, perform)

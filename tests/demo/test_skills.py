@@ -64,7 +64,7 @@ def test_it_registers_the_demo_skills_with_the_builtin_backend():
 
 def test_it_registers_the_game_of_24_verifier_with_evaluations():
     from engine.tot.game24 import verify
-    from executions.evaluations import ANSWER_VERIFIERS, answer_errors
+    from quality.evaluations import ANSWER_VERIFIERS, answer_errors
 
     assert verify in ANSWER_VERIFIERS
     assert answer_errors("(13 - 9) * (10 - 4)", "4 9 10 13") == []

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from core.documents import import_documents
-from executions.evaluations import run_evaluation
+from executions.selectors import run_evaluation
 from executions.models import Execution
 from tests.executions.conftest import ROOT, database_url
 from tests.slow_chain import SLOW_CHAIN_DOCUMENTS, slow_argv

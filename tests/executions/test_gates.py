@@ -295,7 +295,7 @@ def test_a_gate_cannot_be_tried_alone():
 
 
 def test_a_gate_is_a_persons_step_not_its_stand_in_agents_work(ana):
-    from executions.evaluations import execution_evaluate
+    from quality.evaluations import execution_evaluate
     from executions.models import Evaluation
     from executions.services import execution_resume
 

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from django.utils.html import escape
 
-from executions.evaluations import execution_evaluate
+from quality.evaluations import execution_evaluate
 from executions.models import Evaluation, Execution
 from executions.services import execution_start
 from tests.executions.conftest import drain
@@ -236,8 +236,8 @@ def test_it_sends_anonymous_visitors_of_an_evaluation_to_the_login_page(evaluati
 def no_tasks(settings):
     """Nothing sent to a worker: the test runs the nodes (drain) and the evaluation itself."""
     settings.NODE_RETRY_BACKOFF_SECONDS = 0
-    with mock.patch("executions.tasks.run_node.apply_async"), mock.patch("executions.tasks.evaluate.apply_async"), \
-            mock.patch("executions.tasks.raise_derive_requests.apply_async"):
+    with mock.patch("executions.tasks.run_node.apply_async"), mock.patch("quality.tasks.evaluate.apply_async"), \
+            mock.patch("quality.tasks.raise_derive_requests.apply_async"):
         yield
 
 

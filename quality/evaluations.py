@@ -38,6 +38,7 @@ from core.errors import DocumentError, SwitchyardError
 from core.jsonutil import check_shape, check_storable
 from core.tasks import send_after_commit
 from executions.documents import evaluation_document
+from executions.selectors import EVALUATED, run_evaluation
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.schemas import EvaluationDocument
 from executions.prompts import skills
@@ -48,7 +49,6 @@ from workflows.models import Workflow
 
 logger = logging.getLogger(__name__)
 
-EVALUATED = (Execution.Status.SUCCESS, Execution.Status.FAILED)
 JUDGE_SKILL = "judge_outputs"
 JUDGE_OUTPUT_LIMIT = 20_000  # characters of the outputs shown to a judge
 
@@ -164,12 +164,6 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
 
 def _after_commit_raise_derive_requests(execution_pk: int) -> None:
     send_after_commit("executions.raise_derive_requests", execution_pk)
-
-
-def run_evaluation(execution: Execution):
-    """The evaluation computed from a run when it ended, as a query (empty until a worker made it)."""
-    return Evaluation.objects.filter(execution=execution, method=Evaluation.Method.COMPUTED,
-                                     target_type=Evaluation.TargetType.EXECUTION)
 
 
 def _evaluation_id(wanted: str) -> str:

@@ -1,7 +1,7 @@
 """The rules that raise derive requests (core-data-structures §6), read from the runs.
 
-Each rule reads an agent's node runs or evaluations, which is why it lives with them in
-executions (a run points at an agent; agents imports nothing of executions). Thresholds
+Each rule reads an agent's node runs or evaluations, which is why it lives in the quality
+app, above executions (a run points at an agent; agents imports nothing of executions). Thresholds
 come from settings (`DERIVE_*`), and each rule looks only at evidence newer than the last
 decision on the same agent and trigger, so a rejected request is not raised again from
 the evidence a person already weighed:

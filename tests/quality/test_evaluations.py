@@ -5,7 +5,7 @@ from unittest import mock
 import pytest
 
 from agents.models import Agent
-from executions.evaluations import execution_evaluate
+from quality.evaluations import execution_evaluate
 from executions.models import Evaluation, Execution, ThoughtSearch
 from executions.services import execution_abort, execution_start
 from workflows.models import Workflow
@@ -156,7 +156,7 @@ def test_it_checks_a_game_of_24_answer_again_with_exact_arithmetic():
 
 
 def test_it_checks_an_answer_with_the_first_verifier_that_knows_its_problem(monkeypatch):
-    from executions import evaluations
+    from quality import evaluations
 
     bad = run("game24", numbers=[4, 9, 10, 13])
     search = ThoughtSearch.objects.get(execution=bad)
