@@ -46,12 +46,13 @@ class ModelEntry:
     def cost(self, tokens_in: int, tokens_out: int, cached_in: int = 0) -> Decimal | None:
         """What a call with these tokens costs, exactly (None: this model has no prices).
         Cached input tokens are part of `tokens_in`, priced at the cached price where there is one."""
-        if not self.priced:
+        input_price, output_price = self.input_price, self.output_price
+        if input_price is None or output_price is None:  # not priced
             return None
         cached_in = min(cached_in, tokens_in)
-        cached_price = self.input_price if self.cached_input_price is None else self.cached_input_price
-        return ((tokens_in - cached_in) * self.input_price + cached_in * cached_price
-                + tokens_out * self.output_price) / MILLION
+        cached_price = input_price if self.cached_input_price is None else self.cached_input_price
+        return ((tokens_in - cached_in) * input_price + cached_in * cached_price
+                + tokens_out * output_price) / MILLION
 
     def as_dict(self) -> dict:
         return {"backend": self.backend, "model": self.model,

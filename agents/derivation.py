@@ -81,7 +81,7 @@ def derive_request_create_child(*, request_pk: int) -> Agent | None:
                 return None
             if request.result_agent_id:
                 return request.result_agent
-            actor = request.decided_by.get_username() if request.decided_by_id else "switchyard"
+            actor = request.decided_by.get_username() if request.decided_by is not None else "switchyard"
             child, _ = agent_import_document(child_document(request), actor=actor)
             request.result_agent, request.result_error = child, ""
             request.save(update_fields=["result_agent", "result_error"])

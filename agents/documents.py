@@ -74,8 +74,8 @@ def agent_document(agent: Agent) -> dict[str, Any]:
         "type": agent.type,
         "status": agent.status,
         "lineage": {
-            "parent_id": agent.parent.agent_id if agent.parent_id else None,
-            "root_id": agent.root.agent_id if agent.root_id else agent.agent_id,
+            "parent_id": agent.parent.agent_id if agent.parent is not None else None,
+            "root_id": agent.root.agent_id if agent.root is not None else agent.agent_id,
             "level": agent.level,
             "children_ids": agent.children_ids,
         },
@@ -106,5 +106,5 @@ def derive_request_document(request: DeriveRequest) -> dict[str, Any]:
             "additional_constraints": request.additional_constraints,
         },
         "status": request.status,
-        "result_agent_id": request.result_agent.agent_id if request.result_agent_id else None,
+        "result_agent_id": request.result_agent.agent_id if request.result_agent is not None else None,
     }

@@ -9,8 +9,9 @@ document registry its kinds.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 

@@ -84,7 +84,7 @@ def derive_request_full_document(request: DeriveRequest) -> dict[str, Any]:
     return derive_request_document(request) | {
         "created_at": iso(request.created_at),
         "created_by": request.created_by,
-        "decided_by": request.decided_by.get_username() if request.decided_by_id else None,
+        "decided_by": request.decided_by.get_username() if request.decided_by is not None else None,
         "decided_at": iso(request.decided_at),
         "comment": request.comment,
         "result_error": request.result_error,
@@ -150,7 +150,7 @@ def lineage_family(agent: Agent) -> dict[str, Any]:
     truncated = len(rows) > FAMILY_LIMIT
     rows = rows[:FAMILY_LIMIT]
     by_pk = {row["pk"]: row for row in rows}
-    children: dict[int | None, list[dict]] = {}
+    children: dict[int | None, list[Any]] = {}
     for row in rows:
         parent = row["parent_id"] if row["parent_id"] in by_pk else None
         children.setdefault(parent, []).append(row)
@@ -169,8 +169,8 @@ def lineage_family(agent: Agent) -> dict[str, Any]:
 
 def agent_version_list(agent: Agent) -> list[dict[str, Any]]:
     """The agent's versions, newest first, without what they froze."""
-    return list(AgentVersion.objects.filter(agent=agent).order_by("-created_at", "-id")
-                .values("version", "created_at", "created_by"))
+    return [dict(row) for row in AgentVersion.objects.filter(agent=agent).order_by("-created_at", "-id")
+            .values("version", "created_at", "created_by")]
 
 
 def _pretty(value: Any) -> list[str]:

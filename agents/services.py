@@ -16,7 +16,7 @@ from typing import Any
 
 from django.apps import apps
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
 from agents.catalogue import model_entry
@@ -37,7 +37,7 @@ def get_agent(agent_id: str, *, where: str) -> Agent:
     try:
         return Agent.objects.get(agent_id=agent_id)
     except Agent.DoesNotExist:
-        raise DocumentError(f"agent '{agent_id}' does not exist", where=where)
+        raise DocumentError(f"agent '{agent_id}' does not exist", where=where) from None
 
 
 def next_version(current: str, taken: set[str]) -> str:
@@ -86,7 +86,7 @@ def _model_limits(values: dict[str, Any], limits: dict[str, Any]) -> dict[str, s
     agent's model (its maximum output, and its context window less that output), and say
     where each came from: the document, the catalogue, or Switchyard's default."""
     entry = model_entry(values["backend"], values["model"])
-    sources = {key: "the agent's document" for key in ("max_input_tokens", "max_output_tokens") if key in limits}
+    sources: dict[str, str] = {key: "the agent's document" for key in ("max_input_tokens", "max_output_tokens") if key in limits}
     if "max_output_tokens" not in limits:
         if entry.max_output:
             values["max_output_tokens"] = entry.max_output
@@ -156,7 +156,7 @@ def _derive_lineage(agent: Agent) -> None:
 
 def _check_stated_lineage(document: dict[str, Any], agent: Agent) -> None:
     lineage = document.get("lineage", {})
-    root_id = agent.root.agent_id
+    root_id = agent.root.agent_id if agent.root is not None else agent.agent_id
     if lineage.get("root_id") not in (None, root_id):
         raise DocumentError(f"is derived from the parent and must be '{root_id}', not '{lineage['root_id']}'", where="lineage.root_id")
     if "level" in lineage and lineage["level"] != agent.level:
@@ -263,7 +263,7 @@ def _agent_apply_changes(
     if new_version:
         _freeze_version(agent, agent.version, actor=actor)
     if renamed:
-        return (f"updated, stored as version {agent.version}: version '{echo(requested_version)}' exists with other "
+        return (f"updated, stored as version {agent.version}: version '{echo(requested_version or '')}' exists with other "
                 f"content, and a version never changes")
     return "updated"
 
@@ -276,7 +276,7 @@ def derive_request_import_document(document: dict[str, Any], *, actor: str = "")
     change the status of an existing request is refused.
     """
     check_shape(document, DeriveRequestDocument, "derive_request")
-    spec = document["specialization"]
+    spec: dict[str, Any] = document["specialization"]
     status = document.get("status", DeriveRequest.Status.PENDING)
     result_id = document.get("result_agent_id")
     if status == DeriveRequest.Status.APPROVED and not result_id:
@@ -349,7 +349,9 @@ def _agent_edit_document(document: Any, *, current: Agent | None) -> dict[str, A
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value > INT_MAX:
             raise DocumentError(f"must be at most {INT_MAX}, not {value}", where=f"context_limits.{key}")
     for key in ("model", "role"):
-        longest = Agent._meta.get_field(key).max_length
+        field = Agent._meta.get_field(key)
+        assert isinstance(field, models.CharField) and field.max_length is not None
+        longest = field.max_length
         if len(runtime.get(key, "")) > longest:
             raise DocumentError(f"is longer than {longest} characters", where=f"runtime.{key}")
 
@@ -357,7 +359,7 @@ def _agent_edit_document(document: Any, *, current: Agent | None) -> dict[str, A
     if current is not None:
         document.setdefault("status", current.status)
         lineage = dict(document.get("lineage", {}))
-        lineage.setdefault("parent_id", current.parent.agent_id if current.parent_id else None)
+        lineage.setdefault("parent_id", current.parent.agent_id if current.parent is not None else None)
         document["lineage"] = lineage
     return document
 
@@ -393,7 +395,7 @@ def agent_update(*, agent: Agent, document: Any, user) -> Agent:
     if isinstance(document, dict):
         document = {**document, "agent_id": agent.agent_id}
     document = _agent_edit_document(document, current=agent)
-    if document["lineage"].get("parent_id") != (agent.parent.agent_id if agent.parent_id else None):
+    if document["lineage"].get("parent_id") != (agent.parent.agent_id if agent.parent is not None else None):
         require_role(user, ADMIN, to="change an agent's parent; a child agent comes from an approved derive request")
     updated, _ = agent_import_document(document, actor=user.get_username())
     check_stated_children(document)
@@ -422,7 +424,7 @@ def derive_request_create(
     derive_request_id: str | None = None,
 ) -> DeriveRequest:
     """Raise a derive request by hand (§6); it always starts pending."""
-    document = {
+    document: dict[str, Any] = {
         "derive_request_id": derive_request_id or f"dr_{uuid.uuid4().hex[:12]}",
         "parent_agent_id": parent_agent_id,
         "trigger": trigger,
@@ -440,7 +442,7 @@ def derive_request_create(
     taken = _conflict(f"derive request '{request_id}' exists already", derive_request_id=request_id)
     if DeriveRequest.objects.filter(derive_request_id=request_id).exists():
         raise taken
-    spec = document["specialization"]
+    spec: dict[str, Any] = document["specialization"]
     parent = get_agent(parent_agent_id, where="parent_agent_id")
     pending = DeriveRequest.objects.filter(parent_agent=parent, trigger=trigger, status=DeriveRequest.Status.PENDING).first()
     if pending is not None:
@@ -469,7 +471,7 @@ def _derive_request_decide(request: DeriveRequest, status: str, *, user, comment
     require_role(user, APPROVER, to=f"{verb} derive requests")
     check_storable(comment, "comment")
     if request.status != DeriveRequest.Status.PENDING:
-        by = f" by {request.decided_by.get_username()}" if request.decided_by_id else ""
+        by = f" by {request.decided_by.get_username()}" if request.decided_by is not None else ""
         raise IllegalTransition(
             f"derive request '{request.derive_request_id}' was {request.status}{by} already; "
             f"only a pending request can be approved or rejected",

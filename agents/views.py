@@ -6,12 +6,12 @@ page's script, through the API."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.http import Http404
+from django.http import Http404, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
@@ -224,8 +224,9 @@ def agent_edit(request, agent_id: str):
                 form.add_error(None, f"{agent.name} changed since you opened this form: it is version {agent.version} "
                                      f"now, not {form.cleaned_data['based_on']}. Check the versions below the form; "
                                      "save again to replace it with what you see here.")
-                form.data = form.data.copy()
-                form.data["based_on"] = agent.version
+                data = cast(QueryDict, form.data).copy()  # the posted form (request.POST), mutable
+                data["based_on"] = agent.version
+                form.data = data
             else:
                 before = agent.version
                 try:

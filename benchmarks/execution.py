@@ -32,9 +32,9 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import statistics
 import signal
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile

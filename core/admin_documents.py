@@ -75,9 +75,9 @@ class DocumentForm(forms.ModelForm):
         except _DryRun:
             pass
         except WorkflowInvalid as error:
-            raise forms.ValidationError([f"{p['where']}: {p['message']}" for p in error.problems])
+            raise forms.ValidationError([f"{p['where']}: {p['message']}" for p in error.problems]) from error
         except DocumentError as error:
-            raise forms.ValidationError(error.message)
+            raise forms.ValidationError(error.message) from error
         return document
 
 

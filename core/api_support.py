@@ -12,6 +12,7 @@ from functools import wraps
 from typing import Any
 
 from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest
 from ninja import Field, Schema
 from ninja.errors import ValidationError
 from ninja.pagination import PaginationBase
@@ -158,7 +159,7 @@ class Page(PaginationBase):
 
     items_attribute = "items"
 
-    def paginate_queryset(self, queryset, pagination: Input, **params):
+    def paginate_queryset(self, queryset: Any, pagination: Input, request: HttpRequest, **params: Any) -> dict[str, Any]:
         window = queryset[pagination.offset:pagination.offset + pagination.limit]
         count = queryset.count() if hasattr(queryset, "count") and not isinstance(queryset, list) else len(queryset)
         return {"items": list(window), "count": count, "limit": pagination.limit, "offset": pagination.offset}

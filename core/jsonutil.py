@@ -53,7 +53,7 @@ def parse_datetime(value: Any, where: str) -> datetime | None:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise DocumentError(f"'{value}' is not an ISO 8601 datetime (e.g. 2026-02-03T10:30:00Z)", where=where)
+        raise DocumentError(f"'{value}' is not an ISO 8601 datetime (e.g. 2026-02-03T10:30:00Z)", where=where) from None
     return in_utc(parsed, where)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 
@@ -57,11 +57,11 @@ def insert_rows(objs: Iterable[models.Model]) -> list[models.Model]:
         rows = [[field.get_db_prep_save(field.pre_save(obj, True), db) for field in fields] for obj in chunk]
         with cursor() as inserting:
             if unnest:
-                inserting.execute(_insert_sql(model, db.vendor, 0), [list(values) for values in zip(*rows)])
+                inserting.execute(_insert_sql(model, db.vendor, 0), [list(values) for values in zip(*rows, strict=True)])
             else:
                 inserting.execute(_insert_sql(model, db.vendor, len(chunk)), [v for row in rows for v in row])
             keys = [row[0] for row in inserting.fetchall()]
-        for obj, key in zip(chunk, keys):
+        for obj, key in zip(chunk, keys, strict=True):
             obj.pk = key
             obj._state.adding, obj._state.db = False, db.alias
     return objs
@@ -130,15 +130,26 @@ def _insert_sql(model: type[models.Model], vendor: str, count: int) -> str:
 def db_values(model: type[models.Model], values: dict[str, Any]) -> list:
     """`values` as the database stores them (JSON adapted, datetimes made aware, …)."""
     db = _database()
-    return [model._meta.get_field(name).get_db_prep_save(value, db) for name, value in values.items()]
+    return [column_field(model, name).get_db_prep_save(value, db) for name, value in values.items()]
 
 
-def related_path(model: type[models.Model], select_related: str):
+def column_field(model: type[models.Model], name: str) -> models.Field[Any, Any]:
+    """The field of `model` named `name` that has a column (a reverse relation has none)."""
+    field = model._meta.get_field(name)
+    if not isinstance(field, models.Field) or field.column is None:
+        raise TypeError(f"{model._meta.label}.{name} has no column")
+    return field
+
+
+def related_path(model: type[models.Model], select_related: str) -> Iterator[tuple[Any, type[models.Model]]]:
     """The foreign key followed at each step of `select_related`, with the model it leads to."""
     for name in filter(None, select_related.split("__")):
-        field = model._meta.get_field(name)
-        yield field, field.related_model
-        model = field.related_model
+        field = column_field(model, name)
+        related = field.related_model
+        if not isinstance(related, type):  # None, or "self" not yet resolved
+            raise TypeError(f"{model._meta.label}.{name} is not a foreign key")
+        yield field, related
+        model = related
 
 
 def join_sql(path: tuple, source: str = "", source_model: type[models.Model] | None = None, also: str = "") -> str:
@@ -147,14 +158,15 @@ def join_sql(path: tuple, source: str = "", source_model: type[models.Model] | N
     is one; else from r0; then `also` (", more, columns"). Columns are named, never `*`: a
     prepared statement must not change shape."""
     quote = connection.ops.quote_name
-    columns = [", ".join(f"{source}.{quote(f.column)}" for f in source_model._meta.concrete_fields)] if source else []
+    columns = [", ".join(f"{source}.{quote(_column(f))}" for f in source_model._meta.concrete_fields)
+               ] if source and source_model is not None else []
     tables = []
     for index, (key, related) in enumerate(path):
         alias = f"r{index}"
-        columns.append(", ".join(f"{alias}.{quote(f.column)}" for f in related._meta.concrete_fields))
+        columns.append(", ".join(f"{alias}.{quote(_column(f))}" for f in related._meta.concrete_fields))
         table = f"{quote(related._meta.db_table)} {alias}"
         before = f"r{index - 1}" if index else source
-        tables.append(f"LEFT JOIN {table} ON {alias}.{quoted_pk(related)} = {before}.{quote(key.column)}"
+        tables.append(f"LEFT JOIN {table} ON {alias}.{quoted_pk(related)} = {before}.{quote(_column(key))}"
                       if before else table)
     return f"SELECT {', '.join(columns)}{also} FROM {' '.join([source, *tables] if source else tables)}"
 
@@ -175,15 +187,18 @@ def attach(instance: models.Model, path: tuple, values: tuple) -> None:
 def from_row(model: type[models.Model], row: tuple) -> models.Model:
     """A model instance from the first columns of `row`, converted as the ORM would."""
     db = _database()
+    # Not strict: a claim's row goes on with the columns of the rows it joined (core.states).
     return model.from_db(db.alias, attnames(model),
-                         [_read(value, reader, db) for value, reader in zip(row, _readers(model, db.vendor))])
+                         [_read(value, reader, db) for value, reader in zip(row, _readers(model, db.vendor), strict=False)])
 
 
 def read_values(model: type[models.Model], names: tuple[str, ...], row: tuple) -> tuple:
     """The columns of the fields `names` read as `row`, converted as the ORM would."""
     db = _database()
-    readers = dict(zip(attnames(model), _readers(model, db.vendor)))
-    return tuple(_read(value, readers[model._meta.get_field(name).attname], db) for value, name in zip(row, names))
+    readers = dict(zip(attnames(model), _readers(model, db.vendor), strict=True))
+    # Not strict: with no `names` the UPDATE still returns the primary key (see core.states).
+    return tuple(_read(value, readers[column_field(model, name).attname], db)
+                 for value, name in zip(row, names, strict=False))
 
 
 def _read(value: Any, reader: tuple, db) -> Any:
@@ -217,14 +232,22 @@ def attnames(model: type[models.Model]) -> list[str]:
 
 
 def column(model: type[models.Model], name: str) -> str:
-    return connection.ops.quote_name(model._meta.get_field(name).column)
+    return connection.ops.quote_name(_column(column_field(model, name)))
 
 
 def quoted_pk(model: type[models.Model]) -> str:
-    return connection.ops.quote_name(model._meta.pk.column)
+    return connection.ops.quote_name(_column(model._meta.pk))
 
 
 @lru_cache(maxsize=None)
 def columns(model: type[models.Model], vendor: str) -> str:
     """Every column of the model, quoted for the database (`vendor` keys the cache)."""
-    return ", ".join(connection.ops.quote_name(field.column) for field in model._meta.concrete_fields)
+    return ", ".join(connection.ops.quote_name(_column(field)) for field in model._meta.concrete_fields)
+
+
+def _column(field: Any) -> str:
+    """A concrete field's column name (Django types it as optional: a field may have none)."""
+    name: str | None = field.column
+    if name is None:
+        raise TypeError(f"{field} has no column")
+    return name

@@ -24,12 +24,13 @@ def read_snapshot() -> Iterator[None]:
     with ExitStack() as stack:
         if connection.vendor == "sqlite":
             connection.ensure_connection()  # (connecting sets the mode from the settings)
-            configured = connection.transaction_mode
-            connection.transaction_mode = "DEFERRED"  # for this BEGIN alone
+            # transaction_mode is the SQLite backend's own (django-stubs types the base wrapper).
+            configured = connection.transaction_mode  # type: ignore[attr-defined]
+            connection.transaction_mode = "DEFERRED"  # type: ignore[attr-defined]  # for this BEGIN alone
             try:
                 stack.enter_context(transaction.atomic())
             finally:
-                connection.transaction_mode = configured
+                connection.transaction_mode = configured  # type: ignore[attr-defined]
         else:
             stack.enter_context(transaction.atomic())
             if connection.vendor == "postgresql":

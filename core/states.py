@@ -155,7 +155,8 @@ def lock_row(model: type[models.Model], pk: Any, /) -> models.Model:
         locking.execute(_lock_sql(model, connection.vendor), [pk])
         row = locking.fetchone()
     if row is None:
-        raise model.DoesNotExist(f"{model._meta.object_name} matching pk={pk!r} does not exist.")
+        raise model.DoesNotExist(  # type: ignore[attr-defined]  # every concrete model has one
+            f"{model._meta.object_name} matching pk={pk!r} does not exist.")
     return from_row(model, row)
 
 
@@ -247,7 +248,7 @@ def _touching(touch: Touch, unchanged: bool = False) -> tuple[str, list]:
 def change_status(instance: models.Model, machine: StateMachine, new: str, **fields: Any) -> None:
     """Move `instance` from the status it was read in to `new`, claiming the row; extra
     `fields` are written in the same UPDATE. Someone else moved it first: CONFLICT."""
-    current = instance.status
+    current = instance.status  # type: ignore[attr-defined]  # a model with a state machine has a status
     machine.check(current, new)
     if "updated_at" in _field_names(type(instance)):
         fields.setdefault("updated_at", timezone.now())
@@ -257,7 +258,7 @@ def change_status(instance: models.Model, machine: StateMachine, new: str, **fie
             f"{machine.name}: {instance} is no longer '{current}' (changed by someone else)",
             code="CONFLICT",
         )
-    instance.status = new
+    instance.status = new  # type: ignore[attr-defined]
     for name, value in fields.items():
         setattr(instance, name, value)
 
@@ -269,10 +270,11 @@ def _manager(rows: Rows) -> models.QuerySet | models.Manager:
 def _checked(model: type[models.Model], from_statuses: str | Iterable[str], to_status: str) -> tuple[str, ...]:
     """The from statuses as a tuple, once the model's machine allows each of them → `to_status`."""
     from_statuses = (from_statuses,) if isinstance(from_statuses, str) else tuple(from_statuses)
+    machine: StateMachine = model.STATES  # type: ignore[attr-defined]  # the machine of a model with a status
     if not from_statuses:
-        raise IllegalTransition(f"{model.STATES.name}: no status to go from to '{to_status}'")
+        raise IllegalTransition(f"{machine.name}: no status to go from to '{to_status}'")
     for current in from_statuses:
-        model.STATES.check(current, to_status)
+        machine.check(current, to_status)
     return from_statuses
 
 

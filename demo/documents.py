@@ -314,7 +314,7 @@ RELEASE_REVIEW = {
 # {"problem": "4 9 10 13"}, and may override settings with {"search_config": {...}}.
 GAME24_ROLES = {"decomposer": "ToT_Decomposer", "generator": "ToT_Generator", "evaluator": "ToT_Evaluator",
                 "synthesizer": "ToT_Synthesizer"}
-GAME24 = {
+GAME24: dict[str, Any] = {
     "workflow_id": "game24",
     "name": "Game of 24 (Tree of Thoughts)",
     "topology": "seq",
@@ -526,7 +526,7 @@ _ATOM_TEXTS = [
     ("Conclusion", "background", 0.5, "Future work plans to extend the Transformer to input and output modalities other than text, such as images, audio and video, and to make generation less sequential."),
 ]
 
-KNOWLEDGE_ATOMS = [
+KNOWLEDGE_ATOMS: list[dict[str, Any]] = [
     {
         "atom_id": f"atom_transformer_{number:03d}",
         "paper_id": PAPER_ID,
@@ -543,7 +543,7 @@ KNOWLEDGE_ATOMS = [
 
 def _atom_about(phrase: str) -> str:
     """The id of the one demo atom whose content contains `phrase`."""
-    found = [atom["atom_id"] for atom in KNOWLEDGE_ATOMS if phrase in atom["content"]]
+    found: list[str] = [atom["atom_id"] for atom in KNOWLEDGE_ATOMS if phrase in atom["content"]]
     if len(found) != 1:
         raise ValueError(f"{len(found)} demo atoms mention {phrase!r}; name exactly one")
     return found[0]

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from agents.backends.base import BackendRequest
 from agents.backends.builtin import Skill, as_number, count_tokens, data_inputs, stable_int, texts_in
 from engine.tokens import DEFAULT_ENCODING
-
 
 # --------------------------------------------------------------------------- papers → atoms
 
@@ -72,9 +72,9 @@ def read_paper(text: str) -> tuple[str, list[tuple[str, list[str]]]]:
     markdown heading with nothing under it is the title too."""
     blocks: list[tuple[str | None, int, list[str]]] = [(None, 0, [])]
     for line in text.splitlines():
-        heading = _heading_of(line)
-        if heading is not None:
-            blocks.append((heading[0], heading[1], []))
+        found = _heading_of(line)
+        if found is not None:
+            blocks.append((found[0], found[1], []))
         else:
             blocks[-1][2].append(line.strip())
 
@@ -275,7 +275,8 @@ def validate_atoms(request: BackendRequest) -> dict:
 def integrate_atoms(request: BackendRequest) -> dict:
     inputs = data_inputs(request)
     verdicts = find_validations(inputs)
-    integrated, rejected, by_type = [], [], {}
+    integrated, rejected = [], []
+    by_type: dict[str, int] = {}
     for atom in find_atoms(inputs):
         if verdicts.get(atom["atom_id"]) is False:
             rejected.append(atom["atom_id"])

@@ -136,8 +136,8 @@ def synthesize_report(request: BackendRequest) -> dict:
     for name, value in inputs.items():
         lines.append(f"## {name}")
         score = _find_key(value, "score")
-        if as_number(score) is not None:
-            scores.append(as_number(score))
+        if (number := as_number(score)) is not None:
+            scores.append(number)
             lines.append(f"- score: {as_number(score):g}/10")
         findings = _find_key(value, "findings")
         if isinstance(findings, list):

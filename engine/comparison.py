@@ -32,7 +32,7 @@ a retry) were not repeated by the re-run. They are listed, in one run only, but 
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from itertools import islice
 from typing import Any
 
@@ -88,7 +88,7 @@ def _equal_leaves(a: Any, b: Any) -> bool:
     """Two values that are not both objects or both arrays: true is not 1 (Python's == says
     it is), 1 and 1.0 are one number, and values of different types differ."""
     if _number(a) and _number(b):
-        return a == b
+        return bool(a == b)
     return type(a) is type(b) and a == b
 
 
@@ -139,11 +139,11 @@ def json_diff(a: Any, b: Any) -> Iterator[dict[str, Any]]:
 # -- matching ------------------------------------------------------------------------------------
 
 
-def _match(a_items: list, b_items: list, key: Callable[[Any], Hashable]) -> list[tuple[tuple, Any, Any]]:
+def _match(a_items: list[Any], b_items: list[Any], key: Callable[[Any], Hashable]) -> list[tuple[tuple[Any, ...], Any, Any]]:
     """Pair the items of two lists by `key` and, among items with one key, by their order:
     a's items in their order (with their partner or None), then b's items left over."""
 
-    def keyed(items: list) -> dict[tuple, Any]:
+    def keyed(items: list[Any]) -> dict[tuple[Any, ...], Any]:
         seen: dict[Hashable, int] = {}
         out = {}
         for item in items:
@@ -158,7 +158,7 @@ def _match(a_items: list, b_items: list, key: Callable[[Any], Hashable]) -> list
     return pairs
 
 
-def _compare(a: Mapping | None, b: Mapping | None, fields: tuple[str, ...],
+def _compare(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None, fields: tuple[str, ...],
              compared: tuple[str, ...] | None = None) -> dict[str, Any]:
     """One decision (or run) side by side: its `fields` from each side (None for a side it is
     missing from), which of the `compared` fields differ, and whether it differs at all."""
@@ -169,18 +169,18 @@ def _compare(a: Mapping | None, b: Mapping | None, fields: tuple[str, ...],
             "changed": changed, "differs": a is None or b is None or bool(changed)}
 
 
-def _dicts(value: Any) -> list[dict]:
+def _dicts(value: Any) -> list[dict[str, Any]]:
     """The dict entries of a stored list (a record written by an older version may hold others)."""
     return [entry for entry in value if isinstance(entry, dict)] if isinstance(value, list) else []
 
 
-def _actions(run: Mapping | None) -> list[dict]:
+def _actions(run: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     record = (run or {}).get("context_record")
     resolution = record.get("resolution") if isinstance(record, dict) else None
     return _dicts(resolution.get("actions")) if isinstance(resolution, dict) else []
 
 
-def context_differences(a: Mapping | None, b: Mapping | None) -> dict[str, list[dict[str, Any]]]:
+def context_differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> dict[str, list[dict[str, Any]]]:
     """The context decisions of two runs of one node, side by side (data-transfer-protocol
     §7.2): per input (by name), the transfer mode chosen and why, tokens resolved → passed,
     batches; the actions taken (trim, summarise, batch, compress, reference …, by input and
@@ -197,7 +197,7 @@ def context_differences(a: Mapping | None, b: Mapping | None) -> dict[str, list[
     return {"inputs": inputs, "actions": actions, "failures": failures}
 
 
-def run_keys(runs: list[Mapping]) -> list[tuple[str, int, int]]:
+def run_keys(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, int]]:
     """(node id, round, attempt) of each run, in order; see the module's docstring."""
     rounds: dict[str, int] = {}
     keys = []
@@ -212,7 +212,7 @@ def run_keys(runs: list[Mapping]) -> list[tuple[str, int, int]]:
 # -- two runs ------------------------------------------------------------------------------------
 
 
-def compare_pair(a: Mapping | None, b: Mapping | None) -> dict[str, Any]:
+def compare_pair(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> dict[str, Any]:
     """Two runs of one node, one round and attempt (either may be None: it is in one run only)."""
     pair = _compare(a, b, RUN_FIELDS, COMPARED_FIELDS)
     if a is not None and b is not None:
@@ -228,7 +228,7 @@ def compare_pair(a: Mapping | None, b: Mapping | None) -> dict[str, Any]:
     return pair
 
 
-def _light_difference(a: Mapping, b: Mapping, changed: list[str]) -> bool:
+def _light_difference(a: Mapping[str, Any], b: Mapping[str, Any], changed: list[str]) -> bool:
     """Whether a changed light field makes the pair differ (see the module's docstring)."""
     if not changed:
         return False
@@ -237,7 +237,7 @@ def _light_difference(a: Mapping, b: Mapping, changed: list[str]) -> bool:
     return any(name not in incidental for name in changed)
 
 
-def _changed_light_fields(a: Mapping, b: Mapping) -> list[str]:
+def _changed_light_fields(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     """`_compare`'s `changed` for the light fields, which hold numbers, text or None (never
     an object or array), as it runs for every pair: two values of one type that are equal
     are the same leaf, and only the others need `_equal_leaves` (1 and 1.0)."""
@@ -249,7 +249,7 @@ def _changed_light_fields(a: Mapping, b: Mapping) -> list[str]:
     return changed
 
 
-def align_runs(a_runs: list[Mapping], b_runs: list[Mapping]) -> list[dict[str, Any]]:
+def align_runs(a_runs: Sequence[Mapping[str, Any]], b_runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Two runs' node runs (dicts with `node_id`, `kind`, `attempt` and the other LIGHT_FIELDS,
     in the order they were made) aligned, and each pair judged on those fields alone:
 
@@ -283,6 +283,7 @@ def align_runs(a_runs: list[Mapping], b_runs: list[Mapping]) -> list[dict[str, A
     for index, key in enumerate(keys):
         node_id, round_, attempt, _ = key
         a, b = a_keyed.get(key), b_keyed.get(key)
+        verdict: str | None
         if a is None or b is None:
             changed, verdict = [], "only_b" if a is None else "only_a"
             not_repeated = (node_id, round_) in copied["a" if a is None else "b"]
@@ -294,24 +295,24 @@ def align_runs(a_runs: list[Mapping], b_runs: list[Mapping]) -> list[dict[str, A
     return pairs
 
 
-def _keyed(runs: list[Mapping]) -> dict[tuple[str, int, int, int], Mapping]:
+def _keyed(runs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int, int, int], Mapping[str, Any]]:
     """Each run by (node id, round, attempt, n): the n-th run of the run's key (`run_keys`)."""
     seen: dict[tuple[str, int, int], int] = {}
     keyed = {}
-    for key, run in zip(run_keys(runs), runs):
+    for key, run in zip(run_keys(runs), runs, strict=True):
         n = seen[key] = seen.get(key, 0) + 1
         keyed[(*key, n)] = run
     return keyed
 
 
-def _light_verdict(a: Mapping, b: Mapping, changed: list[str]) -> str | None:
+def _light_verdict(a: Mapping[str, Any], b: Mapping[str, Any], changed: list[str]) -> str | None:
     if _light_difference(a, b, changed):
         return "differs"
     digest = a.get("digest")
     return "same" if digest is not None and digest == b.get("digest") else None
 
 
-def compare_aligned(pair: Mapping, a_heavy: Mapping | None = None, b_heavy: Mapping | None = None) -> dict[str, Any]:
+def compare_aligned(pair: Mapping[str, Any], a_heavy: Mapping[str, Any] | None = None, b_heavy: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A pair of `align_runs` compared in full (`compare_pair`), its runs' heavy fields given
     apart (or already in the runs): {index, node_id, round, attempt, verdict, not_repeated}
     and `compare_pair`'s answer. A verdict `align_runs` left open is settled here; one it
@@ -325,12 +326,13 @@ def compare_aligned(pair: Mapping, a_heavy: Mapping | None = None, b_heavy: Mapp
             "verdict": verdict, "not_repeated": pair["not_repeated"], **compared}
 
 
-def settled_verdict(pair: Mapping, a_heavy: Mapping | None, b_heavy: Mapping | None) -> str:
+def settled_verdict(pair: Mapping[str, Any], a_heavy: Mapping[str, Any] | None, b_heavy: Mapping[str, Any] | None) -> str:
     """The verdict of a pair `align_runs` left open, from its runs' heavy fields."""
-    return compare_aligned(pair, a_heavy, b_heavy)["verdict"]
+    verdict: str = compare_aligned(pair, a_heavy, b_heavy)["verdict"]
+    return verdict
 
 
-def summarise(pairs: list[Mapping]) -> dict[str, Any]:
+def summarise(pairs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Each node's verdict, from its pairs' (in `align_runs`'s order): `only_a` / `only_b` when
     one run never ran it, else `differs` when any of its pairs differs or is in one run only
     (a round only one run reached), leaving out the pairs not repeated, else `unverified`
@@ -338,7 +340,7 @@ def summarise(pairs: list[Mapping]) -> dict[str, Any]:
     open first: its first that differs (not counting those not repeated), else its first
     unverified, else its last (the outcome). Returns {nodes, counts}: the counts of pairs
     and of nodes by verdict."""
-    by_node: dict[str, list[Mapping]] = {}
+    by_node: dict[str, list[Mapping[str, Any]]] = {}
     for pair in pairs:
         by_node.setdefault(pair["node_id"], []).append(pair)
     nodes = []
@@ -356,7 +358,7 @@ def summarise(pairs: list[Mapping]) -> dict[str, Any]:
     return {"nodes": nodes, "counts": {"pairs": _count(pairs), "nodes": _count(nodes)}}
 
 
-def compare_runs(a_runs: list[Mapping], b_runs: list[Mapping]) -> dict[str, Any]:
+def compare_runs(a_runs: list[Mapping[str, Any]], b_runs: list[Mapping[str, Any]]) -> dict[str, Any]:
     """Two runs' node runs compared in full, each a dict with the LIGHT_FIELDS and the
     HEAVY_FIELDS, in the order they were made: `align_runs`, then every pair compared
     (`compare_aligned`: its fields, its output's JSON diff, its context decisions), then
@@ -376,7 +378,7 @@ def _verdict(in_a: bool, in_b: bool, differs: bool) -> str:
     return "differs" if differs else "same"
 
 
-def _count(entries: list[Mapping]) -> dict[str, int]:
+def _count(entries: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     counts = dict.fromkeys(VERDICTS, 0)
     for entry in entries:
         counts[entry["verdict"]] += 1

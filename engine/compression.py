@@ -38,7 +38,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from engine.context.summary import summarize
 from engine.errors import reraise_interrupt
@@ -64,7 +64,7 @@ class CompressionCache(Protocol):
 class DictCompressionCache:
     """An in-process cache (tests, a single process; the seed's "内存缓存")."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.entries: dict[str, str] = {}
 
     def get(self, key: str) -> str | None:
@@ -217,7 +217,7 @@ class CompressionResult:
     ratio: float = DEFAULT_RATIO
     model_called: str | None = None  # the model the compressor was asked for; None: no model
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         """JSON for the node run."""
         counted = any(s.tokens_before is not None for s in self.sections)
         dependencies = []

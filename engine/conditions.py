@@ -54,9 +54,9 @@ from __future__ import annotations
 
 import functools
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -120,7 +120,7 @@ def _equals(left: Any, right: Any) -> bool:
     if _is_number(left) and _is_number(right):
         return bool(left == right)
     if _is_list(left) and _is_list(right):
-        return len(left) == len(right) and all(_equals(a, b) for a, b in zip(left, right))
+        return len(left) == len(right) and all(_equals(a, b) for a, b in zip(left, right, strict=True))
     if isinstance(left, Mapping) and isinstance(right, Mapping):
         return left.keys() == right.keys() and all(_equals(left[k], right[k]) for k in left)
     if type(left) is not type(right):

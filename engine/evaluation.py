@@ -8,8 +8,9 @@ it that one agent performed.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 SCORES = ("accuracy", "completeness", "efficiency")
 GATE_KEYS = (*SCORES, "overall_score")
@@ -102,9 +103,10 @@ def _round(value: float) -> float:
 def overall_of(scores: dict[str, float | None], policy: Policy) -> float:
     """The weighted mean of accuracy, completeness and efficiency, of those measured: a score
     not measured (None) is left out rather than counted as 0 or 1."""
-    weights = {name: policy.weights[name] for name in SCORES if scores[name] is not None}
+    measured = {name: value for name in SCORES if (value := scores[name]) is not None}
+    weights = {name: policy.weights[name] for name in measured}
     total = sum(weights.values())
-    return sum(weight * scores[name] for name, weight in weights.items()) / total if total else 0.0
+    return sum(weights[name] * value for name, value in measured.items()) / total if total else 0.0
 
 
 def decide(overall: float, policy: Policy, *, measured: bool = True, failed: bool = False) -> tuple[bool, str]:
@@ -248,5 +250,5 @@ def aggregate(evaluations: list[dict[str, Any]], policy: Policy = Policy()) -> S
 def gate_failures(scores: dict[str, float | None], gate: dict[str, float]) -> list[dict[str, Any]]:
     """The scores below the gate's minimums, in the gate's order. A score not measured
     (value None) fails its minimum: a gate is not passed on a score nobody measured."""
-    return [{"score": name, "value": scores[name], "minimum": minimum}
-            for name, minimum in gate.items() if scores[name] is None or scores[name] < minimum]
+    return [{"score": name, "value": value, "minimum": minimum}
+            for name, minimum in gate.items() if (value := scores[name]) is None or value < minimum]

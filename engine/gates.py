@@ -34,7 +34,8 @@ services (executions/services/gates.py) open gates, store decisions and time the
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from engine.context.errors import RefError
 from engine.context.resolution import select_path

@@ -16,13 +16,14 @@ JSON Schema a document is checked against, generated from its model.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from typing import Any
 
 import re2
 from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import SchemaError, ValidationError
 from pydantic import BaseModel
-from pydantic.json_schema import GenerateJsonSchema
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 
 from engine.errors import EngineError
 
@@ -43,7 +44,7 @@ class PatternError(EngineError, ValueError):
 
 
 @functools.lru_cache(maxsize=1024)
-def compile_pattern(pattern: str):
+def compile_pattern(pattern: str) -> Any:
     """The compiled pattern; PatternError when RE2 cannot take it."""
     try:
         return re2.compile(pattern, _OPTIONS)
@@ -54,7 +55,7 @@ def compile_pattern(pattern: str):
         raise PatternError(pattern, str(reason)) from None
 
 
-def _pattern(validator, pattern, instance, schema):
+def _pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "string"):
         return
     try:
@@ -66,7 +67,8 @@ def _pattern(validator, pattern, instance, schema):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-def _pattern_properties(validator, pattern_properties, instance, schema):
+def _pattern_properties(validator: Any, pattern_properties: dict[str, Any], instance: Any,
+                        schema: dict[str, Any]) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
     for pattern, subschema in pattern_properties.items():
@@ -90,7 +92,7 @@ SchemaValidator = validators.extend(
 _SCHEMA_FORMATS = FormatChecker(Draft202012Validator.FORMAT_CHECKER.checkers)
 
 
-@_SCHEMA_FORMATS.checks("regex", raises=PatternError)
+@_SCHEMA_FORMATS.checks("regex", raises=PatternError)  # type: ignore[untyped-decorator]  # jsonschema has no types
 def _is_re2_pattern(instance: Any) -> bool:
     if isinstance(instance, str):
         compile_pattern(instance)
@@ -123,7 +125,7 @@ _KEYWORDS_OF_ONE_TYPE = {
 }
 
 
-def _one_schema_of_types(choices: list[dict]) -> dict | None:
+def _one_schema_of_types(choices: list[dict[str, Any]]) -> dict[str, Any] | None:
     """`anyOf` choices of distinct plain types as one schema with a list of types, or None.
 
     jsonschema answers a value that fits no `anyOf` choice with "… is not valid under any of
@@ -145,7 +147,7 @@ def _one_schema_of_types(choices: list[dict]) -> dict | None:
     return merged
 
 
-def _without_any_of(schema: dict, definitions: dict) -> dict:
+def _without_any_of(schema: dict[str, Any], definitions: dict[str, Any]) -> dict[str, Any]:
     """An `anyOf` schema in a form whose errors name the field: plain types as one list of
     types; a nullable shape as `{"type": ["object", "null"]}` and `if not null then <shape>`,
     so the shape's own errors keep their path. Other unions are left as they are."""
@@ -162,7 +164,7 @@ def _without_any_of(schema: dict, definitions: dict) -> dict:
     return {**rest, "if": {"not": {"type": "null"}}, "then": inner[0]}
 
 
-def _rewritten(schema: Any, definitions: dict) -> Any:
+def _rewritten(schema: Any, definitions: dict[str, Any]) -> Any:
     if isinstance(schema, list):
         return [_rewritten(item, definitions) for item in schema]
     if not isinstance(schema, dict):
@@ -181,11 +183,12 @@ class DocumentSchema(GenerateJsonSchema):
       rather than a `oneOf` that reports only that nothing matched.
     """
 
-    def generate(self, schema, mode="validation"):
+    def generate(self, schema: Any, mode: JsonSchemaMode = "validation") -> JsonSchemaValue:
         generated = super().generate(schema, mode=mode)
-        return _rewritten(generated, generated.get("$defs", {}))
+        rewritten: JsonSchemaValue = _rewritten(generated, generated.get("$defs", {}))
+        return rewritten
 
-    def tagged_union_schema(self, schema):
+    def tagged_union_schema(self, schema: Any) -> JsonSchemaValue:
         generated = super().tagged_union_schema(schema)
         discriminator = generated.get("discriminator", {})
         field, mapping = discriminator.get("propertyName"), discriminator.get("mapping")

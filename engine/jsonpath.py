@@ -41,7 +41,7 @@ _RE2_OPTIONS.log_errors = False
 
 
 @lru_cache(maxsize=1024)
-def _iregexp(pattern: str):
+def _iregexp(pattern: str) -> Any:
     """An I-Regexp as RE2 runs it, or None when it is not one. I-Regexp's `.` matches any
     character but a line break (CR or LF); RE2's would match a CR."""
     if not is_iregexp(pattern):
@@ -114,7 +114,7 @@ def compile_path(expression: str) -> JSONPathQuery:
         raise PathError(f"JSONPath '{_shown(expression)}' is not valid: {_reason(error)}") from None
 
 
-def find_nodes(expression: str, data: Any) -> list:
+def find_nodes(expression: str, data: Any) -> list[Any]:
     """The nodes (`.value`, `.path()`, `.parent`) the expression selects in `data`, in order."""
     query = compile_path(expression)
     try:
@@ -123,7 +123,7 @@ def find_nodes(expression: str, data: Any) -> list:
         raise PathError(f"JSONPath '{_shown(expression)}' cannot be applied: {_reason(error)}") from None
 
 
-def find_values(expression: str, data: Any) -> list:
+def find_values(expression: str, data: Any) -> list[Any]:
     return [node.value for node in find_nodes(expression, data)]
 
 
@@ -137,7 +137,7 @@ def _reason(error: Exception) -> str:
     return str(error) if isinstance(error, JSONPathError) else "nested too deeply"
 
 
-def _shown(expression) -> str:
+def _shown(expression: object) -> str:
     """The start of a long expression, enough to recognise it in a message."""
     text = str(expression)
     return text if len(text) <= 80 else f"{text[:80]}..."

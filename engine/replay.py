@@ -115,7 +115,7 @@ def descendants(plan: Plan, node_id: str) -> set[str]:
     return found
 
 
-def shape_changes(recorded: dict, current: dict) -> list[str]:
+def shape_changes(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """How the workflow's shape (topology, nodes, what each node reads and depends on,
     transitions; see `executions.services.graph`) changed since a run recorded it."""
     changes = []
@@ -146,7 +146,7 @@ def _names(node_ids: list[str]) -> str:
     return ", ".join(f"'{node_id}'" for node_id in sorted(node_ids)) or "nothing"
 
 
-def _transition(transition: dict | None) -> str:
+def _transition(transition: dict[str, Any] | None) -> str:
     if transition is None:
         return "absent"
     extra = ", ".join(f"{key} {transition[key]!r}" for key in ("condition", "on_success", "on_failure")

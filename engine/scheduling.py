@@ -6,9 +6,10 @@ side; Celery only ever carries ids.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable
+from typing import Any
 
 DONE = {"success", "skipped"}
 ACTIVE = {"pending", "running", "waiting"}  # waiting: a gate open for a person
@@ -29,7 +30,7 @@ RUNS_EVERY_NODE = {
 FAILURE_ACTIONS = {"escalate", "abort", "skip"}
 
 
-def unhonoured(topology: str, transition: dict) -> list[tuple[str, str]]:
+def unhonoured(topology: str, transition: dict[str, Any]) -> list[tuple[str, str]]:
     """(field, why) for each field of `transition` that `topology` cannot honour."""
     if topology not in RUNS_EVERY_NODE:
         return []
@@ -63,10 +64,10 @@ class Decision:
     condition_value: bool | None = None
     # (index, condition, value, missing) of every transition looked at, in order; missing:
     # the paths its condition read that are not there (they read as null)
-    evaluated: tuple = ()
+    evaluated: tuple[Any, ...] = ()
     reason: str = ""  # an end: which node ended the run, and why
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         looked = []
         for index, condition, value, missing in self.evaluated:
             entry = {"transition": index, "condition": condition, "value": value}
@@ -85,8 +86,8 @@ class Plan:
     topology: str
     nodes: list[str]
     edges: list[tuple[str, str]] = field(default_factory=list)  # (upstream, downstream)
-    transitions: list[dict] = field(default_factory=list)
-    agents: dict = field(default_factory=dict)  # node id → the id of the agent that runs it
+    transitions: list[dict[str, Any]] = field(default_factory=list)
+    agents: dict[str, Any] = field(default_factory=dict)  # node id → the id of the agent that runs it
 
     def dependencies(self, node_id: str) -> list[str]:
         if self.topology == "seq":
@@ -162,7 +163,8 @@ class Plan:
         The same in every topology; a node id comes only from a state machine's (`unhonoured`)."""
         for transition in self.transitions:
             if transition["from"] == node_id and transition.get("on_failure"):
-                return transition["on_failure"]
+                target: str = transition["on_failure"]
+                return target
         return "escalate"
 
     def next_state(self, node_id: str, *, evaluate: Callable[..., bool], output: Any, state: Any,
@@ -192,7 +194,7 @@ class Plan:
         return Decision("end", evaluated=tuple(looked), reason=_no_match(node_id, looked))
 
 
-def _no_match(node_id: str, looked: list[tuple]) -> str:
+def _no_match(node_id: str, looked: list[tuple[Any, ...]]) -> str:
     """Why a state machine ended after `node_id` when no transition took it further."""
     if not looked:
         return f"node '{node_id}' ended the run: it has no outgoing transition"

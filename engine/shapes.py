@@ -9,7 +9,7 @@ shapes (agents, workflows, executions) live in their `schemas.py`.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional, TypeVar, Union
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -29,8 +29,8 @@ class _NullLeftOut:
     """Leaves null out of the JSON Schema of an `Optional[…]` (pydantic's `anyOf` with a null
     choice), keeping the rest, shared definitions included."""
 
-    def __get_pydantic_json_schema__(self, schema, handler):
-        generated = handler(schema)
+    def __get_pydantic_json_schema__(self, schema: Any, handler: Any) -> dict[str, Any]:
+        generated: dict[str, Any] = handler(schema)
         choices = generated.get("anyOf", [])
         if {"type": "null"} not in choices:
             return generated
@@ -43,7 +43,7 @@ T = TypeVar("T")
 # A key a document may leave out but never set to null: its JSON Schema has no null, while
 # the model takes None for "left out". An `Optional` rather than a union with a hidden None,
 # so that pydantic's errors name the field alone (a union adds the member to the location).
-Omittable = Annotated[Optional[T], _NullLeftOut()]
+Omittable = Annotated[T | None, _NullLeftOut()]
 
 
 def between(low: float, high: float) -> Any:
@@ -151,7 +151,7 @@ class DbQueryReference(ReferenceOptions):
     limit: Omittable[Annotated[int, between(1, 10_000)]] = None
 
 
-DataReference = Annotated[Union[TaskOutputReference, FileReference, DbQueryReference],
+DataReference = Annotated[TaskOutputReference | FileReference | DbQueryReference,
                           Field(discriminator="ref_type")]
 
 

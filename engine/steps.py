@@ -14,15 +14,16 @@ DAG only that node's successors are read.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Collection
+from typing import Any
 
 from engine.conditions import evaluate_condition
 from engine.gates import TIMED_OUT
+from engine.scheduling import DONE, Decision, Plan
 
 BUDGET_EXCEEDED = "BUDGET_EXCEEDED"  # a call that could cross a cost limit was not made (agents/backends/metering.py)
 REASON_LIMIT = 200  # characters of the reason a run ended (Execution.ended_reason)
-from engine.scheduling import DONE, Decision, Plan
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class Outcome:
     error_code: str = ""
     error: str = ""
     output: Any = None
-    gate: dict | None = None  # a gate's decision (engine/gates.py): never retried, never the fallback agent's
+    gate: dict[str, Any] | None = None  # a gate's decision (engine/gates.py): never retried, never the fallback agent's
 
 
 @dataclass(frozen=True)
@@ -175,8 +176,11 @@ def _after_success(plan: Plan, policy: Policy, progress: Progress, outcome: Outc
             return _start_state(plan, policy, progress, progress.start or plan.start)
         decision = plan.next_state(outcome.node_id, evaluate=progress.evaluate, output=outcome.output,
                                    state=progress.state, input=progress.input, gate=outcome.gate)
-        step = (Step("end", status="success", reason=bounded(decision.reason)) if decision.action == "end"
-                else _start_state(plan, policy, progress, decision.node_id))
+        if decision.action == "end":
+            step = Step("end", status="success", reason=bounded(decision.reason))
+        else:
+            assert decision.node_id is not None, "a decision to go on names the node it goes to"
+            step = _start_state(plan, policy, progress, decision.node_id)
         return replace(step, decision=decision)
     # Only the finished node's successors can have become ready: read the statuses of those
     # and of their dependencies, not of the whole run.

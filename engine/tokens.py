@@ -14,8 +14,9 @@ import base64
 import gzip
 import hashlib
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib.metadata import PackageNotFoundError, distribution
+from pathlib import Path
 
 import tiktoken
 
@@ -85,7 +86,7 @@ def check_encoding(name: str) -> str:
     return name
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_encoding(name: str) -> tiktoken.Encoding:
     published = _PUBLISHED[check_encoding(name)]
     return tiktoken.Encoding(name=name, pat_str=published.pattern, mergeable_ranks=_ranks(name, published.sha256),
@@ -97,7 +98,7 @@ def _ranks(name: str, sha256: str) -> dict[bytes, int]:
     download (the SHA-256 of the file's text) and read as tiktoken reads one."""
     try:
         path = distribution(BPE_PACKAGE).locate_file(f"bpe_openai/data/{name}.tiktoken.gz")
-        data = gzip.decompress(path.read_bytes())
+        data = gzip.decompress(Path(str(path)).read_bytes())
     except (PackageNotFoundError, OSError) as error:
         raise EncodingUnavailable(f"{name}'s BPE file from the package {BPE_PACKAGE} cannot be read: {error}") from None
     if hashlib.sha256(data).hexdigest() != sha256:

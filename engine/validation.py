@@ -27,8 +27,8 @@ SUCCESS_ACTIONS = {"continue", "end"}
 FAILURE_ACTIONS = {"escalate", "abort", "skip"}
 
 
-class _Problems(list):
-    def add(self, where: str, code: str, message: str, *, node: str | None = None, transition: int | None = None):
+class _Problems(list[Any]):
+    def add(self, where: str, code: str, message: str, *, node: str | None = None, transition: int | None = None) -> None:
         self.append({"where": where, "node": node, "transition": transition, "code": code, "message": message})
 
 

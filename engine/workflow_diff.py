@@ -43,6 +43,7 @@ def workflow_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
             old = olds[index] if index < len(olds) else None
             new = news[index] if index < len(news) else None
             if old is None:
+                assert new is not None  # one side has the transition at `index`
                 added.append({**new, "index": index})
             elif new is None:
                 removed.append({**old, "index": index})
@@ -52,7 +53,7 @@ def workflow_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
                     changed.append({"from": key[0], "to": key[1], "index": index, "fields": fields, "a": old, "b": new})
 
     settings = [{"name": name, "a": a.get(name), "b": b.get(name)} for name in SETTINGS if a.get(name) != b.get(name)]
-    result = {
+    result: dict[str, Any] = {
         "nodes": {"added": [node_id for node_id in nodes_b if node_id not in nodes_a],
                   "removed": [node_id for node_id in nodes_a if node_id not in nodes_b],
                   "changed": changed_nodes},

@@ -16,7 +16,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 class NodeRunInline(admin.TabularInline):
     model = NodeRun
-    fields = ["sequence", "node_id", "agent", "status", "attempt", "duration_ms", "tokens_in", "tokens_out", "worker"]
+    fields = ("sequence", "node_id", "agent", "status", "attempt", "duration_ms", "tokens_in", "tokens_out", "worker")
     readonly_fields = fields
     extra = 0
     max_num = 0

@@ -187,7 +187,7 @@ def agents_costs(request, agent_id: str, filters: Query[CostQuery]):
              operation_id="workflows_api_workflows_node_plan",
              summary="A node's context as a run would assemble it, without running it or calling a model")
 def workflows_node_plan(request, workflow_id: str, node_id: str, payload: PlanIn | None = Body(None)):
-    payload = payload or PlanIn()
+    payload = payload or PlanIn.model_validate({})
     return node_context_plan(workflow=workflow_get(workflow_id), node_id=node_id,
                              outputs=payload.outputs, input=payload.input, state=payload.state)
 
@@ -197,7 +197,7 @@ def workflows_node_plan(request, workflow_id: str, node_id: str, payload: PlanIn
              summary="Run one node alone, once, on a worker: a trial, never evaluated; poll it as a run")
 def workflows_node_try(request, workflow_id: str, node_id: str, payload: TryIn | None = Body(None)):
     require_role(request.user, AUTHOR, to="try nodes")
-    payload = payload or TryIn()
+    payload = payload or TryIn.model_validate({})
     source = selectors.execution_get(payload.execution) if payload.execution else None
     execution = services.node_try(workflow=workflow_get(workflow_id), node_id=node_id, source=source,
                                   input=payload.input, state=payload.state, outputs=payload.outputs,

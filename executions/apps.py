@@ -11,8 +11,8 @@ class ExecutionsConfig(AppConfig):
         from celery.exceptions import SoftTimeLimitExceeded
 
         from engine.errors import register_interrupt
-        from executions.document_kinds import register_document_kinds
         from executions.agent_run_readers import register_agent_run_readers
+        from executions.document_kinds import register_document_kinds
         from executions.execution_logs import register_execution_logs_table
 
         register_document_kinds()

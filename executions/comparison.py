@@ -152,7 +152,7 @@ def _light_runs(a: Execution, b: Execution) -> dict[int, list[dict[str, Any]]]:
             .values_list("execution_id", *LIGHT_COLUMNS.values()))
     shared: dict[Any, Any] = {}  # one string object for each repeated text: 200,000 runs name a few nodes
     for row in rows:
-        run = dict(zip(names, row))
+        run = dict(zip(names, row, strict=True))
         for name in ("node_id", "kind", "status", "error_code"):
             run[name] = shared.setdefault(run[name], run[name])
         runs[run.pop("execution")].append(run)
@@ -177,12 +177,13 @@ def _heavy(pairs: Sequence[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     heavy: dict[int, dict[str, Any]] = {}
     for chunk in _chunks(ids, CHUNK):
         for pk, *values in NodeRun.objects.filter(pk__in=chunk).order_by().values_list("pk", *HEAVY_FIELDS):
-            heavy[pk] = dict(zip(HEAVY_FIELDS, values))
+            heavy[pk] = dict(zip(HEAVY_FIELDS, values, strict=True))
     return heavy
 
 
 def _sides(pair: dict[str, Any], heavy: dict[int, dict[str, Any]]) -> tuple[dict | None, dict | None]:
-    return tuple(None if pair[side] is None else heavy[pair[side]["id"]] for side in ("a", "b"))
+    a, b = (None if pair[side] is None else heavy[pair[side]["id"]] for side in ("a", "b"))
+    return a, b
 
 
 def _settle(open_pairs: list[dict[str, Any]]) -> None:
@@ -257,7 +258,7 @@ def _summary(execution: Execution, runs: list[dict[str, Any]], evaluation: dict[
         "node_runs": len(runs),
         "tokens_in": sum(run["tokens_in"] or 0 for run in runs),
         "tokens_out": sum(run["tokens_out"] or 0 for run in runs),
-        "rerun_of": execution.rerun_of.execution_id if execution.rerun_of_id else None,
+        "rerun_of": execution.rerun_of.execution_id if execution.rerun_of is not None else None,
         "rerun_from_node": rerun.get("from_node") if execution.rerun_of_id else None,
         "evaluation": evaluation,
     }

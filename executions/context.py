@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import socket
+from collections.abc import Sequence
 from typing import Any, Callable
 
 from django.conf import settings
@@ -13,7 +14,7 @@ from engine.context.assembler import ContextAssembly, ContextBuilder
 from engine.context.errors import REF_NOT_FOUND, RefError
 from engine.context.files import read_file
 from engine.context.limits import ContextLimits
-from engine.context.resolution import Resolver, Sources
+from engine.context.resolution import CappedRows, Resolver, Sources
 from engine.tokens import DEFAULT_ENCODING, TokenCounter
 from knowledge.registry import run_db_query
 
@@ -26,7 +27,7 @@ def read_workspace_file(reference: dict, *, host: str = "") -> Any:
                      host=host or socket.gethostname())
 
 
-def query_database(reference: dict) -> list[dict]:
+def query_database(reference: dict) -> list[dict] | CappedRows:
     return run_db_query(reference, timeout_ms=settings.REF_DB_TIMEOUT_MS or None)  # 0: no timeout
 
 
@@ -52,8 +53,8 @@ def context_builder(*, limits: ContextLimits, encoding: str = DEFAULT_ENCODING,
 
 
 def assemble_node_context(*, limits: ContextLimits, encoding: str, task_id: str, node_input: dict,
-                          task_output: Callable[[str], Any] | None = None, items: list[dict] = (),
-                          messages: list[dict] = (),
+                          task_output: Callable[[str], Any] | None = None, items: Sequence[dict] = (),
+                          messages: Sequence[dict] = (),
                           abstractive: Callable[[str, int], str] | None = None, host: str = "") -> ContextAssembly:
     builder = context_builder(limits=limits, encoding=encoding, task_output=task_output, abstractive=abstractive,
                               host=host)

@@ -3,8 +3,8 @@ thought trees of Tree-of-Thoughts searches (export only, by node run id)."""
 from core.documents import Kind, register_kind
 from executions.documents import execution_document, thought_tree_document
 from executions.models import Execution, ThoughtSearch
-from executions.services.document_import import execution_import_document
 from executions.node_kinds.tot import thought_tree_import_document
+from executions.services.document_import import execution_import_document
 
 
 def register_document_kinds() -> None:

@@ -68,6 +68,10 @@ class Execution(models.Model):
     # and the agent versions pinned.
     rerun_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="reruns")
     rerun = models.JSONField(null=True, blank=True)
+    # While a large re-run's copies of the node runs it reuses are made on a worker (the run
+    # is pending until they all are): what is copied and how far the copy has got
+    # (executions/services/rerun.py); None otherwise.
+    copying = models.JSONField(null=True, blank=True)
     # node id → the pk of the AgentVersion its runs use (a re-run's pins); others use the latest.
     agent_versions = models.JSONField(default=dict, blank=True)
     # A node tried alone (`node_try`): one node run, no evaluation, no derive rules, not listed
@@ -100,6 +104,13 @@ class Execution(models.Model):
 
     def __str__(self) -> str:
         return self.execution_id
+
+    @property
+    def copy_progress(self) -> dict[str, int] | None:
+        """While a re-run's reused node runs are copied on a worker: how many are, of how many."""
+        if not self.copying or self.status != self.Status.PENDING:
+            return None
+        return {"copied": self.copying["copied"], "of": self.copying["of"]}
 
 
 def _compared_texts() -> list[models.Expression]:

@@ -68,6 +68,8 @@ def workflow_graph(workflow: Workflow, version_id: int | None = None) -> dict[st
     (`data` edges), each pair once. With `version_id`, the graph of that version
     (a run's page draws the version the run ran); two queries either way."""
     number = None
+    nodes: list[dict[str, Any]]
+    transitions: list[dict[str, Any]]
     if version_id is None:
         topology = workflow.topology
         nodes = [{"id": node["node_id"], "agent": node["agent__agent_id"], "agent_name": node["agent__name"],
@@ -137,7 +139,7 @@ def execution_with_reruns(execution_id: str) -> tuple[Execution | None, list[Exe
     (the run first), so that the page costs no more queries for being a re-run or having them."""
     if not is_identifier(execution_id):
         return None, [], False
-    rows = list(Execution.objects.select_related("workflow", "rerun_of")
+    rows: list[Execution] = list(Execution.objects.select_related("workflow", "rerun_of")
                 .filter(Q(execution_id=execution_id) | Q(rerun_of__execution_id=execution_id))
                 .annotate(is_the_run=Case(When(execution_id=execution_id, then=Value(0)), default=Value(1)))
                 .order_by("is_the_run", "-created_at", "-id")[:RERUNS_SHOWN + 2])
@@ -202,11 +204,20 @@ def thought_searches(execution: Execution) -> QuerySet[ThoughtSearch]:
             .annotate(run_node=F("node_run__node_id"), run_kind=F("node_run__kind"), run_attempt=F("node_run__attempt")))
 
 
+def copy_text(progress: dict[str, int] | None) -> str:
+    """How far a large re-run's copy of the node runs it reuses has got, as the run page
+    says it ("" when none is under way); static/js/execution_detail.js writes the same."""
+    if not progress:
+        return ""
+    return f"copying reused node runs: {progress['copied']:,} of {progress['of']:,}"
+
+
 def cost_text(cost_units: int | None) -> str:
     """A cost in units of 10⁻¹² USD as the pages show it: exact, without the trailing zeros
     past the cents ("$0.00004815", "$1.50", "$0.00"); "" for None. static/js/cost.js writes
     the same."""
-    return "" if cost_units is None else _usd_text(usd(cost_units))
+    text = usd(cost_units)  # None for None
+    return "" if text is None else _usd_text(text)
 
 
 def _usd_text(value: str) -> str:
@@ -271,7 +282,7 @@ def workflow_node(workflow_id: str, node_id: str) -> tuple[Workflow, dict[str, A
             .values("node_id", "agent__agent_id", "agent__name", "compress").first())
     if node is None:
         return None
-    return workflow, node
+    return workflow, dict(node)
 
 
 # -- evaluations ------------------------------------------------------------------------------
@@ -371,7 +382,7 @@ def evaluation_explained(evaluation: Evaluation) -> dict[str, Any]:
         judge = _dict(accuracy.get("judge")) or None
         judge_score = _number(judge.get("score")) if judge else None
         parts = []
-        passed = sum(check["passed"] for check in checks)
+        passed = sum(bool(check["passed"]) for check in checks)
         if checks:
             parts.append((f"{passed} of {len(checks)} checks passed", passed / len(checks)))
         if judge_score is not None:
@@ -403,7 +414,7 @@ def evaluation_explained(evaluation: Evaluation) -> dict[str, Any]:
         used, budget = _number(efficiency.get("tokens_used")), _number(efficiency.get("token_budget"))
         elapsed, wall = _number(efficiency.get("elapsed_seconds")), _number(efficiency.get("wall_seconds"))
         tokens, time = _number(efficiency.get("token_efficiency")), _number(efficiency.get("time_efficiency"))
-        section = {"tokens_used": used, "token_budget": budget, "elapsed_seconds": elapsed, "wall_seconds": wall,
+        section: dict[str, Any] = {"tokens_used": used, "token_budget": budget, "elapsed_seconds": elapsed, "wall_seconds": wall,
                    "token_efficiency": tokens, "time_efficiency": time}
         if used is not None and tokens is not None:
             section["token_arithmetic"] = (f"1 − {used:,.0f} / {budget:,.0f} = {_figure(tokens)}" if budget
@@ -416,14 +427,15 @@ def evaluation_explained(evaluation: Evaluation) -> dict[str, Any]:
         sections["efficiency"] = section
 
     policy = _dict(details.get("policy"))
-    weights = {name: _number(value) for name, value in _in_score_order(_dict(policy.get("weights")))
-               if _number(value) is not None}
+    weights = {name: number for name, value in _in_score_order(_dict(policy.get("weights")))
+               if (number := _number(value)) is not None}
     overall = None
     if policy:
         scores = {"accuracy": evaluation.accuracy, "completeness": evaluation.completeness,
                   "efficiency": evaluation.efficiency}
-        rows = [{"score": name, "weight": weight, "value": scores[name], "product": weight * scores[name]}
-                for name, weight in weights.items() if scores.get(name) is not None]  # of the scores measured
+        rows: list[dict[str, Any]] = [
+            {"score": name, "weight": weight, "value": value, "product": weight * value}
+            for name, weight in weights.items() if (value := scores.get(name)) is not None]  # of the scores measured
         total = sum(row["weight"] for row in rows)
         arithmetic = ""
         if rows and total:

@@ -174,9 +174,9 @@ def timeline(execution: Execution, *, since: datetime | None = None, until: date
     if not 1 <= buckets <= MAX_TIMELINE_BUCKETS:
         raise DocumentError(f"buckets must be between 1 and {MAX_TIMELINE_BUCKETS}, not {buckets}", where="buckets")
     start, end = run_span(execution)
-    window = {"start": iso(start), "end": iso(end), "since": None, "until": None, "buckets": buckets, "bucket_ms": None,
+    window: dict[str, Any] = {"start": iso(start), "end": iso(end), "since": None, "until": None, "buckets": buckets, "bucket_ms": None,
               "total": 0, "lanes": [], "node_runs": []}
-    if start is None:
+    if start is None or end is None:  # (run_span gives both or neither)
         return window
     since = since or start
     # The window is half-open: it ends just after the last run, so that a run that starts as

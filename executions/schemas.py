@@ -334,6 +334,11 @@ class ThoughtTreeOut(Record):
     search_state: dict[str, Any] = Field(..., description="current_depth, frontier, best_path")
 
 
+class CopyProgressOut(Schema):
+    copied: int
+    of: int
+
+
 class ExecutionOut(ExecutionDocument):
     """The §5 document (`results`: each node's latest run), the run's state, why it ended,
     its escalation, and its node runs summarised; every node run: `GET …/node-runs`, or
@@ -351,8 +356,12 @@ class ExecutionOut(ExecutionDocument):
         None, description="once evaluated, when the workflow has a gate: passed, the failed scores, the evaluation_id")
     rerun_of: str | None = Field(..., description="a re-run: the execution it was re-run from")
     rerun: dict[str, Any] | None = Field(
-        ..., description="a re-run or trial: from_node (and step, in a state machine), the nodes reused and edited, "
+        ..., description="a re-run or trial: from_node (and step, in a state machine), the nodes reused (each once; "
+                         "a re-run: `copies`, how many node runs it copies) and edited, "
                          "the agent versions pinned (node id → version)")
+    copying: CopyProgressOut | None = Field(
+        None, description="a large re-run, pending while a worker copies the node runs it reuses: how many are "
+                          "copied, of how many; it starts once all are")
     trial: bool = Field(..., description="a node tried alone: not a run of the workflow, never evaluated")
     reruns: list[str] = Field(..., description="the executions re-run from this one, oldest first")
     cost: str = Field(..., description="USD, exact: its node runs' cost and the judge's")

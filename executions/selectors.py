@@ -148,7 +148,7 @@ def run_evaluation(execution: Execution):
 def evaluation_out(evaluation: Evaluation) -> dict[str, Any]:
     """§7, plus when and by whom it was recorded."""
     return {**evaluation_document(evaluation), "method": evaluation.method,
-            "execution_id": evaluation.execution.execution_id if evaluation.execution_id else None,
+            "execution_id": evaluation.execution.execution_id if evaluation.execution is not None else None,
             "details": evaluation.details, "created_at": iso(evaluation.created_at),
             "updated_at": iso(evaluation.updated_at), "created_by": evaluation.created_by}
 
@@ -182,7 +182,7 @@ def pending_gates(ids: list[int]) -> list[dict[str, Any]]:
 
 def pending_gate(run: NodeRun) -> dict[str, Any]:
     """A waiting gate as the API lists it (`run` comes with its execution and workflow)."""
-    gate = run.gate
+    gate: dict[str, Any] = run.gate or {}  # a waiting gate's node run always has its gate
     return {"execution_id": run.execution.execution_id, "workflow_ref": run.execution.workflow.workflow_id,
             "node_id": run.node_id, "node_run_id": run.pk, "prompt": gate["prompt"], "decisions": gate["decisions"],
             "deciders": gate["deciders"], "shown": gate["shown"], "missing": gate["missing"],

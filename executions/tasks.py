@@ -3,6 +3,7 @@ from celery import shared_task
 from django.conf import settings
 
 from executions.services.node_run import node_run_execute
+from executions.services.rerun import rerun_copy as rerun_copy_service
 from executions.services.sweep import node_runs_sweep_exclusive
 
 
@@ -13,6 +14,11 @@ from executions.services.sweep import node_runs_sweep_exclusive
              soft_time_limit=settings.NODE_SOFT_TIME_LIMIT_SECONDS, time_limit=settings.NODE_HARD_TIME_LIMIT_SECONDS)
 def run_node(self, node_run_id: int) -> str:
     return node_run_execute(node_run_id=node_run_id, worker=self.request.hostname or "worker")
+
+
+@shared_task(name="executions.rerun_copy", ignore_result=True)
+def rerun_copy(execution_pk: int) -> str:
+    return rerun_copy_service(execution_pk=execution_pk)
 
 
 @shared_task(name="executions.sweep", ignore_result=True)

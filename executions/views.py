@@ -1,5 +1,6 @@
 import json
 from collections import Counter
+from typing import Any
 from datetime import timedelta
 
 from django.db.models import F
@@ -90,6 +91,7 @@ def execution_detail(request, execution_id: str):
         "active": execution.status in page_selectors.ACTIVE,
         "escalation": execution.escalation if escalated else None,
         "duration": duration_text(execution.started_at, execution.completed_at),
+        "copy_text": page_selectors.copy_text(execution.copy_progress),
         "cost_text": page_selectors.cost_text(execution.cost),
         "input_json": json.dumps(execution.input, indent=2, ensure_ascii=False),
         "state_json": json.dumps(execution.state, indent=2, ensure_ascii=False),
@@ -227,13 +229,14 @@ def thought_tree(request, execution_id: str, node_run_id: int):
                   .first())
     if search is None:
         raise Http404(f"execution '{execution_id}' has no thought search for node run {node_run_id}")
-    tree = search.tree if isinstance(search.tree, dict) else {}
-    nodes = tree.get("nodes") if isinstance(tree.get("nodes"), dict) else {}
-    config = tree.get("search_config") if isinstance(tree.get("search_config"), dict) else {}
+    tree: dict[str, Any] = search.tree if isinstance(search.tree, dict) else {}
+    nodes: dict[str, Any] = found if isinstance(found := tree.get("nodes"), dict) else {}
+    config: dict[str, Any] = found if isinstance(found := tree.get("search_config"), dict) else {}
     messages = [message for message in (search.messages or []) if isinstance(message, dict)]
     decomposition = _last_payload(messages, "decomposition_result")
     solution = search.final_solution if isinstance(search.final_solution, dict) else None
-    verification = solution.get("verification") if solution and isinstance(solution.get("verification"), dict) else {}
+    verification: dict[str, Any] = (found if solution and isinstance(found := solution.get("verification"), dict)
+                                    else {})
     stats = search.stats if isinstance(search.stats, dict) else {}
     statuses = Counter(node.get("status") for node in nodes.values() if isinstance(node, dict))
     best_path = [node_id for node_id in (tree.get("search_state") or {}).get("best_path") or [] if node_id in nodes]

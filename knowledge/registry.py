@@ -112,9 +112,16 @@ def target_field(model: type[models.Model], path: str) -> models.Field:
     """The model field an ORM lookup path (`paper__paper_id`) ends at."""
     parts = path.split("__")
     for part in parts[:-1]:
-        model = model._meta.get_field(part).related_model
+        related = model._meta.get_field(part).related_model
+        if not isinstance(related, type):
+            raise ValueError(f"{model._meta.label}.{part} is not a relation")
+        model = related
     target = model._meta.get_field(parts[-1])
-    return target.target_field if target.is_relation else target
+    if target.is_relation:
+        target = target.target_field  # type: ignore[union-attr]  # a relation's: its foreign key's target
+    if not isinstance(target, models.Field):
+        raise ValueError(f"{path} does not end at a field")
+    return target
 
 
 def field_kind(target: models.Field) -> str:
@@ -337,7 +344,7 @@ def _apply_condition(table: Table, queryset: models.QuerySet, index: int, condit
     comparison = column.comparison(operator, value)
     if comparison == NOTHING:
         return queryset.none()
-    if comparison == EVERY_VALUE:
+    if isinstance(comparison, str):  # EVERY_VALUE
         return queryset.filter(**{f"{path}__isnull": False})
     lookup, bound = comparison
     if kind == TEXT and vendor in CODE_POINT_COLLATIONS:

@@ -1,6 +1,6 @@
 """Switchyard settings: every knob comes from the environment, with safe defaults.
 
-The README's configuration table lists each variable; keep the two in step.
+docs/operating.md's configuration table lists each variable; keep the two in step.
 """
 import json
 import os
@@ -311,6 +311,15 @@ NODE_HARD_TIME_LIMIT_SECONDS = env_float("NODE_HARD_TIME_LIMIT_SECONDS", NODE_SO
 if not 0 < NODE_SOFT_TIME_LIMIT_SECONDS < NODE_HARD_TIME_LIMIT_SECONDS:
     raise ValueError(f"NODE_HARD_TIME_LIMIT_SECONDS ({NODE_HARD_TIME_LIMIT_SECONDS:g}) must be greater than "
                      f"NODE_SOFT_TIME_LIMIT_SECONDS ({NODE_SOFT_TIME_LIMIT_SECONDS:g}), which must be above 0")
+# A re-run copies the node runs it reuses (executions/services/rerun.py) while it answers
+# when they are at most RERUN_COPY_INLINE_MAX (0.1–0.2 ms a copy on PostgreSQL); more are
+# copied on a worker, RERUN_COPY_CHUNK at a time (one transaction each, about half a
+# second), and the run starts once all are.
+RERUN_COPY_INLINE_MAX = env_int("RERUN_COPY_INLINE_MAX", 2_000)
+RERUN_COPY_CHUNK = env_int("RERUN_COPY_CHUNK", 5_000)
+if RERUN_COPY_INLINE_MAX < 0 or RERUN_COPY_CHUNK < 1:
+    raise ValueError(f"RERUN_COPY_INLINE_MAX ({RERUN_COPY_INLINE_MAX}) cannot be negative and RERUN_COPY_CHUNK "
+                     f"({RERUN_COPY_CHUNK}) must be at least 1")
 SWEEP_EVERY_SECONDS = env_float("SWEEP_EVERY_SECONDS", 10.0)
 # A sweep holds a lock in Redis, so two beats (two machines) never sweep at once; a sweep
 # that died holding it frees it after this many seconds.

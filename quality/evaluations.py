@@ -21,7 +21,8 @@ import hashlib
 import json
 import logging
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -31,17 +32,26 @@ from django.utils import timezone
 from agents.backends import BackendError, BackendRequest, get_backend
 from agents.backends.metering import calling, metered
 from agents.models import Agent
-from engine.evaluation import (
-    SCORES, Check, Policy, RunFact, Scored, Verdict, aggregate, gate_failures, score_run, verdict_of,
-)
 from core.errors import DocumentError, SwitchyardError
 from core.jsonutil import check_shape, check_storable
 from core.tasks import send_after_commit
+from engine.evaluation import (
+    SCORES,
+    Check,
+    Policy,
+    RunFact,
+    Scored,
+    Verdict,
+    aggregate,
+    gate_failures,
+    score_run,
+    verdict_of,
+)
 from executions.documents import evaluation_document
-from executions.selectors import EVALUATED, run_evaluation
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
-from executions.schemas import EvaluationDocument
 from executions.prompts import skills
+from executions.schemas import EvaluationDocument
+from executions.selectors import EVALUATED, run_evaluation
 from executions.services.budget import judge_budget
 from executions.services.graph import execution_graph
 from workflows.contracts import contract_results

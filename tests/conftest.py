@@ -12,6 +12,10 @@ from pathlib import Path
 
 import pytest
 
+# The loopback chat-completions server, a fixture for any test that talks to an
+# OpenAI-compatible backend (tests of agents, runs and costs alike).
+from tests.agents.backends.chat_server import chat_server  # noqa: F401
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -6,7 +6,7 @@ replace, delete and restore a version. Every save that changes a workflow adds a
 no operation changes or deletes one.
 """
 
-from typing import Any
+from typing import Any, TypedDict
 
 from ninja import Body, Field, Query, Router, Schema, Status
 from ninja.pagination import paginate
@@ -29,9 +29,16 @@ from workflows.schemas import (
 
 router = Router(tags=["workflows"])
 
+
+
+class DocumentOptions(TypedDict):
+    by_alias: bool
+    exclude_unset: bool
+
+
 # Documents are answered as stored: a key the document leaves out stays out (a node with
 # no output_schema has none, rather than null), and `from` keeps its name.
-DOCUMENT = {"by_alias": True, "exclude_unset": True}
+DOCUMENT: DocumentOptions = {"by_alias": True, "exclude_unset": True}
 BLUEPRINT_BODY = Body(..., description="a blueprint document (core-data-structures §3.1)")
 WORKFLOW_BODY = Body(..., description="a workflow document (core-data-structures §4.1)")
 

@@ -20,7 +20,7 @@ def contract_results(node: Node, plan: Plan, output: Any, contracts: list[Contra
     if not contracts:
         return []
     agents = {plan.agents.get(node_id) for node_id in plan.downstream(node.node_id)}
-    results = []
+    results: list[tuple[Contract, str | None]] = []
     for contract in contracts:
         if contract.from_agent_id != node.agent_id or contract.to_agent_id not in agents:
             continue

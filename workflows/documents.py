@@ -58,14 +58,14 @@ def workflow_document(workflow: Workflow) -> dict[str, Any]:
         "transitions": [transition_document(t) for t in workflow.transitions.all()],
         "error_handling": {
             "retry_count": workflow.retry_count,
-            "fallback_agent": workflow.fallback_agent.agent_id if workflow.fallback_agent_id else None,
-            "escalate_to": workflow.escalate_to.agent_id if workflow.escalate_to_id else None,
+            "fallback_agent": workflow.fallback_agent.agent_id if workflow.fallback_agent is not None else None,
+            "escalate_to": workflow.escalate_to.agent_id if workflow.escalate_to is not None else None,
         },
         "limits": {"max_steps": workflow.max_steps, "max_wall_seconds": workflow.max_wall_seconds,
                    **workflow.cost_limits},
         "domain": workflow.domain,
         "evaluation": {
-            "judge_agent": workflow.judge_agent.agent_id if workflow.judge_agent_id else None,
+            "judge_agent": workflow.judge_agent.agent_id if workflow.judge_agent is not None else None,
             "quality_gate": workflow.quality_gate or None,
         },
     }

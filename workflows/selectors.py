@@ -69,7 +69,7 @@ def workflow_versions(workflow: Workflow) -> QuerySet[WorkflowVersion]:
 def workflow_version(workflow: Workflow, number: int) -> WorkflowVersion:
     """One version, with its `runs`; an unknown number is not found, naming the versions there are."""
     version = workflow_version_get(workflow=workflow, number=number)
-    version.runs = version.executions.count()
+    version.runs = version.executions.count()  # type: ignore[attr-defined]  # as workflow_versions annotates it
     return version
 
 

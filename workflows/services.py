@@ -164,7 +164,7 @@ def workflow_version_restore(*, workflow: Workflow, number: int, actor: str = ""
     if happened == "unchanged":
         raise _conflict(f"workflow '{workflow.workflow_id}' is already as version {number} was; nothing to restore",
                         workflow_id=workflow.workflow_id, version=number)
-    return workflow.versions.order_by("-number").first()
+    return workflow.versions.order_by("-number")[0]  # the version just saved
 
 
 def workflow_version_get(*, workflow: Workflow, number: Any) -> WorkflowVersion:
@@ -231,7 +231,7 @@ def blueprint_import_document(document: dict[str, Any], *, actor: str = ""):
             check_schema(contract["schema"])
         except SchemaError as error:
             path = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in error.path)
-            raise DocumentError(f"is not a valid JSON Schema: {error.message} (at schema{path})", where=f"{where}.schema")
+            raise DocumentError(f"is not a valid JSON Schema: {error.message} (at schema{path})", where=f"{where}.schema") from error
         contracts.append((key, sides, contract))
 
     values = {"name": document["name"], "version": document.get("version", "1.0.0"), "domain": document.get("domain", "")}
@@ -382,8 +382,8 @@ def workflow_delete(*, workflow: Workflow) -> None:
     except ProtectedError as error:
         records = Counter(type(record)._meta.model_name for record in error.protected_objects)
         executions, evaluations = records["execution"], records["evaluation"]
-        kept = " and ".join(filter(None, [executions and f"{executions} execution(s)",
-                                          evaluations and f"{evaluations} evaluation(s)"]))
+        kept = " and ".join(filter(None, [f"{executions} execution(s)" if executions else None,
+                                          f"{evaluations} evaluation(s)" if evaluations else None]))
         raise _conflict(f"workflow '{locked.workflow_id}' has {kept}, which are records and must stay; "
                         "it cannot be deleted", workflow_id=locked.workflow_id, executions=executions,
                         evaluations=evaluations) from None

@@ -16,6 +16,7 @@ reading chain's among them); the helpers such skills read a request with are pub
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import re
@@ -239,8 +240,9 @@ def game24(request: BackendRequest, skill: str) -> dict:
         check_message(message, asked)
         return game24_roles()[role](message)
     except ToTError as error:
-        to = message.get("from") if isinstance(message.get("from"), str) and message.get("from") else "explorer"
-        task_id = message.get("task_id") if isinstance(message.get("task_id"), str) else ""
+        sender, task = message.get("from"), message.get("task_id")
+        to = sender if isinstance(sender, str) and sender else "explorer"
+        task_id = task if isinstance(task, str) else ""
         return make_message(role, to, answer, {}, task_id, error=error)
 
 
@@ -253,7 +255,7 @@ SKILLS: dict[str, Skill] = {
     "noop": noop,
     NO_SKILL: respond,
     "judge_outputs": judge_outputs,
-    **{skill: (lambda request, skill=skill: game24(request, skill)) for skill in GAME24_ROLES},
+    **{skill: functools.partial(game24, skill=skill) for skill in GAME24_ROLES},
 }
 # The search itself (orchestrator and explorer) is the node run, not a backend: executions/node_kinds/tot.py.
 SEARCH_SKILLS = ("tot_orchestrate", "tot_explore")

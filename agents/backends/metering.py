@@ -111,7 +111,9 @@ class Meter:
                                  details={"backend": backend, "model": model})
         most = max_tokens or entry.max_output or entry.context_window or 0
         bounded = input_bound(tokens_in)
-        estimate = units(entry.cost(bounded, most))
+        cost = entry.cost(bounded, most)
+        assert cost is not None  # priced: checked above
+        estimate = units(cost)
         figures = {"backend": backend, "model": model, "tokens_in": tokens_in, "tokens_in_bound": bounded,
                    "max_tokens": most, "estimate": usd(estimate), "node_spent": usd(self.cost)}
         if budget.node is not None and self.cost + estimate > budget.node:
@@ -119,6 +121,7 @@ class Meter:
                                  f"${usd(budget.node)} (spent ${usd(self.cost)})",
                                  details={**figures, "limit": "max_node_cost", "max_node_cost": usd(budget.node)})
         if budget.run is not None:
+            assert budget.reserve is not None, "a run's limit comes with the keeper that claims from it"
             if not budget.reserve(estimate):
                 spent, claimed = budget.spent() if budget.spent else (0, 0)
                 also = f", ${usd(claimed)} more claimed by calls in flight" if claimed else ""
@@ -144,7 +147,7 @@ class Meter:
             spent, claimed = budget.settle(call.cost, bound)
             self.reserved -= bound
             self.settled += call.cost
-            if spent > budget.run:
+            if budget.run is not None and spent > budget.run:
                 crossed = ("max_cost", "the run", budget.run, spent, {"run_spent": usd(spent),
                                                                        "run_claimed": usd(claimed)})
         if crossed is None and budget.node is not None and self.cost > budget.node:

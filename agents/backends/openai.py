@@ -147,7 +147,9 @@ def _usage(usage: Any) -> tuple[int | None, int | None, int]:
     first two None when the server did not report them."""
     if not isinstance(usage, dict):
         return None, None, 0
-    details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
+    details = usage.get("prompt_tokens_details")
+    if not isinstance(details, dict):
+        details = {}
     return _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), \
         _count(details.get("cached_tokens")) or 0
 
@@ -273,9 +275,11 @@ class OpenAICompatibleBackend(Backend):
             content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
         if not isinstance(content, str):
             raise BackendError(f"{self.name}: the reply has no text content", code="BAD_RESPONSE", retryable=True)
-        tokens_in, tokens_out, cached_in = _usage(data.get("usage"))
-        reported = tokens_in is not None and tokens_out is not None
-        if not reported:
+        reported_in, reported_out, cached_in = _usage(data.get("usage"))
+        reported = reported_in is not None and reported_out is not None
+        if reported_in is not None and reported_out is not None:
+            tokens_in, tokens_out = reported_in, reported_out
+        else:
             tokens_in, tokens_out = counted_in, count_tokens(content, encoding)
         call = record_call(backend=self.name, model=str(data.get("model") or chosen), tokens_in=tokens_in,
                            tokens_out=tokens_out, cached_in=cached_in if reported else 0,

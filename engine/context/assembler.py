@@ -9,8 +9,9 @@ and the tokens actually passed, counted by tiktoken.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from engine.context.batching import plan_batches
 from engine.context.content import DEFAULT_PRIORITIES, FALLBACK_PRIORITY, element_priority, render
@@ -34,7 +35,7 @@ class InputReport:
     """How one input was passed: what the inspection page shows beside the budget bar."""
 
     name: str
-    source: dict
+    source: dict[str, Any]
     data_type: str
     priority: int
     resolved_at: str
@@ -43,10 +44,11 @@ class InputReport:
     reason: str
     item: Item | None = None  # None once trimming dropped it
     batches: int = 0
-    cap: dict | None = None  # the rows a db_query source left out at its cap (CappedRows.record)
+    cap: dict[str, Any] | None = None  # the rows a db_query source left out at its cap (CappedRows.record)
 
-    def as_dict(self) -> dict:
-        passed = self.item is not None
+    def as_dict(self) -> dict[str, Any]:
+        item = self.item
+        passed = item is not None
         return {
             "name": self.name,
             "source": self.source,
@@ -57,18 +59,18 @@ class InputReport:
             "transfer_mode": self.transfer_mode,
             "reason": self.reason,
             "passed": passed,
-            "passed_tokens": self.item.tokens if passed else 0,
+            "passed_tokens": item.tokens if item is not None else 0,
             "batches": self.batches,
             "cap": self.cap,
-            "content": self.item.content if passed else None,
+            "content": item.content if item is not None else None,
         }
 
 
 @dataclass
 class ContextAssembly:
-    record: dict
+    record: dict[str, Any]
     inputs: list[InputReport]
-    failures: list[dict]
+    failures: list[dict[str, Any]]
     items: list[Item] = field(default_factory=list)
 
     @property
@@ -85,12 +87,12 @@ class ContextAssembly:
             texts.append((item.name, render(content)))
         return texts
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"context_management": self.record, "inputs": [report.as_dict() for report in self.inputs],
                 "resolution_failures": self.failures}
 
 
-def reference_name(reference: dict, taken: set[str]) -> str:
+def reference_name(reference: dict[str, Any], taken: set[str]) -> str:
     name = reference.get("name")
     if not name:
         kind = reference["ref_type"]
@@ -107,9 +109,10 @@ def reference_name(reference: dict, taken: set[str]) -> str:
     return unique
 
 
-def infer_data_type(reference: dict, data: Any) -> str:
+def infer_data_type(reference: dict[str, Any], data: Any) -> str:
     if reference.get("data_type"):
-        return reference["data_type"]
+        data_type: str = reference["data_type"]
+        return data_type
     kind = reference["ref_type"]
     if kind == "file":
         return "structured" if reference.get("format") == "json" or not isinstance(data, str) else "text"
@@ -144,12 +147,12 @@ class ContextBuilder:
         self.resolver = resolver or Resolver(sources)
         self.shrinker = Shrinker(counter, abstractive)
 
-    def assemble(self, *, task_id: str = "", references: list[dict] = (), transfer_config: dict | None = None,
-                 items: list[dict] = (), messages: list[dict] = ()) -> ContextAssembly:
+    def assemble(self, *, task_id: str = "", references: Sequence[dict[str, Any]] = (), transfer_config: dict[str, Any] | None = None,
+                 items: Sequence[dict[str, Any]] = (), messages: Sequence[dict[str, Any]] = ()) -> ContextAssembly:
         transfer_config = transfer_config or {}
         limit = self.limits.data_limit
-        actions: list[dict] = []
-        failures: list = []
+        actions: list[dict[str, Any]] = []
+        failures: list[Any] = []
         reports: list[InputReport] = []
         taken: set[str] = set()
 
@@ -223,7 +226,8 @@ class ContextBuilder:
 
     # -- one input -----------------------------------------------------------------------
 
-    def _pass_reference(self, reference, name, resolved, transfer_config, actions) -> InputReport:
+    def _pass_reference(self, reference: dict[str, Any], name: str, resolved: Any, transfer_config: dict[str, Any],
+                        actions: list[dict[str, Any]]) -> InputReport:
         data = resolved.data
         data_type = infer_data_type(reference, data)
         priority = infer_priority(reference.get("priority"), data_type, data)
@@ -235,7 +239,7 @@ class ContextBuilder:
         batch_config = reference.get("batch_config") or {}
         if batch_config.get("enabled") and tokens > batch_config.get("batch_size_tokens", DEFAULT_BATCH_SIZE):
             report.item = self._batch(item, batch_config, actions)
-            report.batches = len(report.item.batches)
+            report.batches = len(report.item.batches or ())
             report.reason = f"batch_config: {report.batches} batches of ≤ {report.item.tokens} tokens (§6.2)"
             return report
 
@@ -263,26 +267,27 @@ class ContextBuilder:
         report.item = item
         return report
 
-    def _summary_target(self, item: Item, transfer_config: dict) -> int:
+    def _summary_target(self, item: Item, transfer_config: dict[str, Any]) -> int:
         """§4.2: summary_ratio of the data (by default the middle of the strategy's range), capped
         by summary_config.max_length and the node's transfer_config.max_tokens."""
         config = item.summary_config
         ratio = config.get("summary_ratio", DEFAULT_RATIOS.get(config.get("strategy", "extractive"), 0.3))
-        target = max(math.ceil(item.tokens * ratio), SUMMARY_FLOOR)
+        target: int = max(math.ceil(item.tokens * ratio), SUMMARY_FLOOR)
         for cap in (config.get("max_length"), transfer_config.get("max_tokens")):
             if cap:
                 target = min(target, cap)
         return max(1, target)
 
-    def _summarise(self, item: Item, actions: list[dict]) -> Item:
+    def _summarise(self, item: Item, actions: list[dict[str, Any]]) -> Item:
         """Make a pending summary transfer (see Item.pending_summary)."""
+        assert item.pending_summary is not None, "only an item with a summary pending is summarised"
         summary, used, note = self.shrinker.summarize(item, item.pending_summary)
         actions.append(_transfer_action(item.name, "summarize", item.raw_tokens, summary.tokens,
                                         f"summary transfer to ≤ {item.pending_summary} tokens",
                                         **summary_method_fields(used, note)))
         return summary
 
-    def _batch(self, item: Item, config: dict, actions: list[dict]) -> Item:
+    def _batch(self, item: Item, config: dict[str, Any], actions: list[dict[str, Any]]) -> Item:
         plan = plan_batches(
             item.content, counter=self.counter,
             batch_size_tokens=config.get("batch_size_tokens", DEFAULT_BATCH_SIZE),
@@ -300,7 +305,7 @@ class ContextBuilder:
         return Item(item.name, plan.batches[0], largest, item.priority, item.data_type, item.summary_config,
                     batches=plan.batches)
 
-    def _inline(self, raw: dict, index: int, taken: set[str]) -> InputReport:
+    def _inline(self, raw: dict[str, Any], index: int, taken: set[str]) -> InputReport:
         if not isinstance(raw, dict) or "content" not in raw:
             raise ValueError(f"items[{index}]: an inline item needs at least 'content'")
         data_type = raw.get("data_type") or ("text" if isinstance(raw["content"], str) else "structured")
@@ -314,7 +319,7 @@ class ContextBuilder:
         report.item = Item(name, raw["content"], tokens, priority, data_type, dict(raw.get("summary_config") or {}))
         return report
 
-    def _message(self, message, taken: set[str]) -> InputReport:
+    def _message(self, message: Any, taken: set[str]) -> InputReport:
         label = message.kind or "data"
         if message.instance is not None:
             label = f"{label}[{message.instance}]"
@@ -326,7 +331,7 @@ class ContextBuilder:
         report.item = Item(name, content, tokens, 1, "data_message")
         return report
 
-    def _apply_priority_filter(self, reports: list[InputReport], allowed: list[int], actions: list[dict]) -> None:
+    def _apply_priority_filter(self, reports: list[InputReport], allowed: list[int], actions: list[dict[str, Any]]) -> None:
         for report in reports:
             item = report.item
             if item is None:
@@ -350,11 +355,11 @@ class ContextBuilder:
         return self.counter.count(render(item.content))
 
 
-def _cap_reason(cap: dict) -> str:
+def _cap_reason(cap: dict[str, Any]) -> str:
     return (f"limit {cap['limit_requested']} capped at {cap['limit_applied']} rows: "
             f"{cap['rows_left_out']} rows left out")
 
 
-def _transfer_action(name: str, action: str, original: int, reduced: int, reason: str, **extra) -> dict:
+def _transfer_action(name: str, action: str, original: int, reduced: int, reason: str, **extra: Any) -> dict[str, Any]:
     return {"data": name, "action": action, "original_tokens": original, "reduced_tokens": reduced,
             "reason": reason, "stage": "transfer", **extra}

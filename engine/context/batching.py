@@ -16,9 +16,12 @@ import math
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from .content import element_priority, render
+
+if TYPE_CHECKING:
+    from engine.tokens import TokenCounter
 
 PRIORITIES = ("chronological", "importance", "random")
 AGGREGATIONS = ("merge", "vote", "latest", "weighted")
@@ -28,7 +31,7 @@ IDENTITY_KEYS = ("atom_id", "id", "relation_id")
 
 @dataclass
 class BatchPlan:
-    batches: list  # each batch: a list of elements (list data) or a str (text data)
+    batches: list[Any]  # each batch: a list of elements (list data) or a str (text data)
     tokens: list[int]  # counter.count(render(batch)) for each batch, exact
     total_tokens: int  # tokens of the whole data as given
     left_out: int  # elements (or for text: tokens) not in any batch because of max_batches
@@ -39,9 +42,9 @@ class BatchPlan:
 
 
 def plan_batches(
-    data,
+    data: Any,
     *,
-    counter,
+    counter: TokenCounter,
     batch_size_tokens: int = 30000,
     overlap_tokens: int = 500,
     max_batches: int = 10,
@@ -74,14 +77,14 @@ def _check_int(name: str, value: Any, minimum: int) -> None:
 # ---------------------------------------------------------------- lists
 
 
-def _order(elements: list, priority: str, seed: int) -> list:
+def _order(elements: list[Any], priority: str, seed: int) -> list[Any]:
     if priority == "chronological":
         return list(elements)
     if priority == "random":
         shuffled = list(elements)
         random.Random(seed).shuffle(shuffled)
         return shuffled
-    def key(element):
+    def key(element: Any) -> tuple[int, bool, float]:
         level = element_priority(element)
         strength = _strength(element)
         return (2 if level is None else level, strength is None, -(strength or 0))
@@ -99,14 +102,14 @@ def _strength(element: Any) -> float | None:
     return None
 
 
-def _plan_list(elements: list, counter, size: int, overlap: int, max_batches: int) -> BatchPlan:
+def _plan_list(elements: list[Any], counter: TokenCounter, size: int, overlap: int, max_batches: int) -> BatchPlan:
     # An element costs what it costs inside the rendered list (strings are JSON-quoted there).
     costs = [counter.count(json.dumps(element, ensure_ascii=False, default=str)) for element in elements]
 
     def estimate(indices: list[int]) -> int:
         return sum(costs[i] for i in indices) + _allowance(len(indices))
 
-    batches: list[list] = []
+    batches: list[list[Any]] = []
     tokens: list[int] = []
     overlaps: list[int] = []
     following = 0  # the first element not yet in any batch
@@ -161,7 +164,7 @@ def _trailing(members: list[int], costs: list[int], overlap: int) -> list[int]:
 # ---------------------------------------------------------------- text
 
 
-def _plan_text(text: str, counter, size: int, overlap: int, max_batches: int) -> BatchPlan:
+def _plan_text(text: str, counter: TokenCounter, size: int, overlap: int, max_batches: int) -> BatchPlan:
     """Token windows cut only between characters, so the windows minus their overlaps are
     the text (a lone surrogate, which is not UTF-8, comes out as U+FFFD, as tiktoken sees it)."""
     encoding = counter.encoding
@@ -169,8 +172,8 @@ def _plan_text(text: str, counter, size: int, overlap: int, max_batches: int) ->
     pieces = encoding.decode_tokens_bytes(ids)
     raw = b"".join(pieces)
     offsets = [0]
-    for piece in pieces:
-        offsets.append(offsets[-1] + len(piece))
+    for token_bytes in pieces:
+        offsets.append(offsets[-1] + len(token_bytes))
     # A window may only begin or end where a character begins, so no character is cut.
     clean = [offset == len(raw) or (raw[offset] & 0xC0) != 0x80 for offset in offsets]
 
@@ -219,7 +222,7 @@ def _plan_text(text: str, counter, size: int, overlap: int, max_batches: int) ->
 # ---------------------------------------------------------------- aggregation
 
 
-def aggregate(results: list, aggregation: str, weights: list[float] | None = None):
+def aggregate(results: list[Any], aggregation: str, weights: list[float] | None = None) -> Any:
     """One result from the results of the batches, by `aggregation_strategy`."""
     if aggregation not in AGGREGATIONS:
         raise ValueError(f"aggregation_strategy {aggregation!r} is unknown (known: {', '.join(AGGREGATIONS)})")
@@ -240,16 +243,16 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def _vote(results: list):
+def _vote(results: list[Any]) -> Any:
     keys = [_canonical(result) for result in results]
     tally = Counter(keys)
     best = max(tally.values())
-    for result, key in zip(results, keys):  # ties go to the earliest
+    for result, key in zip(results, keys, strict=True):  # ties go to the earliest
         if tally[key] == best:
             return result
 
 
-def _merge_all(results: list):
+def _merge_all(results: list[Any]) -> Any:
     present = [result for result in results if result is not None]
     if not present:
         return None
@@ -260,7 +263,7 @@ def _merge_all(results: list):
     if kind == "list":
         return _merge_lists(present)
     if kind == "object":
-        merged: dict = {}
+        merged: dict[str, Any] = {}
         for result in present:
             merged = _merge_dicts(merged, result)
         return merged
@@ -287,7 +290,7 @@ def _element_key(element: Any) -> str:
     return _canonical(element)
 
 
-def _merge_lists(lists: list[list]) -> list:
+def _merge_lists(lists: list[list[Any]]) -> list[Any]:
     """Concatenated, each element kept at its first appearance (same id key, or same value)."""
     seen: set[str] = set()
     merged = []
@@ -300,7 +303,7 @@ def _merge_lists(lists: list[list]) -> list:
     return merged
 
 
-def _merge_dicts(earlier: dict, later: dict) -> dict:
+def _merge_dicts(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
     merged = dict(earlier)
     for key, value in later.items():
         mine = merged.get(key)
@@ -315,10 +318,10 @@ def _merge_dicts(earlier: dict, later: dict) -> dict:
     return merged
 
 
-def _weights(results: list, weights: list | None) -> list[float]:
+def _weights(results: list[Any], weights: list[Any] | None) -> list[float]:
     if weights is None:
         # Each result's own confidence when every one carries a usable one, else equal.
-        own = [result.get("confidence") if isinstance(result, dict) else None for result in results]
+        own: list[Any] = [result.get("confidence") if isinstance(result, dict) else None for result in results]
         usable = all(_is_number(value) and math.isfinite(value) and value >= 0 for value in own)
         return own if usable and any(own) else [1.0] * len(results)
     if not isinstance(weights, list) or len(weights) != len(results):
@@ -332,14 +335,14 @@ def _weights(results: list, weights: list | None) -> list[float]:
     return weights
 
 
-def _weighted(results: list, weights: list[float]):
+def _weighted(results: list[Any], weights: list[float]) -> Any:
     if all(_is_number(result) for result in results):
         return _mean(results, weights)
     if all(isinstance(result, dict) for result in results):
         merged = {}
         keys = list(dict.fromkeys(key for result in results for key in result))
         for key in keys:
-            having = [(result[key], weight) for result, weight in zip(results, weights) if key in result]
+            having = [(result[key], weight) for result, weight in zip(results, weights, strict=True) if key in result]
             values = [value for value, _ in having]
             shares = [weight for _, weight in having]
             if all(_is_number(value) for value in values) and any(shares):
@@ -350,15 +353,16 @@ def _weighted(results: list, weights: list[float]):
     return _heaviest(results, weights)
 
 
-def _mean(values: list, weights: list[float]) -> float:
-    return sum(value * weight for value, weight in zip(values, weights)) / sum(weights)
+def _mean(values: list[Any], weights: list[float]) -> float:
+    total: float = sum(value * weight for value, weight in zip(values, weights, strict=True))
+    return total / sum(weights)
 
 
-def _heaviest(values: list, weights: list[float]):
+def _heaviest(values: list[Any], weights: list[float]) -> Any:
     """The value of the highest weight; ties go to the earliest."""
     best = max(range(len(values)), key=lambda index: (weights[index], -index))
     return values[best]
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return type(value) in (int, float)

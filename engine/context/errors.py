@@ -23,7 +23,7 @@ class RefError(EngineError):
 
     code = "REF_ERROR"  # the family's name: every instance carries one of ERROR_CODES
 
-    def __init__(self, code: str, message: str, *, convertible=None):
+    def __init__(self, code: str, message: str, *, convertible: str | None = None) -> None:
         if code not in ERROR_CODES:
             raise ValueError(f"unknown reference error code {code!r}")
         super().__init__(message, code=code)

@@ -15,6 +15,7 @@ import codecs
 import io
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -32,6 +33,8 @@ SHARED_WORKSPACE = "the workspace must be one folder shared by every worker"
 FORMATS = ("pdf", "md", "json", "txt")
 EXTENSIONS = {".pdf": "pdf", ".md": "md", ".markdown": "md", ".json": "json", ".txt": "txt"}
 SECTIONED_FORMATS = ("md", "pdf")
+# A section found: (the name asked for, its position in the document, (its heading, its text)).
+Found = tuple[str, tuple[int, ...], tuple[str, str]]
 
 # Headings a paper without an outline typically has; in the page-text fallback a line
 # reading like one of these ends the section before it.
@@ -83,7 +86,7 @@ def resolve_workspace_path(path: str, workspace_root: Path) -> Path:
     return real
 
 
-def read_file(reference: dict, *, workspace_root: Path, max_bytes: int = 20_000_000, host: str = "") -> Any:
+def read_file(reference: dict[str, Any], *, workspace_root: Path, max_bytes: int = 20_000_000, host: str = "") -> Any:
     """The data a `file` reference points at.
 
     txt and md give a str, json the parsed value, pdf the text of its pages joined by
@@ -91,7 +94,7 @@ def read_file(reference: dict, *, workspace_root: Path, max_bytes: int = 20_000_
     {"sections": {heading: text, ...}, "missing_sections": [name, ...]}. `host` names
     the machine (worker) reading, for the messages of a file it cannot find.
     """
-    path = reference.get("path")
+    path: Any = reference.get("path")  # resolve_workspace_path refuses what is not a path
     real = resolve_workspace_path(path, workspace_root)
     file_format = _format_of(reference, path)
     encoding = _encoding_of(reference)
@@ -127,7 +130,7 @@ def read_file(reference: dict, *, workspace_root: Path, max_bytes: int = 20_000_
 
 # --- the reference's fields -------------------------------------------------------------
 
-def _format_of(reference: dict, path: str) -> str:
+def _format_of(reference: dict[str, Any], path: str) -> str:
     declared = reference.get("format")
     if declared:
         file_format = str(declared).lower().lstrip(".")
@@ -140,7 +143,7 @@ def _format_of(reference: dict, path: str) -> str:
     return EXTENSIONS[suffix]
 
 
-def _encoding_of(reference: dict) -> str:
+def _encoding_of(reference: dict[str, Any]) -> str:
     encoding = reference.get("encoding") or "utf-8"
     try:
         return codecs.lookup(str(encoding)).name
@@ -148,13 +151,12 @@ def _encoding_of(reference: dict) -> str:
         raise RefError(REF_FORMAT_ERROR, f"unknown encoding {encoding!r}") from None
 
 
-def _sections_of(reference: dict) -> list[str]:
+def _sections_of(reference: dict[str, Any]) -> list[str]:
     sections = reference.get("sections")
     if not sections:
         return []
     # A name with nothing left after normalising ("", "--") would match blank lines.
-    names_ok = isinstance(sections, list) and all(isinstance(n, str) and normalise_heading(n) for n in sections)
-    if not names_ok:
+    if not (isinstance(sections, list) and all(isinstance(n, str) and normalise_heading(n) for n in sections)):
         raise RefError(REF_FILTER_ERROR, "sections must be a list of section names")
     return sections
 
@@ -228,7 +230,7 @@ def _not_a_pdf(data: bytes, path: str, encoding: str, reason: str) -> RefError:
     return RefError(REF_FORMAT_ERROR, f"{path!r} is not a readable PDF: {reason}", convertible=convertible)
 
 
-def _flatten_outline(items: list, level: int = 1):
+def _flatten_outline(items: list[Any], level: int = 1) -> Iterator[tuple[int, Any]]:
     """pypdf nests an item's children as a list right after the item."""
     for item in items:
         if isinstance(item, list):
@@ -237,7 +239,7 @@ def _flatten_outline(items: list, level: int = 1):
             yield level, item
 
 
-def _pdf_sections(pages: list[str], outline: list[tuple[int, str, int]], sections: list[str], path: str) -> dict:
+def _pdf_sections(pages: list[str], outline: list[tuple[int, str, int]], sections: list[str], path: str) -> dict[str, Any]:
     """Sections of a PDF: by its outline when it has one, else by headings in its text.
 
     1. With an outline, a section runs from its item's page to the page before the next
@@ -263,9 +265,9 @@ def _pdf_sections(pages: list[str], outline: list[tuple[int, str, int]], section
     return _result(found, sections, headings, path)
 
 
-def _pdf_sections_by_outline(pages, outline, sections):
+def _pdf_sections_by_outline(pages: list[str], outline: list[tuple[int, str, int]], sections: list[str]) -> list[Found]:
     ordered = sorted(outline, key=lambda item: item[2])  # stable: document order within a page
-    found = []
+    found: list[Found] = []
     for name in sections:
         wanted = normalise_heading(name)
         for index, (level, title, start) in enumerate(ordered):
@@ -284,14 +286,14 @@ def _pdf_sections_by_outline(pages, outline, sections):
     return found
 
 
-def _pdf_sections_by_text(pages, sections):
+def _pdf_sections_by_text(pages: list[str], sections: list[str]) -> list[Found]:
     lines, line_pages = [], []
     for number, page in enumerate(pages):
         for line in page.splitlines() + [""]:
             lines.append(line)
             line_pages.append(number)
     wanted = {normalise_heading(name) for name in sections}
-    found = []
+    found: list[Found] = []
     for name in sections:
         start = _find_line(lines, {normalise_heading(name)}, 0)
         if start is None:
@@ -359,11 +361,11 @@ def _markdown_headings(lines: list[str]) -> list[tuple[int, int, str]]:
     return headings
 
 
-def _markdown_sections(text: str, sections: list[str], path: str) -> dict:
+def _markdown_sections(text: str, sections: list[str], path: str) -> dict[str, Any]:
     """A section is a heading's body up to the next heading of the same or higher level."""
     lines = text.splitlines()
     headings = _markdown_headings(lines)
-    found = []
+    found: list[Found] = []
     for name in sections:
         wanted = normalise_heading(name)
         for position, (index, level, title) in enumerate(headings):
@@ -386,7 +388,7 @@ def normalise_heading(text: str) -> str:
     return _EDGE_PUNCTUATION.sub("", text)
 
 
-def _result(found: list, sections: list[str], headings: list[str], path: str) -> dict:
+def _result(found: list[Found], sections: list[str], headings: list[str], path: str) -> dict[str, Any]:
     """The §2.3 answer: found sections in document order, the rest named as missing.
 
     `found` holds (requested name, position, (heading, text)); several names may find

@@ -31,7 +31,7 @@ _SPEC_KEYS = ("field", "operator", "value")
 _MISSING = object()
 
 
-def apply_filter(data: Any, spec: dict) -> Any:
+def apply_filter(data: Any, spec: dict[str, Any]) -> Any:
     """The elements of a list that match, or a single object that matches.
 
     A filter on a field that no element has could never tell the elements apart (`eq`
@@ -50,12 +50,12 @@ def apply_filter(data: Any, spec: dict) -> Any:
     raise RefError(REF_FILTER_ERROR, f"a filter applies to a list or an object, not to {_json_type(data)}")
 
 
-def keep_matching(elements: list, spec: dict) -> list:
+def keep_matching(elements: list[Any], spec: dict[str, Any]) -> list[Any]:
     path, name, value = _compile(spec)
     return [element for element in elements if _test(_lookup(element, path), name, value)]
 
 
-def require_field(elements: list, spec: dict) -> None:
+def require_field(elements: list[Any], spec: dict[str, Any]) -> None:
     """REF_FILTER_ERROR when there are elements and none of them has the filter's field."""
     path, _, _ = _compile(spec)
     if elements and all(_lookup(element, path) is _MISSING for element in elements):
@@ -63,7 +63,7 @@ def require_field(elements: list, spec: dict) -> None:
         raise RefError(REF_FILTER_ERROR, f"filter field {spec['field']!r} is in none of {count}")
 
 
-def matches(element: Any, spec: dict) -> bool:
+def matches(element: Any, spec: dict[str, Any]) -> bool:
     path, name, value = _compile(spec)
     return _test(_lookup(element, path), name, value)
 
@@ -124,9 +124,9 @@ def _test(found: Any, name: str, value: Any) -> bool:
         return False
     compare = _ORDERING[name]
     if _is_number(found) and _is_number(value):
-        return compare(found, value)
+        return bool(compare(found, value))
     if isinstance(found, str) and isinstance(value, str):
-        return compare(found, value)
+        return bool(compare(found, value))
     return False
 
 
@@ -137,7 +137,7 @@ def _equal(a: Any, b: Any) -> bool:
     if _is_number(a) or _is_number(b):
         return _is_number(a) and _is_number(b) and not (_is_nan(a) or _is_nan(b)) and a == b
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_equal(a[key], b[key]) for key in a)
     if isinstance(a, (list, dict)) or isinstance(b, (list, dict)):

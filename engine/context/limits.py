@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 # §6.1: the data area of each role (tokens), within a 100K input limit.
 ROLE_DATA_AREAS = {
@@ -24,7 +25,7 @@ class ContextLimits:
     data_area: int | None = None  # None: the role's area from §6.1, if the role has one
     role: str = ""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("max_input_tokens", "max_output_tokens", "reserved_for_system_prompt", "reserved_for_instructions"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -35,7 +36,7 @@ class ContextLimits:
             raise ValueError(f"context_limits.data_area must be a whole number ≥ 0, not {self.data_area!r}")
 
     @classmethod
-    def from_dict(cls, values: dict, *, role: str = "") -> "ContextLimits":
+    def from_dict(cls, values: dict[str, Any], *, role: str = "") -> ContextLimits:
         known = {f.name for f in fields(cls)}
         unknown = set(values) - known - {"available_for_data", "effective_data_limit", "data_limit"}
         if unknown:
@@ -57,7 +58,7 @@ class ContextLimits:
         area = self.data_area if self.data_area is not None else ROLE_DATA_AREAS.get(self.role)
         return min(self.effective_data_limit, area) if area is not None else self.effective_data_limit
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         values = asdict(self)
         values.pop("role")
         values["data_area"] = self.data_area if self.data_area is not None else ROLE_DATA_AREAS.get(self.role)

@@ -28,7 +28,7 @@ class MessageError(EngineError, ValueError):
 
     code = "MESSAGE_INVALID"
 
-    def __init__(self, message: str, *, index: int | None = None, identity: tuple | None = None):
+    def __init__(self, message: str, *, index: int | None = None, identity: tuple[Any, ...] | None = None):
         super().__init__(message)
         self.index = index
         self.identity = identity
@@ -37,19 +37,19 @@ class MessageError(EngineError, ValueError):
 @dataclass(frozen=True)
 class DataMessage:
     data: Any
-    schema: dict | None = None
+    schema: dict[str, Any] | None = None
     kind: str | None = None
     instance: str | None = None
 
     @property
-    def identity(self) -> tuple | None:
+    def identity(self) -> tuple[Any, ...] | None:
         """(kind, instance) — None for a message without a kind, which merges with nothing."""
         if self.kind is None:
             return None
         return (self.kind, self.instance)
 
 
-def parse_message(raw: dict, *, index: int = 0) -> DataMessage:
+def parse_message(raw: dict[str, Any], *, index: int = 0) -> DataMessage:
     def refuse(problem: str) -> MessageError:
         return MessageError(f"data message {index}: {problem}", index=index)
 
@@ -96,7 +96,7 @@ def merge_messages(messages: list[DataMessage]) -> list[DataMessage]:
     lists are replaced); any other data is replaced by the later message's. The schema is
     the latest one given, and the merged data must match it."""
     slots: list[list[int]] = []
-    slot_of: dict[tuple, int] = {}
+    slot_of: dict[tuple[Any, ...], int] = {}
     for index, message in enumerate(messages):
         identity = message.identity
         if identity is None:
@@ -117,7 +117,7 @@ def merge_messages(messages: list[DataMessage]) -> list[DataMessage]:
             data = _merge_into(data, message.data)
         schema = next((message.schema for message in reversed(group) if message.schema is not None), None)
         first = group[0]
-        if schema is not None:
+        if schema is not None and first.identity is not None:
             kind, instance = first.identity
             who = f"data messages {', '.join(map(str, indices))} (kind {kind!r}" + (
                 f", _instance {instance!r})" if instance is not None else ")"
@@ -144,7 +144,7 @@ def _merge_into(merged: Any, later: Any) -> Any:
     return merged
 
 
-def _violations(schema: dict, data: Any) -> str:
+def _violations(schema: dict[str, Any], data: Any) -> str:
     """The schema violations of data, each with its JSON path; '' when it matches."""
     # Only references within the schema (and to the standard meta-schemas) are followed:
     # validating context must never fetch anything from the network.

@@ -8,8 +8,8 @@ PREVIEW_CHARS = 120
 IDENTITY_KEYS = ("ref_type", "task_id", "path", "table", "conditions", "select", "order_by", "limit", "format", "sections")
 
 
-def reference_transfer(reference: dict, data: Any, *, preview_count: int = 3, tokens: int | None = None,
-                       batches: int | None = None, dumped: str | None = None) -> dict:
+def reference_transfer(reference: dict[str, Any], data: Any, *, preview_count: int = 3, tokens: int | None = None,
+                       batches: int | None = None, dumped: str | None = None) -> dict[str, Any]:
     """The §4.3 object: the reference itself with `available_paths` and `data_stats`,
     and an `inline_preview` of the first `preview_count` elements. `dumped`: the data's JSON
     text, when the caller has it already (it is as long as the data's whole text)."""
@@ -32,7 +32,7 @@ def available_paths(data: Any) -> list[str]:
     return ["$"]
 
 
-def data_stats(data: Any, dumped: str | None = None) -> dict:
+def data_stats(data: Any, dumped: str | None = None) -> dict[str, Any]:
     stats: dict[str, Any] = {}
     if isinstance(data, dict):
         for key, value in data.items():
@@ -49,7 +49,7 @@ def data_stats(data: Any, dumped: str | None = None) -> dict:
     return stats
 
 
-def inline_preview(data: Any, count: int) -> dict:
+def inline_preview(data: Any, count: int) -> dict[str, Any]:
     if isinstance(data, str):
         return {"text_preview": _cut(data, PREVIEW_CHARS * 2), "preview_count": 1 if data and count else 0}
     if isinstance(data, list):
@@ -67,7 +67,7 @@ def inline_preview(data: Any, count: int) -> dict:
     return {"value_preview": data, "preview_count": 1}
 
 
-def _list_preview(key: str, elements: list, count: int) -> dict:
+def _list_preview(key: str, elements: list[Any], count: int) -> dict[str, Any]:
     shown = [_preview_element(element) for element in elements[:count]]
     return {f"{key}_preview": shown, "preview_count": len(shown)}
 

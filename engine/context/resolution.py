@@ -8,9 +8,10 @@ failure becomes a `ResolutionFailure` in the seed's shape.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from engine.context import errors
 from engine.context.errors import RefError
@@ -29,8 +30,8 @@ class Sources:
     """Where references read from. Each callable raises RefError when it cannot answer."""
 
     task_output: Callable[[str], Any] | None = None  # task id → output, or NOT_READY
-    read_file: Callable[[dict], Any] | None = None  # the file reference → its data
-    query: Callable[[dict], list | CappedRows] | None = None  # the db_query reference → rows
+    read_file: Callable[[dict[str, Any]], Any] | None = None  # the file reference → its data
+    query: Callable[[dict[str, Any]], list[Any] | CappedRows] | None = None  # the db_query reference → rows
 
     def completed(self, task_id: str) -> bool:
         if self.task_output is None:
@@ -45,7 +46,7 @@ class Sources:
 class ResolutionFailure:
     """§3.2 `resolution_failure`, plus the input's name and how many attempts were made."""
 
-    reference: dict
+    reference: dict[str, Any]
     name: str
     error_code: str
     error_message: str
@@ -54,9 +55,9 @@ class ResolutionFailure:
     attempts: int = 1
     timestamp: str = ""
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         ref = self.reference
-        target = {key: ref[key] for key in ("task_id", "path", "table") if key in ref}
+        target: dict[str, Any] = {key: ref[key] for key in ("task_id", "path", "table") if key in ref}
         return {
             "ref_type": ref.get("ref_type"),
             **target,
@@ -79,6 +80,7 @@ class ResolutionAborted(EngineError):
         super().__init__(f"input '{failure.name}': {failure.error_code}: {failure.error_message}",
                          code=failure.error_code)
         self.failure = failure
+        self.failures: list[dict[str, Any]] = []  # every failure of the node up to this one (the assembler's)
 
 
 @dataclass
@@ -86,12 +88,12 @@ class CappedRows:
     """What a db_query source answers when it cut the rows at its own cap rather than the
     reference's `limit`: the rows, and what was asked and left out, for the record."""
 
-    rows: list
+    rows: list[Any]
     requested: int
     cap: int
     left_out: int
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         return {"limit_requested": self.requested, "limit_applied": self.cap, "rows_passed": len(self.rows),
                 "rows_left_out": self.left_out}
 
@@ -105,10 +107,10 @@ class Resolved:
     skipped: bool = False
     resolved_at: str = "before_scheduling"
     failures: list[ResolutionFailure] = field(default_factory=list)
-    cap: dict | None = None
+    cap: dict[str, Any] | None = None
 
 
-def timing(reference: dict, sources: Sources) -> str:
+def timing(reference: dict[str, Any], sources: Sources) -> str:
     """§3.1: files, queries and outputs of finished tasks resolve before scheduling; the
     outputs of unfinished tasks resolve at execution, once the task completes."""
     if reference["ref_type"] == "task_output" and not sources.completed(reference["task_id"]):
@@ -116,7 +118,7 @@ def timing(reference: dict, sources: Sources) -> str:
     return "before_scheduling"
 
 
-def select_path(data: Any, path: str, spec: dict | None = None) -> Any:
+def select_path(data: Any, path: str, spec: dict[str, Any] | None = None) -> Any:
     """The value a JSONPath selects, kept only where the `filter` object matches.
 
     RFC 9535 answers with a nodelist; a reference passes a value. The rule, the same for
@@ -152,11 +154,11 @@ def select_path(data: Any, path: str, spec: dict | None = None) -> Any:
         return [node.value for node in found]
     holders = [_holder(node) for node in found]
     considered = [element for node in found if isinstance(node.value, list) for element in node.value]
-    considered += [holder for node, holder in zip(found, holders)
+    considered += [holder for node, holder in zip(found, holders, strict=True)
                    if not isinstance(node.value, list) and holder is not None]
     require_field(considered, spec)
     selected = []
-    for node, holder in zip(found, holders):
+    for node, holder in zip(found, holders, strict=True):
         if isinstance(node.value, list):
             selected.append(keep_matching(node.value, spec))
         elif holder is not None and matches(holder, spec):
@@ -170,7 +172,7 @@ def _kept_nothing(path: str) -> RefError:
     return RefError(errors.REF_NOT_FOUND, f"the filter keeps nothing of what path '{path}' selects")
 
 
-def _holder(node) -> dict | None:
+def _holder(node: Any) -> dict[str, Any] | None:
     """The object a selected value belongs to (itself when it is one)."""
     while node is not None and not isinstance(node.value, dict):
         node = node.parent
@@ -196,7 +198,7 @@ class Resolver:
 
     def __init__(self, sources: Sources, *, wait_timeout_s: float = 0.0, poll_s: float = 0.5,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-                 now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)):
+                 now: Callable[[], datetime] = lambda: datetime.now(UTC)):
         self.sources = sources
         self.wait_timeout_s = wait_timeout_s
         self.poll_s = poll_s
@@ -206,7 +208,7 @@ class Resolver:
 
     # -- one attempt -------------------------------------------------------------------
 
-    def fetch(self, reference: dict) -> Any:
+    def fetch(self, reference: dict[str, Any]) -> Any:
         """One attempt at the raw data, before path and filter."""
         kind = reference["ref_type"]
         if kind == "task_output":
@@ -235,7 +237,7 @@ class Resolver:
 
     # -- a named input ---------------------------------------------------------------------
 
-    def resolve_named(self, name: str, path: str, scope: dict) -> Resolved:
+    def resolve_named(self, name: str, path: str, scope: dict[str, Any]) -> Resolved:
         """An input_mapping key that names a JSONPath over the run (`scope`: its input, state
         and the nodes' outputs). A path that selects nothing is REF_NOT_FOUND, as it is for a
         reference, with §3.2's default handling (a named input has no fallback_config, so
@@ -252,10 +254,11 @@ class Resolver:
 
     # -- a whole reference -------------------------------------------------------------
 
-    def resolve(self, reference: dict, name: str) -> Resolved:
+    def resolve(self, reference: dict[str, Any], name: str) -> Resolved:
         resolved = Resolved(resolved_at=timing(reference, self.sources))
         config = reference.get("fallback_config") or {}
         fetched, attempts = reference, 0
+        data: Any = None
         while True:
             attempts += 1
             try:
@@ -278,7 +281,7 @@ class Resolver:
             data = self._select(reference, name, data, resolved)
         return resolved if resolved.skipped else _with(resolved, data)
 
-    def _select(self, reference: dict, name: str, data: Any, resolved: Resolved) -> Any:
+    def _select(self, reference: dict[str, Any], name: str, data: Any, resolved: Resolved) -> Any:
         """Path and filter, then transform; an invalid path or filter degrades as §3.2 says."""
         path, spec = reference.get("path"), reference.get("filter")
         try:
@@ -292,7 +295,8 @@ class Resolver:
             data = keys_only(data)
         return data
 
-    def _path_and_filter(self, reference, name, data, path, spec, resolved: Resolved) -> Any:
+    def _path_and_filter(self, reference: dict[str, Any], name: str, data: Any, path: str | None, spec: Any,
+                         resolved: Resolved) -> Any:
         """A path or filter error falls back to the data without it (`full_data`,
         `ignore_filter`) unless the reference's fallback_config names a `strategy`."""
         try:
@@ -308,7 +312,8 @@ class Resolver:
                 return data if spec is None else self._path_and_filter(reference, name, data, None, spec, resolved)
             raise
 
-    def _fall_back(self, reference, name, error: RefError, fallback, attempts, config, resolved: Resolved) -> Resolved:
+    def _fall_back(self, reference: dict[str, Any], name: str, error: RefError, fallback: str, attempts: int,
+                   config: dict[str, Any], resolved: Resolved) -> Resolved:
         if fallback == "retry":  # retries exhausted
             fallback = config.get("on_final_failure", "skip")
         if fallback in ("ignore_filter", "full_data"):  # already without it, and it still failed
@@ -329,7 +334,8 @@ class Resolver:
             resolved.data = value
         return resolved
 
-    def _failure(self, reference, name, error: RefError, fallback, value, attempts) -> ResolutionFailure:
+    def _failure(self, reference: dict[str, Any], name: str, error: RefError, fallback: str, value: Any,
+                 attempts: int) -> ResolutionFailure:
         return ResolutionFailure(
             reference=reference, name=name, error_code=error.code, error_message=error.message,
             fallback_strategy=fallback, fallback_value=value, attempts=attempts,
@@ -337,7 +343,7 @@ class Resolver:
         )
 
 
-def unfiltered(reference: dict) -> dict:
+def unfiltered(reference: dict[str, Any]) -> dict[str, Any]:
     """The reference without what filters what its source reads: a query's `conditions`,
     a file's `sections`."""
     return {key: value for key, value in reference.items() if key not in ("conditions", "sections")}
@@ -348,7 +354,7 @@ def _with(resolved: Resolved, data: Any) -> Resolved:
     return resolved
 
 
-def default_fallback(error: RefError, config: dict) -> str:
+def default_fallback(error: RefError, config: dict[str, Any]) -> str:
     """§3.2's default handling for each error code."""
     code = error.code
     if code == errors.REF_NOT_FOUND:

@@ -24,9 +24,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import chain, repeat
-from typing import Any, Callable
+from itertools import chain, pairwise, repeat
+from typing import Any
 
 from engine.context.content import FALLBACK_PRIORITY, element_priority, render
 from engine.errors import reraise_interrupt
@@ -113,7 +114,7 @@ def _truncate(text: str, max_tokens: int, counter: TokenCounter, chars_per_token
     return ""
 
 
-def _valid_prefix(encoding, tokens: list[int], count: int) -> tuple[int, int]:
+def _valid_prefix(encoding: Any, tokens: list[int], count: int) -> tuple[int, int]:
     """(n, chars): the most tokens, at most `count`, that decode to whole characters, and
     how many characters they decode to."""
     while count > 0:
@@ -174,7 +175,7 @@ def _join_lines(lines: list[str]) -> str:
     if len(lines) == 1:
         return lines[0]
     parts = [lines[0]]
-    for previous, line in zip(lines, lines[1:]):
+    for previous, line in pairwise(lines):
         parts.append("" if _is_cjk(previous[-1]) and _is_cjk(line[0]) else " ")
         parts.append(line)
     return "".join(parts)
@@ -279,7 +280,7 @@ class _Doc:
         top = max(frequency.values(), default=1)
         scores = []
         get = frequency.get
-        for i, words in zip(units, words_of):
+        for i, words in zip(units, words_of, strict=True):
             score = sum(map(get, set(words), repeat(0))) / top / math.sqrt(len(words)) if words else 0.0
             if firsts[i]:
                 score = score * 1.3 + 0.05
@@ -360,6 +361,7 @@ class _Summarizer:
         if budget <= 0 or not text:
             return "", method, ""
         size = _byte_len(text)
+        total: int | None
         if per_byte is None:
             total = self.counter.count(text)
             per_byte = total / max(1, size)
@@ -535,8 +537,8 @@ def _waterfill(sizes: list[float], total: float) -> float:
 
 
 class _Notes:
-    def __init__(self):
-        self._seen: Counter = Counter()
+    def __init__(self) -> None:
+        self._seen: Counter[Any] = Counter()
 
     def add(self, note: str) -> None:
         if note:
@@ -620,7 +622,7 @@ def _summarize_structure(
     # Tokens per byte of the texts to summarise, from a sample of them.
     sample_limit = min(8000, max(2000, 16 * target))
     sample, taken = [], 0
-    texts = (v for kind, _, v in frame if kind == "text")
+    texts: Iterator[Any] = (v for kind, _, v in frame if kind == "text")
     texts = chain(texts, (v for _, p, i in order for summarised, _, v in plan_of(p, i) if summarised))
     for text in texts:
         sample.append(text[: sample_limit - taken])
@@ -633,7 +635,7 @@ def _summarize_structure(
     def estimate(text: str) -> float:
         return _byte_len(text) * per_byte + 1
 
-    def build(included: dict[tuple[int, int], dict], top_texts: dict[str, str]) -> dict[str, Any]:
+    def build(included: dict[tuple[int, int], dict[str, Any]], top_texts: dict[str, str]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for position, (kind, key, value) in enumerate(frame):
             if kind == "list":
@@ -669,7 +671,7 @@ def _summarize_structure(
     budget = max(1, int(_waterfill(field_sizes + top_sizes, max(0.0, room))))
 
     notes = _Notes()
-    used: Counter = Counter()
+    used: Counter[Any] = Counter()
 
     def summarised_text(text: str) -> str:
         summary, method_used, note = summarizer.text(text, budget, method, per_byte=per_byte)
@@ -678,7 +680,7 @@ def _summarize_structure(
         return summary
 
     top_texts = {key: summarised_text(v) for kind, key, v in frame if kind == "text"}
-    included: dict[tuple[int, int], dict] = {}
+    included: dict[tuple[int, int], dict[str, Any]] = {}
     for key in included_keys:
         included[key] = {
             (f"{f}_summary" if summarised else f): (summarised_text(v) if summarised else v)
@@ -714,12 +716,12 @@ def _summarize_structure(
     return out, method_used, str(notes)
 
 
-def _summarize_scalars(items: list, target: int, counter: TokenCounter, name: str) -> tuple[dict, str] | None:
+def _summarize_scalars(items: list[Any], target: int, counter: TokenCounter, name: str) -> tuple[dict[str, Any], str] | None:
     """The first items that fit, with the count of all; None when not even none fit."""
     sample = render(items[:50])
     per_char = counter.count(sample) / max(1, len(sample))
 
-    def build(keep: int) -> dict:
+    def build(keep: int) -> dict[str, Any]:
         return {f"{name}_summary": items[:keep], f"total_{name}": len(items), f"summarized_{name}": keep}
 
     room = target * _MARGIN - counter.count(render(build(0)))
@@ -737,7 +739,7 @@ def _summarize_scalars(items: list, target: int, counter: TokenCounter, name: st
             return out, f"kept the first {keep} of {len(items)} {name}" if keep < len(items) else ""
         if keep == 0:
             return None
-        excess = counted - target
+        excess: float = counted - target
         while keep > 0 and excess > 0:
             keep -= 1
             excess -= len(render(items[keep])) * per_char + 1
@@ -768,13 +770,13 @@ def _number(text: Any) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def _column_statistics(columns: list[str], rows: list[list[Any]]) -> dict[str, dict]:
+def _column_statistics(columns: list[str], rows: list[list[Any]]) -> dict[str, dict[str, Any]]:
     """min, max and mean of each column whose every filled cell is a number."""
     statistics = {}
     for index, column in enumerate(columns):
         cells = [row[index] for row in rows if index < len(row) and row[index] not in ("", None)]
-        numbers = [_number(cell) for cell in cells]
-        if cells and all(number is not None for number in numbers):
+        numbers = [number for cell in cells if (number := _number(cell)) is not None]
+        if cells and len(numbers) == len(cells):
             statistics[column] = {"min": min(numbers), "max": max(numbers),
                                   "mean": round(sum(numbers) / len(numbers), 4)}
     return statistics
@@ -807,7 +809,7 @@ def _summarize_table(data: Any, target: int, counter: TokenCounter) -> tuple[Any
         header, columns, rows, delimiter = parsed
         statistics = _column_statistics(columns, [_table_cells(row, delimiter) for row in rows])
 
-        def build(keep: int) -> str:
+        def build(keep: int) -> str | dict[str, Any]:  # the same signature in each branch
             lines = [*header, *rows[:keep], "", f"rows: {len(rows)} ({keep} shown)"]
             lines += [f"{name}: min {s['min']:g}, max {s['max']:g}, mean {s['mean']:g}" for name, s in statistics.items()]
             return "\n".join(lines)
@@ -816,7 +818,7 @@ def _summarize_table(data: Any, target: int, counter: TokenCounter) -> tuple[Any
         rows = data
         statistics = _column_statistics(columns, [[row.get(name) for name in columns] for row in rows])
 
-        def build(keep: int) -> dict:
+        def build(keep: int) -> str | dict[str, Any]:
             return {"columns": columns, "rows": rows[:keep], "total_rows": len(rows), "shown_rows": keep,
                     "statistics": statistics}
     else:
@@ -866,8 +868,7 @@ def summarize(
     if data_type == "table":
         table = _summarize_table(data, target_tokens, counter)
         if table is not None:
-            content, note = table
-            return Summary(content, counter.count(render(content)), "table", note)
+            return Summary(table[0], counter.count(render(table[0])), "table", table[1])
     summarizer = _Summarizer(counter, abstractive)
     content: Any = None
     used, note = method, ""

@@ -5,8 +5,9 @@ returns what is kept plus one action per reduction, each with its reason.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 from engine.context.content import FALLBACK_PRIORITY, element_priority, render
 from engine.context.summary import summarize, truncate_text
@@ -35,8 +36,8 @@ class Item:
     tokens: int
     priority: int
     data_type: str = "structured"
-    summary_config: dict = field(default_factory=dict)
-    batches: list | None = None  # when batched: the content of each batch; `tokens` is the largest
+    summary_config: dict[str, Any] = field(default_factory=dict)
+    batches: list[Any] | None = None  # when batched: the content of each batch; `tokens` is the largest
     # A summary transfer not made yet: `content` is still the data, `tokens` the summary's
     # target (an upper bound). Summarising waits until trimming has decided the item is
     # passed, so nothing is summarised only to be dropped.
@@ -87,7 +88,7 @@ class Shrinker:
 
 
 def _filter_elements(content: Any, max_priority: int) -> Any:
-    def keep(element):
+    def keep(element: Any) -> bool:
         level = element_priority(element)
         return (level or FALLBACK_PRIORITY) <= max_priority
 
@@ -105,7 +106,7 @@ def _filter_elements(content: Any, max_priority: int) -> Any:
     return None
 
 
-def _action(item: Item, action: str, after: int, reason: str, **extra) -> dict:
+def _action(item: Item, action: str, after: int, reason: str, **extra: Any) -> dict[str, Any]:
     if item.pending_summary is not None:  # the summary transfer it was waiting for is folded into this action
         return {"data": item.name, "action": action, "original_tokens": item.raw_tokens, "reduced_tokens": after,
                 "reason": f"{reason} (instead of its summary transfer to ≤ {item.pending_summary} tokens)",
@@ -114,7 +115,7 @@ def _action(item: Item, action: str, after: int, reason: str, **extra) -> dict:
             "reason": reason, "stage": "trimming", **extra}
 
 
-def trim(items: list[Item], limit: int, shrinker: Shrinker) -> tuple[list[Item], list[dict]]:
+def trim(items: list[Item], limit: int, shrinker: Shrinker) -> tuple[list[Item], list[dict[str, Any]]]:
     """§6.3, for inputs that together exceed `limit`:
 
     1. order the items by priority, 1 first (input order within a level);
@@ -127,7 +128,7 @@ def trim(items: list[Item], limit: int, shrinker: Shrinker) -> tuple[list[Item],
     4. priority 3 is kept under 0.9 × limit, priority 4 under 0.95 × limit; otherwise dropped.
     """
     ordered = sorted(items, key=lambda item: item.priority)
-    actions: list[dict] = []
+    actions: list[dict[str, Any]] = []
     kept = _shrink_critical([item for item in ordered if item.priority <= 1], limit, shrinker, actions)
     current = sum(item.tokens for item in kept)
     for item in (item for item in ordered if item.priority > 1):
@@ -148,7 +149,7 @@ def trim(items: list[Item], limit: int, shrinker: Shrinker) -> tuple[list[Item],
     return kept, actions
 
 
-def _fit_important(item: Item, current: int, limit: int, shrinker: Shrinker, actions: list[dict]) -> Item | None:
+def _fit_important(item: Item, current: int, limit: int, shrinker: Shrinker, actions: list[dict[str, Any]]) -> Item | None:
     """A priority-2 item over 0.8 × limit: its elements of priority 3–4 go first, then it is
     summarised into the room left under 0.8 × limit or, when that is too small for any
     summary, into the room left under the limit itself; dropped only when neither room can
@@ -188,7 +189,7 @@ def _room_under(ceiling: float, current: int) -> int:
     return max(0, int(room) - (1 if room == int(room) else 0))
 
 
-def _shrink_critical(items: list[Item], limit: int, shrinker: Shrinker, actions: list[dict]) -> list[Item]:
+def _shrink_critical(items: list[Item], limit: int, shrinker: Shrinker, actions: list[dict[str, Any]]) -> list[Item]:
     """Priority-1 items must all be passed; when together they exceed the limit:
 
     a. filter their elements by priority (keep ≤ 2, then ≤ 1);
@@ -198,7 +199,7 @@ def _shrink_critical(items: list[Item], limit: int, shrinker: Shrinker, actions:
        instructions and the system prompt: they are passed complete, and when they alone
        exceed the limit the node cannot run (InstructionsTooLarge).
     """
-    def total():
+    def total() -> int:
         return sum(item.tokens for item in items)
 
     if total() <= limit:
@@ -246,7 +247,7 @@ def _shrink_critical(items: list[Item], limit: int, shrinker: Shrinker, actions:
     return items
 
 
-def summary_method_fields(method: str, note: str) -> dict:
+def summary_method_fields(method: str, note: str) -> dict[str, Any]:
     """The summary method actually used for an action, and why it differs from the one
     asked for (or what it left out) when it does, under the record's keys `strategy` and
     `strategy_note`."""

@@ -10,8 +10,15 @@ DFS searches over roles that are plain callables, and the Game of 24 with exact 
 | `game24.py` | `solve`, `verify`, the builtin roles (`builtin_roles`) |
 | `fields.py` | the checkers behind INVALID_FORMAT messages that name the field |
 """
-from .errors import (BUDGET_EXHAUSTED, ERROR_CODES, EVALUATION_TIMEOUT, GENERATION_FAILED, INVALID_FORMAT,
-                     SEARCH_EXHAUSTED, ToTError)
+from .errors import (
+                     BUDGET_EXHAUSTED,
+                     ERROR_CODES,
+                     EVALUATION_TIMEOUT,
+                     GENERATION_FAILED,
+                     INVALID_FORMAT,
+                     SEARCH_EXHAUSTED,
+                     ToTError,
+)
 from .game24 import builtin_roles, check_final_solution, solve, verify
 from .messages import ROLES, check_message, check_reply, make_message
 from .search import TASK_TYPES, SearchConfig, ToTRun, run_tot

@@ -5,6 +5,8 @@ search stopped by its node budget (`max_nodes`) before it found a solution.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from engine.errors import EngineError
 
 INVALID_FORMAT = "INVALID_FORMAT"
@@ -31,7 +33,7 @@ class ToTError(EngineError):
         super().__init__(message, code=code)
         self.recoverable = recoverable
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, "recoverable": self.recoverable}
 
     def __repr__(self) -> str:

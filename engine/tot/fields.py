@@ -25,13 +25,13 @@ def join(where: str, key: str | int) -> str:
     return f"{where}.{key}" if where else key
 
 
-def an_object(value: Any, where: str) -> dict:
+def an_object(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise refuse(where, f"expected an object, got {show(value)}")
     return value
 
 
-def field(owner: dict, key: str, where: str, *, optional: bool = False) -> Any:
+def field(owner: dict[str, Any], key: str, where: str, *, optional: bool = False) -> Any:
     if key in owner:
         return owner[key]
     if optional:
@@ -39,7 +39,7 @@ def field(owner: dict, key: str, where: str, *, optional: bool = False) -> Any:
     raise refuse(join(where, key), "is required")
 
 
-def a_string(owner: dict, key: str, where: str, *, optional: bool = False, empty: bool = True) -> Any:
+def a_string(owner: dict[str, Any], key: str, where: str, *, optional: bool = False, empty: bool = True) -> Any:
     value = field(owner, key, where, optional=optional)
     if value is MISSING:
         return value
@@ -49,7 +49,7 @@ def a_string(owner: dict, key: str, where: str, *, optional: bool = False, empty
     return value
 
 
-def a_number(owner: dict, key: str, where: str, *, low: float, high: float | None,
+def a_number(owner: dict[str, Any], key: str, where: str, *, low: float, high: float | None,
              optional: bool = False, integer: bool = False) -> Any:
     value = field(owner, key, where, optional=optional)
     if value is MISSING:
@@ -64,21 +64,21 @@ def a_number(owner: dict, key: str, where: str, *, low: float, high: float | Non
     return value
 
 
-def a_boolean(owner: dict, key: str, where: str, *, optional: bool = False) -> Any:
+def a_boolean(owner: dict[str, Any], key: str, where: str, *, optional: bool = False) -> Any:
     value = field(owner, key, where, optional=optional)
     if value is not MISSING and not isinstance(value, bool):
         raise refuse(join(where, key), f"expected true or false, got {show(value)}")
     return value
 
 
-def a_list(owner: dict, key: str, where: str, *, optional: bool = False) -> Any:
+def a_list(owner: dict[str, Any], key: str, where: str, *, optional: bool = False) -> Any:
     value = field(owner, key, where, optional=optional)
     if value is not MISSING and not isinstance(value, list):
         raise refuse(join(where, key), f"expected a list, got {show(value)}")
     return value
 
 
-def strings(owner: dict, key: str, where: str, *, optional: bool = False) -> Any:
+def strings(owner: dict[str, Any], key: str, where: str, *, optional: bool = False) -> Any:
     value = a_list(owner, key, where, optional=optional)
     if value is MISSING:
         return value
@@ -88,15 +88,15 @@ def strings(owner: dict, key: str, where: str, *, optional: bool = False) -> Any
     return value
 
 
-def an_object_field(owner: dict, key: str, where: str, *, optional: bool = False) -> Any:
+def an_object_field(owner: dict[str, Any], key: str, where: str, *, optional: bool = False) -> Any:
     value = field(owner, key, where, optional=optional)
     if value is not MISSING:
         an_object(value, join(where, key))
     return value
 
 
-def one_of(owner: dict, key: str, where: str, choices: tuple[str, ...]) -> str:
+def one_of(owner: dict[str, Any], key: str, where: str, choices: tuple[str, ...]) -> str:
     value = field(owner, key, where)
     if value not in choices:
         raise refuse(join(where, key), f"expected one of {', '.join(choices)}, got {show(value)}")
-    return value
+    return str(value)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
@@ -100,7 +100,7 @@ def take_step(state: list[Fraction], text: str) -> list[Fraction]:
     return sorted(left + [result])
 
 
-def state_of(node: dict, problem: str = "") -> list[Fraction]:
+def state_of(node: dict[str, Any], problem: str = "") -> list[Fraction]:
     """The numbers left at a node: its metadata "left", else the "(left: …)" of its content,
     else (the root) the puzzle's numbers."""
     left = (node.get("metadata") or {}).get("left")
@@ -115,7 +115,7 @@ def state_of(node: dict, problem: str = "") -> list[Fraction]:
         raise ValueError(f"the numbers left are not numbers: {left!r}") from None
 
 
-def proposals(state: list[Fraction]) -> list[dict]:
+def proposals(state: list[Fraction]) -> list[dict[str, Any]]:
     """Every distinct next step from `state`, in the order the builtin proposer offers them.
 
     Like the paper's proposer (which writes "larger - smaller"), it never proposes a
@@ -170,7 +170,7 @@ def _at_a_glance(left: list[Fraction]) -> bool:
     return len(left) == 2 and judge(left)["judgement"] == "sure"
 
 
-def _every_third(whole: list[dict], fractional: list[dict]) -> list[dict]:
+def _every_third(whole: list[dict[str, Any]], fractional: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The whole-number steps with a fractional one in every third place, the rest after."""
     merged = []
     whole_left, fractional_left = iter(whole), iter(fractional)
@@ -184,7 +184,7 @@ def _every_third(whole: list[dict], fractional: list[dict]) -> list[dict]:
 
 # ---------------------------------------------------------------- solving and verifying
 
-def _splits(values: tuple[Fraction, ...]):
+def _splits(values: tuple[Fraction, ...]) -> Iterator[tuple[tuple[Fraction, ...], tuple[Fraction, ...]]]:
     """Every way to cut a multiset into two non-empty parts, each once."""
     n = len(values)
     seen = set()
@@ -249,7 +249,7 @@ class _Parser:
     TOKEN = re.compile(r"\s*(?:([0-9]+)|([-+*/x×÷−])|([()])|(\S))")
 
     def __init__(self, text: str):
-        self.tokens = []
+        self.tokens: list[tuple[str, Any]] = []
         for match in self.TOKEN.finditer(text):
             if match[4] is not None:
                 raise ValueError(f"unexpected {match[4]!r} at position {match.start(4) + 1}")
@@ -270,8 +270,8 @@ class _Parser:
         if not self.tokens:
             raise ValueError("the expression is empty")
         value = self.expression()
-        if self.peek() is not None:
-            raise ValueError(f"unexpected {self.peek()[1]!s} after a complete expression")
+        if (extra := self.peek()) is not None:
+            raise ValueError(f"unexpected {extra[1]!s} after a complete expression")
         return value
 
     def expression(self) -> Fraction:
@@ -297,14 +297,15 @@ class _Parser:
             raise ValueError("the expression ends where a number was expected")
         self.position += 1
         if token[0] == "number":
-            self.used.append(token[1])
-            return token[1]
+            number: Fraction = token[1]
+            self.used.append(number)
+            return number
         if token[0] == "(":
             self.nesting += 1
             if self.nesting > MAX_NESTING:
                 raise ValueError(f"more than {MAX_NESTING} nested parentheses")
             value = self.expression()
-            if self.peek() is None or self.peek()[0] != ")":
+            if (closing := self.peek()) is None or closing[0] != ")":
                 raise ValueError("a parenthesis is not closed")
             self.position += 1
             self.nesting -= 1
@@ -365,7 +366,7 @@ def _quick_tries(state: list[Fraction]) -> dict[Fraction, str]:
     sum and the product. No division, no search."""
     tries: dict[Fraction, str] = {}
     if len(state) != 3:
-        total, product = sum(state), Fraction(1)
+        total, product = sum(state, Fraction(0)), Fraction(1)
         for value in state:
             product *= value
         return {total: " + ".join(map(show, state)), product: " × ".join(map(show, state))}
@@ -380,7 +381,7 @@ def _quick_tries(state: list[Fraction]) -> dict[Fraction, str]:
     return tries
 
 
-def judge(state: list[Fraction]) -> dict:
+def judge(state: list[Fraction]) -> dict[str, Any]:
     """The evaluator's verdict on a state: judgement, score (0-10), confidence, reasoning.
 
     1. One number: exact — 24 is solved (10), anything else impossible (0).
@@ -425,7 +426,7 @@ def judge(state: list[Fraction]) -> dict:
 
 # ---------------------------------------------------------------- the builtin roles
 
-def _reply(request: dict, role: str, type: str, payload: dict) -> dict:
+def _reply(request: dict[str, Any], role: str, type: str, payload: dict[str, Any]) -> dict[str, Any]:
     return make_message(role, request["from"], type, payload, request["task_id"])
 
 
@@ -436,7 +437,7 @@ def _numbers_of(problem: str) -> list[Fraction]:
         raise ToTError(INVALID_FORMAT, f"payload.problem: {error}") from None
 
 
-def builtin_decomposer(request: dict) -> dict:
+def builtin_decomposer(request: dict[str, Any]) -> dict[str, Any]:
     """The seed's example decomposition: one equation per step, depth = numbers - 1."""
     numbers = _numbers_of(request["payload"]["problem"])
     steps = [f"Step {n}: combine two of the numbers with + - × ÷" if n == 1 else
@@ -451,7 +452,7 @@ def builtin_decomposer(request: dict) -> dict:
     })
 
 
-def builtin_generator(request: dict) -> dict:
+def builtin_generator(request: dict[str, Any]) -> dict[str, Any]:
     """Proposals from the parent's state: the first `num_candidates` of `proposals` for a
     sequential_proposal; for an independent_sampling call, the proposal at its
     `sample_index`, so k calls give k different proposals (as many as there are)."""
@@ -466,7 +467,7 @@ def builtin_generator(request: dict) -> dict:
     return _reply(request, "generator", "generated_thoughts", {"candidates": candidates})
 
 
-def builtin_evaluator(request: dict) -> dict:
+def builtin_evaluator(request: dict[str, Any]) -> dict[str, Any]:
     """Each candidate's state judged by `judge`; the impossible ones are suggested for pruning.
     A step whose arithmetic is wrong (possible when a model wrote it) scores 0."""
     payload = request["payload"]
@@ -520,14 +521,14 @@ def replay(numbers: list[Fraction], steps: list[str]) -> tuple[str, Fraction | N
     return pool[0][1], pool[0][0], []
 
 
-def builtin_synthesizer(request: dict) -> dict:
+def builtin_synthesizer(request: dict[str, Any]) -> dict[str, Any]:
     """The path's steps replayed into one expression, checked by `verify`."""
     payload = request["payload"]
     numbers = _numbers_of(payload["problem"])
     path = payload["best_path"]
     steps = [(node.get("metadata") or {}).get("step") or node["content"].split("(left")[0] for node in path[1:]]
     expression, value, errors = replay(numbers, steps)
-    answer = f"{expression} = {show(value)}" if expression else "; ".join(steps) or "(no steps)"
+    answer = f"{expression} = {show(value)}" if expression and value is not None else "; ".join(steps) or "(no steps)"
     errors = errors or verify(expression, numbers)
     return _reply(request, "synthesizer", "final_solution", {
         "answer": answer,
@@ -538,13 +539,13 @@ def builtin_synthesizer(request: dict) -> dict:
     })
 
 
-def check_final_solution(payload: dict, numbers: Iterable[Any] | str) -> dict:
+def check_final_solution(payload: dict[str, Any], numbers: Iterable[Any] | str) -> dict[str, Any]:
     """A final_solution payload whose verification is recomputed by `verify` — for a
     synthesizer (a model) whose own claim of validity is not to be trusted."""
     errors = verify(payload.get("answer", ""), numbers)
     return {**payload, "verification": {"is_valid": not errors, "validation_errors": errors}}
 
 
-def builtin_roles() -> dict:
+def builtin_roles() -> dict[str, Any]:
     return {"decomposer": builtin_decomposer, "generator": builtin_generator,
             "evaluator": builtin_evaluator, "synthesizer": builtin_synthesizer}

@@ -18,7 +18,7 @@ GENERATION_STRATEGIES = ("independent_sampling", "sequential_proposal")
 EVALUATION_STRATEGIES = ("independent_scoring", "comparative_voting")
 
 
-def make_message(from_: str, to: str, type: str, payload: dict, task_id: str, *, error: ToTError | None = None) -> dict:
+def make_message(from_: str, to: str, type: str, payload: dict[str, Any], task_id: str, *, error: ToTError | None = None) -> dict[str, Any]:
     """The seed's base structure; `error` (when given) becomes the seed's `error` field."""
     if from_ not in ROLES:
         raise ValueError(f"unknown role {from_!r} (known: {', '.join(ROLES)})")
@@ -29,7 +29,7 @@ def make_message(from_: str, to: str, type: str, payload: dict, task_id: str, *,
 
 
 def check_reply(message: Any, expected_type: str, *, from_: str | None = None, to: str | None = None,
-                task_id: str | None = None) -> dict:
+                task_id: str | None = None) -> dict[str, Any]:
     """The payload of a well-formed reply of `expected_type` (optionally from, to and for the
     given task).
 
@@ -46,7 +46,7 @@ def check_reply(message: Any, expected_type: str, *, from_: str | None = None, t
     return payload
 
 
-def check_message(message: Any, expected_type: str | None = None) -> dict:
+def check_message(message: Any, expected_type: str | None = None) -> dict[str, Any]:
     """The payload of a message in the seed's base structure whose payload has its type's shape."""
     f.an_object(message, "message")
     f.one_of(message, "from", "", ROLES)
@@ -63,25 +63,25 @@ def check_message(message: Any, expected_type: str | None = None) -> dict:
         f.one_of(error, "code", "error", ERROR_CODES)
         f.a_string(error, "message", "error")
         f.a_boolean(error, "recoverable", "error")
-    payload = f.an_object_field(message, "payload", "")
+    payload: dict[str, Any] = f.an_object_field(message, "payload", "")
     if error is None or payload:
         PAYLOADS[kind](payload, "payload")
     return payload
 
 
-def _context(payload: dict, where: str, keys: dict) -> None:
+def _context(payload: dict[str, Any], where: str, keys: dict[str, Any]) -> None:
     context = f.an_object_field(payload, "context", where)
     at = f"{where}.context"
     for key, check in keys.items():
         check(context, key, at)
 
 
-def _nodes(payload: dict, key: str, where: str) -> None:
+def _nodes(payload: dict[str, Any], key: str, where: str) -> None:
     for index, raw in enumerate(f.a_list(payload, key, where)):
         ThoughtNode.from_dict(raw, f"{where}.{key}[{index}]")
 
 
-def _search_config(payload: dict, where: str) -> None:
+def _search_config(payload: dict[str, Any], where: str) -> None:
     config = f.an_object_field(payload, "search_config", where)
     at = f"{where}.search_config"
     f.one_of(config, "strategy", at, ("BFS", "DFS"))
@@ -90,12 +90,12 @@ def _search_config(payload: dict, where: str) -> None:
     f.a_number(config, "pruning_threshold", at, low=0, high=10)
 
 
-def _decompose_task(payload: dict, where: str) -> None:
+def _decompose_task(payload: dict[str, Any], where: str) -> None:
     f.a_string(payload, "problem", where)
     f.a_string(payload, "task_type", where, empty=False)
 
 
-def _decomposition_result(payload: dict, where: str) -> None:
+def _decomposition_result(payload: dict[str, Any], where: str) -> None:
     f.a_string(payload, "thought_granularity", where, empty=False)
     f.strings(payload, "intermediate_steps", where)
     f.a_number(payload, "depth_estimate", where, low=1, high=None, integer=True)
@@ -103,7 +103,7 @@ def _decomposition_result(payload: dict, where: str) -> None:
     f.a_string(payload, "success_criteria", where)
 
 
-def _generate_thoughts(payload: dict, where: str) -> None:
+def _generate_thoughts(payload: dict[str, Any], where: str) -> None:
     ThoughtNode.from_dict(f.field(payload, "parent_node", where), f"{where}.parent_node")
     f.one_of(payload, "generation_strategy", where, GENERATION_STRATEGIES)
     f.a_number(payload, "num_candidates", where, low=1, high=None, integer=True)
@@ -111,7 +111,7 @@ def _generate_thoughts(payload: dict, where: str) -> None:
     _context(payload, where, {"problem": f.a_string, "goal": f.a_string, "constraints": f.strings})
 
 
-def _generated_thoughts(payload: dict, where: str) -> None:
+def _generated_thoughts(payload: dict[str, Any], where: str) -> None:
     for index, candidate in enumerate(f.a_list(payload, "candidates", where)):
         at = f"{where}.candidates[{index}]"
         f.an_object(candidate, at)
@@ -121,18 +121,18 @@ def _generated_thoughts(payload: dict, where: str) -> None:
         f.an_object_field(candidate, "metadata", at, optional=True)
 
 
-def _evaluate_thoughts(payload: dict, where: str) -> None:
+def _evaluate_thoughts(payload: dict[str, Any], where: str) -> None:
     _nodes(payload, "candidates", where)
     f.one_of(payload, "evaluation_strategy", where, EVALUATION_STRATEGIES)
     f.strings(payload, "evaluation_criteria", where)
 
-    def depth(owner, key, at):
+    def depth(owner: dict[str, Any], key: str, at: str) -> None:
         f.a_number(owner, key, at, low=0, high=None, integer=True)
 
     _context(payload, where, {"problem": f.a_string, "goal": f.a_string, "current_depth": depth, "max_depth": depth})
 
 
-def _evaluation_results(payload: dict, where: str) -> None:
+def _evaluation_results(payload: dict[str, Any], where: str) -> None:
     for index, entry in enumerate(f.a_list(payload, "evaluations", where)):
         at = f"{where}.evaluations[{index}]"
         f.an_object(entry, at)
@@ -151,14 +151,14 @@ def _evaluation_results(payload: dict, where: str) -> None:
     f.strings(payload, "pruning_suggestions", where)
 
 
-def _initialize_search(payload: dict, where: str) -> None:
+def _initialize_search(payload: dict[str, Any], where: str) -> None:
     f.a_string(payload, "problem", where)
     f.a_string(payload, "task_type", where, empty=False)
     _search_config(payload, where)
     _decomposition_result(f.an_object_field(payload, "decomposition_result", where), f"{where}.decomposition_result")
 
 
-def _search_complete(payload: dict, where: str) -> None:
+def _search_complete(payload: dict[str, Any], where: str) -> None:
     _nodes(payload, "best_path", where)
     ThoughtTree.from_dict(f.field(payload, "tree", where), f"{where}.tree")
     stats = f.an_object_field(payload, "stats", where)
@@ -166,13 +166,13 @@ def _search_complete(payload: dict, where: str) -> None:
         f.a_number(stats, key, f"{where}.stats", low=0, high=None, integer=True)
 
 
-def _synthesize_solution(payload: dict, where: str) -> None:
+def _synthesize_solution(payload: dict[str, Any], where: str) -> None:
     _nodes(payload, "best_path", where)
     f.a_string(payload, "problem", where)
     f.a_string(payload, "task_type", where, empty=False)
 
 
-def _final_solution(payload: dict, where: str) -> None:
+def _final_solution(payload: dict[str, Any], where: str) -> None:
     f.a_string(payload, "answer", where, empty=False)
     f.strings(payload, "reasoning_trace", where)
     f.a_number(payload, "confidence", where, low=0, high=1)

@@ -13,15 +13,15 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from engine.errors import reraise_interrupt
 
-from .errors import (BUDGET_EXHAUSTED, EVALUATION_TIMEOUT, GENERATION_FAILED, INVALID_FORMAT, SEARCH_EXHAUSTED,
-                     ToTError)
+from .errors import BUDGET_EXHAUSTED, EVALUATION_TIMEOUT, GENERATION_FAILED, INVALID_FORMAT, SEARCH_EXHAUSTED, ToTError
 from .messages import EVALUATION_STRATEGIES, GENERATION_STRATEGIES, check_reply, make_message
 from .tree import EXPANDED, PENDING, PRUNED, TERMINAL, ThoughtNode, ThoughtTree, plain
 
-Role = Callable[[dict], dict]
+Role = Callable[[dict[str, Any]], dict[str, Any]]
 ROLE_NAMES = ("decomposer", "generator", "evaluator", "synthesizer")
 EVALUATION_CRITERIA = ["correctness", "progress", "feasibility"]
 
@@ -60,11 +60,11 @@ class SearchConfig:
     evaluation_timeout_s: float | None = None
     max_nodes: int = 1000  # a safety bound on the size of the tree
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         def bad(name: str, expected: str) -> ValueError:
             return ValueError(f"search_config.{name}: expected {expected}, got {getattr(self, name)!r}")
 
-        def whole(value) -> bool:
+        def whole(value: Any) -> bool:
             return isinstance(value, int) and not isinstance(value, bool)
 
         if self.strategy not in ("BFS", "DFS"):
@@ -86,7 +86,7 @@ class SearchConfig:
             raise bad("evaluation_timeout_s", "a positive number of seconds or null")
 
     @classmethod
-    def for_task(cls, task_type: str, **overrides) -> SearchConfig:
+    def for_task(cls, task_type: str, **overrides: Any) -> SearchConfig:
         """The seed's task-type table's defaults for `task_type`, with `overrides` on top."""
         if task_type not in TASK_TYPES:
             raise ValueError(f"unknown task type {task_type!r} (known: {', '.join(TASK_TYPES)})")
@@ -107,7 +107,7 @@ class SearchConfig:
         depth = low if depth_estimate is None else max(low, depth_estimate)
         return dataclasses.replace(self, max_depth=depth if high is None else min(depth, high))
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The seed's search_config (its four fields first), with this engine's other settings."""
         names = ("strategy", "max_depth", "branching_factor", "pruning_threshold", "breadth",
                  "generation_strategy", "evaluation_strategy", "evaluation_timeout_s", "max_nodes")
@@ -117,13 +117,13 @@ class SearchConfig:
 @dataclass
 class ToTRun:
     tree: ThoughtTree
-    messages: list[dict]
-    final_solution: dict | None
+    messages: list[dict[str, Any]]
+    final_solution: dict[str, Any] | None
     error: ToTError | None
-    stats: dict  # the seed's: total_nodes, total_backtracks, llm_calls
+    stats: dict[str, Any]  # the seed's: total_nodes, total_backtracks, llm_calls
     calls_by_role: dict[str, int]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "tree": self.tree.as_dict(),
             "messages": self.messages,
@@ -161,22 +161,24 @@ def run_tot(*, problem: str, task_type: str, task_id: str, roles: dict[str, Role
 
 
 class _Explorer:
-    def __init__(self, problem, task_type, task_id, roles, config, clock):
+    def __init__(self, problem: str, task_type: str, task_id: str, roles: dict[str, Role], config: SearchConfig,
+                 clock: Callable[[], float]) -> None:
         self.problem, self.task_type, self.task_id = problem, task_type, task_id
         self.roles, self.config, self.clock = roles, config, clock
-        self.messages: list[dict] = []
-        self.calls: Counter = Counter()
-        self.incidents: Counter = Counter()  # error codes met on the way
+        self.messages: list[dict[str, Any]] = []
+        self.calls: Counter[Any] = Counter()
+        self.incidents: Counter[Any] = Counter()  # error codes met on the way
         self.backtracks = 0
-        self.numbering: Counter = Counter()  # depth → nodes numbered so far
+        self.numbering: Counter[Any] = Counter()  # depth → nodes numbered so far
         self.rank: dict[str, int] = {}  # node id → its place in the evaluator's ranking
         self.suggested: set[str] = set()  # node ids the evaluator suggested pruning
         self.budget_spent = False
-        self.solution: dict | None = None
+        self.solution: dict[str, Any] | None = None
         self.solution_node: ThoughtNode | None = None
         self.synthesized: set[str] = set()  # terminal nodes whose path went to the synthesizer
         # From the decomposition: the default action_type, and the generator's goal and constraints.
-        self.granularity, self.goal, self.constraints = "", "", []
+        self.granularity, self.goal = "", ""
+        self.constraints: list[str] = []
         self.tree = ThoughtTree(task_id=task_id, problem=problem, task_type=task_type,
                                 search_config=config.with_depth(task_type, None).as_dict(), root_id="root")
         self.tree.add(ThoughtNode(id="root", parent_id=None, depth=0, content=problem, action_type="root"))
@@ -192,6 +194,7 @@ class _Explorer:
                                         "decomposition_result")
         if error is not None:
             return self.result(ToTError(error.code, f"decomposition failed: {error.message}"))
+        assert decomposition is not None  # ask gives a reply or an error
         self.config = self.config.with_depth(self.task_type, decomposition["depth_estimate"])
         self.tree.search_config = self.config.as_dict()
         self.granularity = decomposition["thought_granularity"]
@@ -220,7 +223,7 @@ class _Explorer:
         5. Repeat down to max_depth, or until the frontier is empty.
         """
         frontier = [self.tree.root]
-        for depth in range(1, self.config.max_depth + 1):
+        for depth in range(1, self.depth_limit() + 1):
             self.state.current_depth = depth
             level: list[ThoughtNode] = []
             for node in frontier:
@@ -303,7 +306,7 @@ class _Explorer:
             self.settle(child)
         return children
 
-    def generate(self, node: ThoughtNode) -> tuple[list[dict], ToTError | None]:
+    def generate(self, node: ThoughtNode) -> tuple[list[dict[str, Any]], ToTError | None]:
         """independent_sampling: k calls of one candidate each (sample_index 0 … k-1);
         sequential_proposal: one call for k candidates ("生成策略说明"). A call that raises
         or gives no candidate is a GENERATION_FAILED on its reply; the explorer goes on
@@ -315,19 +318,20 @@ class _Explorer:
             asks = [({**base, "num_candidates": k}, k)]
         else:
             asks = [({**base, "num_candidates": 1, "sample_index": index}, 1) for index in range(k)]
-        found: list[dict] = []
+        found: list[dict[str, Any]] = []
         seen: set[str] = set()
         error = None
         for payload, wanted in asks:
             reply, failure = self.ask("explorer", "generator", "generate_thoughts", payload, "generated_thoughts",
                                       failure=GENERATION_FAILED)
-            if failure is None and not reply["candidates"]:
+            if reply is not None and not reply["candidates"]:
                 failure = ToTError(GENERATION_FAILED, f"the generator gave no candidate for {node.id}",
                                    recoverable=True)
                 self.flag_last(failure)
             if failure is not None:
                 error = failure
                 continue
+            assert reply is not None  # ask gives a reply or an error
             for candidate in reply["candidates"][:wanted]:
                 if candidate["content"] not in seen:
                     seen.add(candidate["content"])
@@ -350,17 +354,17 @@ class _Explorer:
                        "evaluation_criteria": list(EVALUATION_CRITERIA), "context": dict(context)}
             reply, error = self.ask("explorer", "evaluator", "evaluate_thoughts", payload, "evaluation_results",
                                     timeout=self.config.evaluation_timeout_s)
-            if error is None:
+            if reply is not None:  # ask gives a reply or an error
                 error = self.take_evaluations(batch, reply)
             if error is not None:
                 for node in batch:
                     node.metadata["error"] = error.as_dict()
 
-    def take_evaluations(self, batch: list[ThoughtNode], reply: dict) -> ToTError | None:
+    def take_evaluations(self, batch: list[ThoughtNode], reply: dict[str, Any]) -> ToTError | None:
         """Scores onto the nodes; an INVALID_FORMAT (on the reply) when the evaluations do
         not match the candidates asked about one for one."""
         asked = {node.id: node for node in batch}
-        entries: dict[str, dict] = {}
+        entries: dict[str, dict[str, Any]] = {}
         for index, entry in enumerate(reply["evaluations"]):
             if entry["node_id"] not in asked or entry["node_id"] in entries:
                 problem = "is not one of the candidates" if entry["node_id"] not in asked else "is evaluated twice"
@@ -394,15 +398,16 @@ class _Explorer:
         """pruned (no score, below the threshold, or suggested by the evaluator), terminal (solved, or at
         max_depth without the evaluator saying it failed), or still pending."""
         solved = node.metadata.get("solved")
-        if node.evaluation is None:
+        score = node.score  # None: not evaluated
+        if score is None:
             self.prune(node, "no evaluation")
-        elif node.score < self.config.pruning_threshold:
-            self.prune(node, f"score {node.score:g} is below the pruning threshold {self.config.pruning_threshold:g}")
+        elif score < self.config.pruning_threshold:
+            self.prune(node, f"score {score:g} is below the pruning threshold {self.config.pruning_threshold:g}")
         elif node.id in self.suggested:
             self.prune(node, "the evaluator suggested pruning it")
         elif solved is True:
             node.mark(TERMINAL)
-        elif node.depth >= self.config.max_depth:
+        elif node.depth >= self.depth_limit():
             if solved is False:
                 self.prune(node, "max_depth reached without meeting the success criterion")
             else:
@@ -429,7 +434,7 @@ class _Explorer:
                 return True
         return False
 
-    def synthesize(self, node: ThoughtNode) -> dict | None:
+    def synthesize(self, node: ThoughtNode) -> dict[str, Any] | None:
         """The synthesizer's final_solution for the path to `node` when its answer verifies,
         else None (why is on the node: the reply's error, or the validation errors)."""
         self.synthesized.add(node.id)
@@ -440,29 +445,39 @@ class _Explorer:
         if error is not None:
             node.metadata["error"] = error.as_dict()
             return None
+        assert reply is not None  # ask gives a reply or an error
         verification = reply["verification"]
         if not verification["is_valid"]:
             node.metadata["validation_errors"] = list(verification.get("validation_errors") or
                                                       ["the synthesizer's answer did not verify"])
             return None
-        return plain(reply)
+        solution: dict[str, Any] = plain(reply)
+        return solution
 
     def alternatives(self) -> list[str]:
         """The other terminal nodes of the tree, best first, to the synthesizer: the answers
         that verify, each once, other than the solution's (the seed's alternative_solutions)."""
+        solution = self.solution
+        assert solution is not None, "alternatives are looked for once there is a solution"
         answers: list[str] = []
         others = [node for node in self.tree.nodes.values()
                   if node.status == TERMINAL and node.id not in self.synthesized]
         for node in self.best_first(others):
             reply = self.synthesize(node)
-            if reply is not None and reply["answer"] != self.solution["answer"] and reply["answer"] not in answers:
+            if reply is not None and reply["answer"] != solution["answer"] and reply["answer"] not in answers:
                 answers.append(reply["answer"])
         return answers
 
     # ------------------------------------------------------------ messages
 
-    def ask(self, sender: str, role: str, type: str, payload: dict, reply_type: str, *,
-            timeout: float | None = None, failure: str | None = None) -> tuple[dict | None, ToTError | None]:
+    def depth_limit(self) -> int:
+        """The config's max_depth, which it always has once the decomposer has answered
+        (SearchConfig.with_depth)."""
+        assert self.config.max_depth is not None
+        return self.config.max_depth
+
+    def ask(self, sender: str, role: str, type: str, payload: dict[str, Any], reply_type: str, *,
+            timeout: float | None = None, failure: str | None = None) -> tuple[dict[str, Any] | None, ToTError | None]:
         """Send a request to a role and check its reply: (payload, None) or (None, error),
         the error recorded on the reply. The role gets a copy, so the record stays as sent.
         `failure` is the code of a role that raises; TimeoutError from the evaluator is an
@@ -497,7 +512,7 @@ class _Explorer:
         self.record(dict(reply))
         return payload, None
 
-    def reply_failed(self, role: str, sender: str, reply_type: str, reply, error: ToTError) -> ToTError:
+    def reply_failed(self, role: str, sender: str, reply_type: str, reply: Any, error: ToTError) -> ToTError:
         """Record the reply (or, when there was none to keep, an empty one) carrying the error."""
         if isinstance(reply, dict):
             self.record({**reply, "error": error.as_dict()})
@@ -512,7 +527,7 @@ class _Explorer:
         self.incidents[error.code] += 1
         return error
 
-    def record(self, message: dict) -> None:
+    def record(self, message: dict[str, Any]) -> None:
         self.messages.append(message)
 
     # ------------------------------------------------------------ the end
@@ -526,7 +541,7 @@ class _Explorer:
             return self.tree.root
         return max(scored, key=lambda node: (node.depth, node.score))
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         return {"total_nodes": len(self.tree.nodes), "total_backtracks": self.backtracks,
                 "llm_calls": sum(self.calls.values())}
 

@@ -34,9 +34,9 @@ class ThoughtNode:
     content: str
     action_type: str
     children_ids: list[str] = field(default_factory=list)
-    evaluation: dict | None = None  # {"score": 0-10, "confidence": 0-1, "reasoning": str}
+    evaluation: dict[str, Any] | None = None  # {"score": 0-10, "confidence": 0-1, "reasoning": str}
     status: str = PENDING
-    metadata: dict = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
     def score(self) -> float | None:
@@ -47,7 +47,7 @@ class ThoughtNode:
             raise ValueError(f"node {self.id}: cannot go from {self.status} to {status}")
         self.status = status
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "parent_id": self.parent_id,
@@ -95,7 +95,7 @@ class SearchState:
     frontier: list[str] = field(default_factory=list)  # nodes still to expand, next first
     best_path: list[str] = field(default_factory=list)  # root … best node so far
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"current_depth": self.current_depth, "frontier": list(self.frontier),
                 "best_path": list(self.best_path)}
 
@@ -105,7 +105,7 @@ class ThoughtTree:
     task_id: str
     problem: str
     task_type: str
-    search_config: dict
+    search_config: dict[str, Any]
     root_id: str
     nodes: dict[str, ThoughtNode] = field(default_factory=dict)
     search_state: SearchState = field(default_factory=SearchState)
@@ -132,7 +132,7 @@ class ThoughtTree:
             current = self.nodes[current].parent_id
         return path[::-1]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "task_id": self.task_id,
             "problem": self.problem,

@@ -11,7 +11,7 @@ the kind up in KINDS. The kinds import neither this module nor each other's `run
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from executions.models import NodeRun
 from executions.node_kinds import llm, tot

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from agents.backends import BackendError, BackendRequest, get_backend
 from agents.backends.metering import calling
@@ -75,9 +76,10 @@ def perform_search(run: NodeRun, graph, node) -> Performed:
                           record=calls.record()) from None
     thought_search_store(run=run, problem=problem, task_type=task_type, result=result)
     if result.final_solution is None:  # the run's error says why: SEARCH_EXHAUSTED, INVALID_FORMAT, …
+        assert result.error is not None, "a run without a solution has the error that says why"
         raise NodeFailure(result.error.message, code=result.error.code, retryable=False, record=calls.record())
-    error = result.error.as_dict() if result.error is not None else None
-    return Performed({"final_solution": result.final_solution, "stats": result.stats, "error": error},
+    problem_met = result.error.as_dict() if result.error is not None else None
+    return Performed({"final_solution": result.final_solution, "stats": result.stats, "error": problem_met},
                      calls.record())
 
 
@@ -246,7 +248,7 @@ def role_prompt(agent: Agent, message: dict) -> str:
     """What a model reads: the role's instructions, the message as JSON, and the reply asked for."""
     sections = [(item["name"], item["content"]) for item in prompt_items(agent) if item["name"] != "system_prompt"]
     sections.append(("message", json.dumps(message, ensure_ascii=False, indent=1)))
-    expected = REPLY_TYPES.get(message.get("type"), "")
+    expected = REPLY_TYPES.get(message.get("type", ""), "")
     if expected:
         sections.append(("reply", (
             f"Reply with one JSON object and nothing else: the `{expected}` message, "
@@ -264,7 +266,7 @@ def as_reply(output: Any, request: dict, role: str) -> dict:
         text = str(output["text"]) if isinstance(output, dict) else json.dumps(output, ensure_ascii=False)
         shown = text if len(text) <= 80 else text[:77] + "..."
         raise ToTError(INVALID_FORMAT, f"the {role}'s reply is not a JSON object: {shown!r}", recoverable=True)
-    envelope = {"from": role, "to": request.get("from"), "type": REPLY_TYPES.get(request.get("type"), ""),
+    envelope = {"from": role, "to": request.get("from"), "type": REPLY_TYPES.get(request.get("type", ""), ""),
                 "task_id": request.get("task_id")}
     if "payload" in output:
         return {**envelope, **output}

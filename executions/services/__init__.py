@@ -17,7 +17,7 @@ from executions.services.document_import import execution_import_document
 from executions.services.gates import gate_decide, gates_pending, gates_pending_ids, gates_time_out
 from executions.services.graph import Graph, execution_graph, workflow_graph
 from executions.services.node_run import heartbeat, node_run_execute
-from executions.services.rerun import execution_rerun, node_try
+from executions.services.rerun import execution_rerun, node_try, rerun_copy
 from executions.services.start import (
     execution_abort, execution_cancel, execution_resume, execution_retry, execution_start, execution_start_by_id,
 )
@@ -25,7 +25,7 @@ from executions.services.sweep import node_runs_sweep, node_runs_sweep_exclusive
 
 __all__ = [
     "Graph", "execution_abort", "execution_graph", "execution_cancel", "execution_import_document", "execution_resume",
-    "execution_rerun", "execution_retry", "execution_start", "execution_start_by_id", "gate_decide", "gates_pending",
+    "execution_rerun", "rerun_copy", "execution_retry", "execution_start", "execution_start_by_id", "gate_decide", "gates_pending",
     "gates_pending_ids", "gates_time_out", "heartbeat", "node_run_execute",
     "node_runs_sweep", "node_runs_sweep_exclusive", "node_try", "workflow_graph",
 ]

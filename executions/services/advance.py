@@ -270,8 +270,9 @@ def mapped_state(state: dict, node, output) -> dict:
 
 def end_execution(execution: Execution, status: str, reason: str) -> None:
     now = timezone.now()
+    # An ended run copies nothing more of the node runs a re-run reuses (rerun.rerun_copy).
     change_status(execution, Execution.STATES, status, completed_at=now, ended_reason=bounded(reason), escalation=None,
-                  **unpaused(execution, now))
+                  copying=None, **unpaused(execution, now))
     if status != Execution.Status.SUCCESS:
         transition_all(execution.node_runs, (NodeRun.Status.PENDING, NodeRun.Status.WAITING), NodeRun.Status.CANCELLED,
                        completed_at=now)

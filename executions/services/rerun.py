@@ -5,7 +5,13 @@ re-run does not repeat are copied into it as `reused` (or `edited`, with an outp
 changed), each pointing at the run it copies (`reused_from`), without being run, sent to a
 worker or billed; then the run starts as any run does, and the engine starts the chosen node,
 whose dependencies are already done (`engine.replay` says which runs are reused). The past
-run is never changed; the new one records where it came from (`rerun_of`, `rerun`).
+run is never changed; the new one records where it came from (`rerun_of`, `rerun`: the nodes
+reused, each once, and how many node runs were copied).
+
+The request reads the past run light and makes every check that can refuse; the database
+copies the rows. Up to RERUN_COPY_INLINE_MAX copies are made while the request is answered;
+a larger re-run is answered at once, pending, and a worker makes its copies a chunk at a
+time (`rerun_copy`, which the sweep sends again if its worker dies), then starts it.
 
 A gate's decision is reused as it was, or made again: a gate the re-run reaches (at or after
 the chosen node) opens for its deciders, and a gate's output edited here is the decision of
@@ -17,19 +23,24 @@ is never evaluated and so raises no derive requests, and is not listed among the
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from agents.models import AgentVersion
 from core.errors import DocumentError, IllegalTransition, echo
 from core.rows import copy_rows, db_values
 from core.jsonutil import check_storable
+from core.states import change_status
+from core.tasks import send_after_commit
 from engine.replay import PastRun, RerunRefused, shape_changes, split
 from executions.models import Execution, NodeRun
-from executions.services.advance import advance_run, locked_execution, mapped_state
+from executions.services.advance import advance_run, end_execution, locked_execution, mapped_state
 from executions.services.gates import gate_output_given
 from executions.services.graph import Graph, check_contracts_of, execution_graph, run_graph
 from executions.services.start import new_execution_id
@@ -73,19 +84,124 @@ def execution_rerun(*, source: Execution, from_node: str, step: int | None = Non
     versions = {node_id: version for node_id, version in ran.items() if node_id in cut.runs}
     pinned = _pins(agent_versions, graph, cut.runs, refusal=f"does not run in a re-run from '{from_node}'")
     versions.update({node_id: version.pk for node_id, version in pinned.items()})
+    typed = _typed(reused, edited)
+    state = _rebuilt_state(reused, edited, typed, graph)
+    keys = [run.key for run in reused]
+    inline = len(keys) <= settings.RERUN_COPY_INLINE_MAX
     with transaction.atomic():
         execution = Execution.objects.create(
             execution_id=new_execution_id("exec"), workflow=source.workflow, workflow_version=version,
-            status=Execution.Status.RUNNING,
-            input=source.input, domain=source.domain, started_at=timezone.now(),
+            status=Execution.Status.RUNNING if inline else Execution.Status.PENDING,
+            input=source.input, state=state, domain=source.domain, started_at=timezone.now() if inline else None,
             created_by=_user(actor), rerun_of=source, agent_versions=versions,
-            rerun={"from_node": cut.start, "step": cut.step, "reused": [run.node_id for run in reused],
+            rerun={"from_node": cut.start, "step": cut.step, "reused": _first_seen(reused), "copies": len(keys),
                    "edited": sorted(edited), "pinned": {node_id: v.version for node_id, v in pinned.items()}},
+            copying=None if inline else {"source": source.pk, "keys": _ranges(set(keys), [run.key for run in past]),
+                                         "of": len(keys), "copied": 0, "after": None, "edited": edited,
+                                         "decided": decided},
         )
-        _copy(execution, reused, edited, graph)
-        _record_decisions(execution, decided)
-        advance_run(locked_execution(execution), completed=None)
+        _copy_typed(execution, typed, edited, graph, after=len(keys))
+        if inline:
+            _copy_runs(execution, keys, edited)
+            _record_decisions(execution, decided)
+            advance_run(locked_execution(execution), completed=None)
+        else:
+            send_after_commit("executions.rerun_copy", execution.pk)
     return execution
+
+
+def rerun_copy(*, execution_pk: int) -> str:
+    """Copy the node runs a re-run reuses, RERUN_COPY_CHUNK at a time, then start the run:
+    what a worker does for a re-run that reuses more than RERUN_COPY_INLINE_MAX node runs.
+
+    1. Each chunk is one transaction under the execution's lock, which reads how far the
+       copy has got (`copying`: how many are copied, and the past run's node run read
+       last), copies the next of the past run's node runs in their order by the database
+       (`copy_rows`), and writes how far it got: a worker killed mid-chunk copied nothing
+       of it, and a second delivery of the task, at once or later, goes on where the first
+       stopped, so each node run is copied exactly once.
+    2. Once all are copied, the gates' decisions given with the re-run are recorded and the
+       run starts (pending → running), in one transaction.
+    A run cancelled meanwhile is left as it is. Returns what was done, for the worker's log."""
+    while True:
+        with transaction.atomic():
+            try:
+                execution = locked_execution(Execution(pk=execution_pk))
+            except Execution.DoesNotExist:
+                return "gone"
+            plan = execution.copying
+            if execution.status != Execution.Status.PENDING or not plan:
+                return f"not copying: {execution.status}"
+            if plan["copied"] < plan["of"]:
+                _copy_chunk(execution, plan)
+                continue
+            _record_decisions(execution, plan["decided"])
+            change_status(execution, Execution.STATES, Execution.Status.RUNNING, started_at=timezone.now(),
+                          copying=None)
+            advance_run(execution, completed=None)
+            return f"copied {plan['of']}, started"
+
+
+def rerun_copies_resend(*, stale) -> list[int]:
+    """Send again the copy of each re-run whose copy has not moved since `stale` (its worker
+    died, or the message was lost): the sweep's. Claimed by a conditional update, so two
+    sweeps send it once; a copy sent twice is made once (`rerun_copy`)."""
+    sent = []
+    waiting = Execution.objects.filter(status=Execution.Status.PENDING, copying__isnull=False, updated_at__lt=stale)
+    for pk in waiting.values_list("pk", flat=True):
+        if Execution.objects.filter(pk=pk, status=Execution.Status.PENDING, updated_at__lt=stale).update(
+                updated_at=timezone.now()) == 1:
+            send_after_commit("executions.rerun_copy", pk)
+            sent.append(pk)
+    return sent
+
+
+def _copy_chunk(execution: Execution, plan: dict) -> None:
+    """Copy the next RERUN_COPY_CHUNK of the past run's node runs (those of them the re-run
+    reuses: in `plan["keys"]`), after the one read last, in the past run's order; write how
+    far the copy got."""
+    rows = NodeRun.objects.filter(execution_id=plan["source"]).order_by("sequence", "id")
+    if plan["after"]:
+        sequence, pk = plan["after"]
+        rows = rows.filter(Q(sequence__gt=sequence) | Q(sequence=sequence, pk__gt=pk))
+    read = list(rows.values_list("pk", "sequence")[:settings.RERUN_COPY_CHUNK])
+    if not read:  # the past run's node runs are gone (it was deleted): nothing more can be copied
+        end_execution(execution, Execution.Status.FAILED,
+                      f"the past run's node runs it reuses are gone: {plan['copied']:,} of {plan['of']:,} were copied")
+        return
+    starts = [first for first, _ in plan["keys"]]
+    keys = [pk for pk, _ in read if _within(pk, plan["keys"], starts)]
+    copied = _copy_runs(execution, keys, plan["edited"], after=plan["copied"])
+    plan = {**plan, "copied": plan["copied"] + copied, "after": list(read[-1][::-1])}
+    Execution.objects.filter(pk=execution.pk).update(copying=plan, updated_at=timezone.now())
+
+
+def _ranges(chosen: set[int], every: list[int]) -> list[list[int]]:
+    """`chosen`, some of `every` (the past run's node runs' keys), as the ranges [first, last]
+    of keys that hold every one of `every` between them and no other: one range for the
+    whole past run when it reuses all of it, a range more for each run it leaves out."""
+    ranges: list[list[int]] = []
+    inside = False
+    for key in sorted(every):
+        if key in chosen:
+            if inside:
+                ranges[-1][1] = key
+            else:
+                ranges.append([key, key])
+            inside = True
+        else:
+            inside = False
+    return ranges
+
+
+def _within(key: int, ranges: list[list[int]], starts: list[int]) -> bool:
+    at = bisect_right(starts, key) - 1
+    return at >= 0 and key <= ranges[at][1]
+
+
+def _first_seen(runs: list[PastRun]) -> list[str]:
+    """The nodes whose runs are reused, each once, in the order the first of its runs is."""
+    return list(dict.fromkeys(run.node_id for run in runs))
 
 
 def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = None, input: Any = None,
@@ -135,7 +251,8 @@ def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = Non
                    "reused": [run.node_id for run in reused if run.node_id not in edited], "edited": sorted(edited),
                    "pinned": {key: version.version for key, version in pinned.items()}},
         )
-        _copy(execution, reused, edited, graph, keep_state=True)
+        _copy_runs(execution, [run.key for run in reused], edited)
+        _copy_typed(execution, _typed(reused, edited), edited, graph, after=len(reused))
         _record_decisions(execution, decided)
         advance_run(locked_execution(execution), completed=None)
     return execution
@@ -246,15 +363,20 @@ def _pins(asked: dict, graph: Graph, runs: set[str] | frozenset[str], *, refusal
     return pinned
 
 
-def _copy(execution: Execution, runs: list[PastRun], edited: dict[str, Any], graph: Graph, *,
-          keep_state: bool = False) -> None:
-    """Copy `runs` of the past run into `execution` as reused (edited: with the output given
-    instead), in their order, and the outputs given for nodes with no run to copy; the state
-    is rebuilt from them as the nodes' output mappings put them in, unless `keep_state`.
-    The database copies the rows (`copy_rows`): their records never come into this process."""
+def _typed(runs: list[PastRun], edited: dict[str, Any]) -> list[str]:
+    """The nodes whose outputs are given with no run of theirs to copy (typed by hand)."""
+    copied = {run.node_id for run in runs}
+    return [node_id for node_id in edited if node_id not in copied]
+
+
+def _copy_runs(execution: Execution, keys: list[int], edited: dict[str, Any], *, after: int = 0) -> int:
+    """Copy the past run's node runs `keys` into `execution` as reused (edited: with the
+    output given instead), in that order, numbered from `after` + 1. The database copies the
+    rows (`copy_rows`): their records never come into this process."""
     now = timezone.now()
     # Each copy starts a step of the new run (a state machine's steps taken count them).
-    sql = {"reused_from": ("r.id", []), "sequence": ("k.position", []), "step": ("k.position", [])}
+    sql = {"reused_from": ("r.id", []), "sequence": ("k.position + %s", [after]),
+           "step": ("k.position + %s", [after])}
     if edited:
         names = list(edited)
         among = f"r.node_id IN ({', '.join(['%s'] * len(names))})"
@@ -263,21 +385,27 @@ def _copy(execution: Execution, runs: list[PastRun], edited: dict[str, Any], gra
         given = [db_values(NodeRun, {"output": edited[name]})[0] for name in names]
         sql["output"] = ("CASE r.node_id " + " ".join(["WHEN %s THEN %s"] * len(names)) + " ELSE r.output END",
                          [value for pair in zip(names, given) for value in pair])
-    copy_rows(NodeRun, [run.key for run in runs], copied=COPIED, sql=sql, values={
+    return copy_rows(NodeRun, keys, copied=COPIED, sql=sql, values={
         "execution": execution.pk, "kind": NodeRun.Kind.REUSED, "tokens_in": 0, "tokens_out": 0, "duration_ms": 0,
         "started_at": now, "completed_at": now})
-    copied = {run.node_id for run in runs}
-    typed = [node_id for node_id in edited if node_id not in copied]  # typed by hand: no run it copies
+
+
+def _copy_typed(execution: Execution, typed: list[str], edited: dict[str, Any], graph: Graph, *, after: int) -> None:
+    """The outputs given for nodes with no run to copy, as edited runs after the copies."""
+    now = timezone.now()
     NodeRun.objects.bulk_create([
         NodeRun(execution=execution, node_id=node_id, agent_id=graph.plan.agents[node_id], kind=NodeRun.Kind.EDITED,
                 status=NodeRun.Status.SUCCESS, output=edited[node_id], backend="manual", tokens_in=0, tokens_out=0,
-                duration_ms=0, started_at=now, completed_at=now, sequence=len(runs) + offset, step=len(runs) + offset)
+                duration_ms=0, started_at=now, completed_at=now, sequence=after + offset, step=after + offset)
         for offset, node_id in enumerate(typed, start=1)
     ])
-    if keep_state:
-        return
-    # Each node's output mapping sets (or removes) the same keys whatever its output, so the
-    # state is what the last successful copy of each node, in order, puts in it.
+
+
+def _rebuilt_state(runs: list[PastRun], edited: dict[str, Any], typed: list[str], graph: Graph) -> dict:
+    """The state a re-run starts with: what its copies of `runs` (and the outputs `typed` by
+    hand after them) put in it, in order, as the nodes' output mappings put them in. Each
+    node's output mapping sets (or removes) the same keys whatever its output, so it is what
+    the last successful copy of each node puts in it: the outputs of those runs alone are read."""
     last = {}
     for position, run in enumerate(runs):
         if graph.nodes[run.node_id].output_mapping and (run.node_id in edited or run.status == NodeRun.Status.SUCCESS):
@@ -287,12 +415,10 @@ def _copy(execution: Execution, runs: list[PastRun], edited: dict[str, Any], gra
     stored = {}
     for start in range(0, len(keys), READ_CHUNK):
         stored.update(NodeRun.objects.filter(pk__in=keys[start:start + READ_CHUNK]).values_list("pk", "output"))
-    state = {}
+    state: dict = {}
     for node_id, (_, key) in sorted(last.items(), key=lambda item: item[1][0]):
         state = mapped_state(state, graph.nodes[node_id], edited[node_id] if node_id in edited else stored[key])
-    if state:
-        execution.state = state
-        Execution.objects.filter(pk=execution.pk).update(state=state)
+    return state
 
 
 def _object(value: Any, where: str) -> dict:

@@ -1,5 +1,6 @@
 """Crash safety: node runs whose worker went silent or whose message was lost are sent again,
-lost evaluations sent again, runs past their wall time ended; and gates past their time-out decided."""
+lost evaluations sent again, runs past their wall time ended, the copies of large re-runs whose worker
+died sent again; and gates past their time-out decided."""
 from __future__ import annotations
 
 import logging
@@ -21,6 +22,7 @@ from executions.services.advance import (
 from executions.services.budget import claims_ended
 from executions.services.gates import gates_time_out
 from executions.services.node_run import node_failed, time_limit_failure
+from executions.services.rerun import rerun_copies_resend
 
 logger = logging.getLogger(__name__)
 
@@ -44,12 +46,13 @@ EVALUATION_RESEND_WINDOW = timedelta(hours=1)
 def node_runs_sweep(*, now=None) -> dict:
     """Re-dispatch node runs whose worker went silent (no heartbeat for NODE_STALE_SECONDS)
     and pending runs whose message may have been lost; send again the evaluation of a run
-    that ended that long ago without one; end runs past their wall time; decide the gates
-    past their time-out as their `on_timeout` says."""
+    that ended that long ago without one; end runs past their wall time; send again the copy
+    of a re-run's reused node runs that has not moved for that long; decide the gates past
+    their time-out as their `on_timeout` says."""
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.NODE_STALE_SECONDS)
     report = {"requeued": [], "redispatched": [], "failed": [], "ended": [], "evaluations": [],
-              "gates_timed_out": gates_time_out(now=now)}
+              "gates_timed_out": gates_time_out(now=now), "copies_resent": rerun_copies_resend(stale=stale)}
     for run in NodeRun.objects.filter(status=NodeRun.Status.RUNNING, heartbeat_at__lt=stale,
                                       execution__status=Execution.Status.RUNNING).select_related("execution"):
         hard = settings.NODE_HARD_TIME_LIMIT_SECONDS

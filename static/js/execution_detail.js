@@ -251,6 +251,11 @@
     const active = ACTIVE.has(status);
     document.getElementById("run-live").hidden = !active;
     document.getElementById("run-started").textContent = fmt.time(record.started_at) || "not yet";
+    // A large re-run waits for a worker to copy the node runs it reuses (copy_text on the server).
+    const copying = document.getElementById("run-copying");
+    copying.hidden = !record.copying;
+    copying.textContent = record.copying ? `copying reused node runs: ${fmt.n(record.copying.copied)} of ` +
+      `${fmt.n(record.copying.of)}; the run starts once they all are` : "";
     const ended = document.getElementById("run-ended");
     ended.replaceChildren(record.completed_at ? fmt.time(record.completed_at)
       : el("span", { class: "muted" }, active ? (status === "escalated" || status === "waiting" ? "waiting for a person" : "still going") : "—"));

@@ -13,7 +13,6 @@ from agents.models import Agent
 from agents.services import agent_import_document
 from core.errors import DocumentError
 from engine.tokens import TokenCounter
-from tests.agents.backends.chat_server import chat_server  # noqa: F401 - the loopback server fixture
 from tests.engine.test_tokens import MIXED
 
 BASE = {"name": "Reader", "version": "1.0.0", "type": "business", "status": "active",

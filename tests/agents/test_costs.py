@@ -10,7 +10,6 @@ from agents.backends.base import BackendRequest
 from agents.backends.config import BackendsFileError, read_backends_file
 from agents.backends.metering import calling, metered, record_call, usd
 from agents.catalogue import model_entry
-from tests.agents.backends.chat_server import chat_server  # noqa: F401 - the loopback server fixture
 from tests.executions.conftest import ROOT
 
 GOOD = """

@@ -1,12 +1,17 @@
 """The large runs the page benchmark and the query-plan tests write: realistic records, in order."""
 import json
 from datetime import timedelta
+from itertools import pairwise
 
 import pytest
 from django.utils import timezone
 
 from benchmarks.large_runs import (
-    LOOP, LAST_RUN_STATUS, large_run_create, light_executions_create, loop_workflow_create,
+    LAST_RUN_STATUS,
+    LOOP,
+    large_run_create,
+    light_executions_create,
+    loop_workflow_create,
 )
 from executions.models import Execution, NodeRun
 from workflows.models import Workflow
@@ -36,7 +41,7 @@ def test_it_writes_a_run_in_sequence_with_each_failure_retried_and_realistic_rec
     assert [run.sequence for run in runs] == list(range(1, 401))
     failed = [run for run in runs if run.status == NodeRun.Status.FAILED]
     assert len(failed) == 4 and all(run.error_code and run.output is None for run in failed)
-    for before, after in zip(runs, runs[1:]):
+    for before, after in pairwise(runs):
         assert after.started_at > before.completed_at
         if before.status == NodeRun.Status.FAILED:
             assert (after.node_id, after.kind, after.attempt) == (before.node_id, "retry", before.attempt + 1)

@@ -12,7 +12,11 @@ from django.db import connection
 
 from benchmarks import pages as benchmark_pages
 from benchmarks.pages import (
-    LIST_ANSWERS, OPTIONAL, RUN_ANSWERS, TARGETS, WRITE_ANSWERS,
+    LIST_ANSWERS,
+    OPTIONAL,
+    RUN_ANSWERS,
+    TARGETS,
+    WRITE_ANSWERS,
 )
 from executions.models import Execution, NodeRun
 
@@ -127,3 +131,17 @@ def test_it_destroys_the_scratch_database_after_an_error(scratch_place, monkeypa
 def test_it_refuses_arguments_it_cannot_measure(args):
     with pytest.raises(CommandError):
         run(*args)
+
+
+def test_it_times_the_copies_of_a_rerun_made_on_a_worker(scratch_place, settings):
+    settings.RERUN_COPY_INLINE_MAX, settings.RERUN_COPY_CHUNK = 20, 30
+
+    report = json.loads(run("--sizes", "10,100", "--executions", "0", "--repeat", "1", "--json"))
+
+    copies = [a for a in report["answers"] if a["key"] == "rerun_copy"]
+    assert [a["size"] for a in copies] == [100]  # the 10-node run's re-run is copied as it is answered
+    assert copies[0]["ms"] > 0 and copies[0]["queries"] > 4 and copies[0]["error"] is None, copies
+    assert re.fullmatch(r"\d+ copies", copies[0]["note"]) and copies[0]["missed"] == []
+    rerun_100 = next(a for a in report["answers"] if a["key"] == "rerun" and a["size"] == 100)
+    assert rerun_100["http_status"] == 201 and rerun_100["error"] is None
+    assert scratch_left_behind(scratch_place) == []

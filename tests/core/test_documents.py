@@ -28,7 +28,7 @@ def assert_round_trips(imported, exported, where="document"):
             assert_round_trips(value, exported[key], f"{where}.{key}")
     elif isinstance(imported, list):
         assert isinstance(exported, list) and len(exported) == len(imported), where
-        for index, (a, b) in enumerate(zip(imported, exported)):
+        for index, (a, b) in enumerate(zip(imported, exported, strict=True)):
             assert_round_trips(a, b, f"{where}[{index}]")
     else:
         assert exported == imported, f"{where}: {exported!r} != {imported!r}"

@@ -10,6 +10,7 @@ from demo.documents import ATOM_SCHEMA, PAPER_SECTIONS, paper_markdown
 from demo.paper_skills import PAPER_SKILLS, read_paper
 from demo.services import demo_workspace_write
 from engine.context.files import read_file
+
 # Requests built as the builtin backend's own tests build them.
 from tests.agents.backends.test_builtin import run
 
@@ -83,7 +84,7 @@ def test_it_validates_claims_from_a_summary_a_list_or_text():
     assert run("Validator", {"claims": claims}) == from_summary
     results = from_summary["validation_results"]
     assert [r["atom_id"] for r in results] == [a["atom_id"] for a in claims]
-    for result, atom in zip(results, claims):
+    for result, atom in zip(results, claims, strict=True):
         assert result["valid"] == (atom["confidence"] >= 0.7 or bool(re.search(r"\d", atom["content"])))
         assert result["note"]
     assert from_summary["valid_count"] + from_summary["invalid_count"] == len(claims)

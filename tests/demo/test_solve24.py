@@ -15,7 +15,7 @@ from django.db import connection
 from engine.tot import verify
 from demo.management.commands import solve24
 from executions.models import Execution, ThoughtSearch
-from tests.executions.conftest import ROOT, database_url, workers  # noqa: F401 - a fixture
+from tests.executions.conftest import ROOT, database_url
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db(transaction=True)

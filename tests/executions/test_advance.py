@@ -98,7 +98,7 @@ def test_it_reads_as_much_for_a_state_machines_step_after_hundreds_of_steps_as_a
     assert execution.node_runs.count() == 411
     received = execution.node_runs.filter(node_id="answer").order_by("-sequence")[0].resolved_inputs
     assert next(item for item in received if item["name"] == "question")["content"] == {"ok": True}
-    for before, after in zip(early, late):
+    for before, after in zip(early, late, strict=True):
         assert after <= before * 1.1, f"a step read {after} after 400 steps, {before} after 6"
 
 

@@ -342,7 +342,7 @@ def test_it_draws_a_window_of_the_timeline_counted_per_node_or_run_by_run(api, m
 def runs_at(execution, *times):
     """The run's first node runs of task_a started and completed at `times`, (start, end) in UTC."""
     runs = execution.node_runs.filter(node_id="task_a", sequence__gte=100).order_by("sequence")
-    for run, (started, completed) in zip(runs, times):
+    for run, (started, completed) in zip(runs, times, strict=False):
         NodeRun.objects.filter(pk=run.pk).update(started_at=datetime.fromisoformat(started),
                                                  completed_at=datetime.fromisoformat(completed))
     return [run.sequence for run in runs]

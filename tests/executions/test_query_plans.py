@@ -10,7 +10,8 @@ generate_series` (small records: what is judged is the plan, not the sizes) and 
 vacuumed and analysed, as autovacuum would have done, before anything is planned.
 """
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -19,8 +20,8 @@ from django.db.models import Model
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from benchmarks.pages import LIST_ANSWERS, OPTIONAL, RUN_ANSWERS, TARGETS, request
 from benchmarks.large_runs import LOOP, loop_workflow_create
+from benchmarks.pages import LIST_ANSWERS, OPTIONAL, RUN_ANSWERS, TARGETS, request
 from executions.models import Execution, NodeRun
 
 pytestmark = [

@@ -50,8 +50,8 @@ def test_a_rerun_of_the_chain_from_its_last_node_runs_only_that_node_and_reuses_
     rerun = drain(execution_rerun(source=source, from_node="task_vault_001"))
 
     assert rerun.status == "success" and rerun.rerun_of == source
-    assert rerun.rerun == {"from_node": "task_vault_001", "step": None, "reused": CHAIN[:2], "edited": [],
-                           "pinned": {}}
+    assert rerun.rerun == {"from_node": "task_vault_001", "step": None, "reused": CHAIN[:2], "copies": 2,
+                           "edited": [], "pinned": {}}
     scholar, validator, vault = runs(rerun)
     assert [r.node_id for r in runs(rerun)] == CHAIN
     originals = runs(source)
@@ -268,7 +268,8 @@ def test_a_rerun_of_a_long_run_reads_its_node_runs_light_and_has_the_database_co
             original.node_id, original.output, original.prompt, original.context_record, original.resolved_inputs,
             original.decision)
         assert (copy.tokens_in, copy.tokens_out, copy.cost, copy.calls, copy.worker) == (0, 0, 0, [], "")
-    assert rerun.rerun["reused"] == [copy.node_id for copy in copies]
+    # Each node reused once, in the order it first was, and the count: not an entry per copy.
+    assert rerun.rerun["reused"] == list(LOOP) and rerun.rerun["copies"] == len(copies)
     assert rerun.node_runs.get(kind="first").node_id == last.node_id == LOOP[(1_500 - 16) % len(LOOP)]
 
     heavy = [q["sql"] for q in queries.captured_queries

@@ -1,6 +1,7 @@
 """Re-runs and trials on a real Celery worker against the real Redis, in every topology."""
 import json
 import time
+from collections import Counter
 
 import pytest
 from django.core.management import call_command
@@ -8,10 +9,16 @@ from django.core.management import call_command
 from agents.documents import agent_document
 from agents.models import Agent
 from agents.services import agent_import_document
+from benchmarks.large_runs import large_run_create, loop_workflow_create
 from core.documents import import_documents
 from executions.comparison import execution_comparison
 from executions.models import Execution
-from executions.services import execution_rerun, execution_start, node_try
+from executions.services import (
+    execution_cancel,
+    execution_rerun,
+    execution_start,
+    node_try,
+)
 from tests.executions.conftest import wait_for
 from workflows.models import Workflow
 
@@ -136,3 +143,50 @@ def test_a_node_tried_alone_on_a_worker_is_not_evaluated_nor_listed(demo):
     evaluated(later)  # sent after anything the trial could have sent, so that is done too
     assert not trial.evaluations.exists()
     assert list(Execution.objects.filter(trial=False).order_by("created_at")) == [source, later]
+
+
+def test_a_large_rerun_is_copied_by_a_worker_then_runs(demo, settings):
+    settings.RERUN_COPY_INLINE_MAX = 0  # every copy on the worker, a node run at a time
+    demo.start(1, RERUN_COPY_CHUNK="1")
+    source = finished(demo, "thesis_reading")
+
+    rerun = execution_rerun(source=source, from_node="task_vault_001")
+    assert rerun.status == "pending" and not rerun.node_runs.exists()
+
+    rerun = wait_for(rerun, workers=demo)
+    assert rerun.status == "success", rerun.ended_reason
+    assert runs(rerun) == [("task_scholar_001", "reused", "success"), ("task_validator_001", "reused", "success"),
+                           ("task_vault_001", "first", "success")]
+    for copy in rerun.node_runs.filter(kind="reused").select_related("reused_from"):
+        original = copy.reused_from
+        assert original.execution_id == source.pk
+        assert (copy.node_id, copy.output, copy.prompt, copy.resolved_inputs, copy.context_record) == (
+            original.node_id, original.output, original.prompt, original.resolved_inputs, original.context_record)
+
+
+def test_a_copy_whose_worker_is_killed_is_finished_by_another_once_the_sweep_sends_it_again(workers, settings):
+    settings.RERUN_COPY_INLINE_MAX = 0
+    source = large_run_create(workflow=loop_workflow_create(workflow_id="killed_copy"), node_runs=3_000)
+    first, = workers.start(1, RERUN_COPY_CHUNK="10")
+    last = source.node_runs.order_by("-sequence", "-id").first()
+    rerun = execution_rerun(source=source, from_node=last.node_id)
+    of = rerun.copy_progress["of"]
+
+    deadline = time.monotonic() + 60
+    while not 0 < (Execution.objects.get(pk=rerun.pk).copy_progress or {"copied": 0})["copied"] < of // 2:
+        assert time.monotonic() < deadline, workers.logs()
+        time.sleep(0.01)
+    workers.kill(first)  # mid-copy
+    first.wait(timeout=10)
+    rerun.refresh_from_db()
+    assert rerun.status == "pending" and rerun.copy_progress["copied"] < of
+
+    workers.start(1, beat=True, RERUN_COPY_CHUNK="500")  # its sweep sends the copy again once it is stale
+    rerun = wait_for(rerun, statuses=("running", "success", "failed", "cancelled"), timeout=90, workers=workers)
+    assert rerun.status == "running", rerun.ended_reason
+    copies = list(rerun.node_runs.filter(reused_from__isnull=False).order_by("sequence"))
+    originals = [run for run in list(source.node_runs.order_by("sequence", "id"))[:-1] if run.status == "success"]
+    assert [copy.reused_from_id for copy in copies] == [run.pk for run in originals]  # each once, in order
+    assert max(Counter(copy.reused_from_id for copy in copies).values()) == 1
+    assert [copy.sequence for copy in copies] == list(range(1, of + 1))
+    execution_cancel(execution=rerun)  # the loop would go round until its max_steps

@@ -1,5 +1,6 @@
 """Running the demo workflows on real Celery workers against the real Redis."""
 import time
+from itertools import pairwise
 
 import pytest
 
@@ -46,7 +47,7 @@ def test_it_runs_independent_dag_nodes_in_parallel_and_compresses_with_a_shared_
     assert first.status == "success", first.ended_reason
     analyzers = runs(first, node_id__in=["task_a", "task_b", "task_c"])
     intervals = sorted((r.started_at, r.completed_at) for r in analyzers)
-    assert any(later_start < earlier_end for (_, earlier_end), (later_start, _) in zip(intervals, intervals[1:])), \
+    assert any(later_start < earlier_end for (_, earlier_end), (later_start, _) in pairwise(intervals)), \
         "two analyzers ran at the same time"
     assert len({r.worker.split("/")[0] for r in analyzers}) == 2
     (synthesis,) = runs(first, node_id="task_d")

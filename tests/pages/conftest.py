@@ -2,17 +2,38 @@
 pytest-django's live server (and, where a run must happen, real Celery workers)."""
 from __future__ import annotations
 
+import io
 import os
 import shutil
 from pathlib import Path
+from unittest import mock
 
 import pytest
+from django.core.management import call_command
 
 from tests.executions.conftest import workers  # noqa: F401 - real worker processes on the test database
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+@pytest.fixture
+def no_tasks(settings):
+    """Nothing sent to a worker: the test runs the nodes (drain) and the evaluation itself."""
+    settings.NODE_RETRY_BACKOFF_SECONDS = 0
+    with mock.patch("executions.tasks.run_node.apply_async"), mock.patch("quality.tasks.evaluate.apply_async"), \
+            mock.patch("quality.tasks.raise_derive_requests.apply_async"):
+        yield
+
+
+@pytest.fixture
+def demo_with_workers(workers, settings, tmp_path):  # noqa: F811 - `workers` is the fixture imported above
+    """The demo loaded, and real workers that write in a workspace of the test's own."""
+    settings.WORKSPACE_ROOT = tmp_path
+    workers.env["WORKSPACE_ROOT"] = str(tmp_path)
+    call_command("load_demo", stdout=io.StringIO())
+    return workers
 
 
 @pytest.fixture(scope="session")
@@ -54,7 +75,7 @@ def page_for(browser, live_server, settings):
 
 
 def screenshot(page, name: str) -> None:
-    """Save the page as docs/screenshots/<name>.png (the README shows them)."""
+    """Save the page as docs/screenshots/<name>.png (docs/pages.md shows them, two in the README)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 

@@ -19,8 +19,8 @@ from executions.models import Evaluation, ThoughtSearch
 from executions.services import execution_start
 from tests.executions.conftest import wait_for
 from tests.pages.test_derive_requests import raise_request
-from tests.pages.test_evaluations import finished_in_process, no_tasks  # noqa: F401 - a fixture
-from tests.pages.test_execution_browser import click_graph_node, demo_with_workers  # noqa: F401 - a fixture
+from tests.pages.test_evaluations import finished_in_process
+from tests.pages.test_execution_browser import click_graph_node
 from tests.pages.test_compare_page import click_graph_node as click_compared_node
 from tests.pages.test_thought_tree import click_tree_node
 from tests.pages.test_workflow_editor import click_node

@@ -3,7 +3,6 @@ targets and to each evaluation, the scores as bars, the per-target report
 (`?target_type=agent&target_id=X`); and one evaluation's page: each score's formula and
 the figures it used, an aggregate's evaluations, the quality gate."""
 import re
-from unittest import mock
 
 import pytest
 from django.test import Client
@@ -231,15 +230,6 @@ def test_it_sends_anonymous_visitors_of_an_evaluation_to_the_login_page(evaluati
 
 
 # --- a computed evaluation, from a run driven in this process ----------------------------
-
-@pytest.fixture
-def no_tasks(settings):
-    """Nothing sent to a worker: the test runs the nodes (drain) and the evaluation itself."""
-    settings.NODE_RETRY_BACKOFF_SECONDS = 0
-    with mock.patch("executions.tasks.run_node.apply_async"), mock.patch("quality.tasks.evaluate.apply_async"), \
-            mock.patch("quality.tasks.raise_derive_requests.apply_async"):
-        yield
-
 
 def finished_in_process(workflow_id: str, *, judge: str | None = None, gate: dict | None = None,
                         **input) -> Execution:

@@ -2,32 +2,22 @@
 its evaluation when the worker has scored it), a node's budget bar, actions and resolution
 failures, the plan page, the evaluation and quality gate appearing without a reload, HTML
 in outputs shown as text, and who may steer an escalated run."""
-import io
 import re
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import expect
 
 from executions.services import execution_start
 from quality.evaluations import execution_evaluate
 from tests.pages.conftest import screenshot
 from tests.pages.test_derive_requests import watch_errors
-from tests.pages.test_evaluations import finished_in_process, no_tasks  # noqa: F401 - a fixture
+from tests.pages.test_evaluations import finished_in_process
 from tests.pages.test_executions import escalated, make_execution
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 XSS = '<script>window.pwned=1</script><b>bold</b><img src=x onerror="window.pwned=2">'
-
-
-@pytest.fixture
-def demo_with_workers(workers, settings, tmp_path):
-    settings.WORKSPACE_ROOT = tmp_path
-    workers.env["WORKSPACE_ROOT"] = str(tmp_path)
-    call_command("load_demo", stdout=io.StringIO())
-    return workers
 
 
 def click_graph_node(page, node_id: str) -> None:

@@ -17,8 +17,6 @@ from tests.executions.conftest import drain, wait_for
 from tests.executions.test_gates import PARALLEL
 from tests.pages.conftest import SCREENSHOTS, signed_in
 from tests.pages.test_derive_requests import watch_errors
-from tests.pages.test_evaluations import no_tasks  # noqa: F401 - a fixture
-from tests.pages.test_execution_browser import demo_with_workers  # noqa: F401 - a fixture
 from workflows.models import Blueprint, Contract, Workflow
 from workflows.services import workflow_import_document
 
@@ -130,7 +128,7 @@ def test_a_rejection_loops_back_to_the_drafter_and_the_gate_asks_again(page_for,
     box = gate_box(page, first)
     expect(box.locator("form.gate-form")).to_be_visible()
     box.locator("textarea[data-gate-field='comment']").fill("Name the breaking change.")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)  # the gate's panel with its form, for the README
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)  # the gate's panel with its form, for docs/pages.md
     page.locator("#node-panel").screenshot(path=str(SCREENSHOTS / "gate-form.png"))
     box.get_by_role("button", name="Reject", exact=True).click()
     expect(box.locator(".gate-decision")).to_have_attribute("data-decision", "reject")

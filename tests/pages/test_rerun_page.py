@@ -15,7 +15,7 @@ from executions.services import execution_start, gate_decide, node_run_execute
 from tests.executions.conftest import drain
 from tests.pages.conftest import screenshot
 from tests.pages.test_derive_requests import watch_errors
-from tests.pages.test_evaluations import finished_in_process, no_tasks  # noqa: F401 - a fixture
+from tests.pages.test_evaluations import finished_in_process
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -189,3 +189,37 @@ def test_a_state_machine_is_rerun_from_a_step_of_its_recorded_path(page_for, api
     rerun = Execution.objects.get(rerun_of=source)
     assert (rerun.rerun["step"], rerun.rerun["reused"], rerun.rerun["edited"]) == (2, ["draft"], [])
     expect(page.locator(".tl-row[data-node='draft'] .tl-bar.kind-reused")).to_have_count(1)
+
+
+def test_a_large_reruns_page_says_how_far_its_copy_has_got_until_the_run_starts(page_for, api, demo, no_tasks,
+                                                                               settings):
+    from unittest import mock
+
+    from executions.services import execution_rerun, rerun_copy
+    from executions.services import rerun as rerun_module
+
+    settings.RERUN_COPY_INLINE_MAX, settings.RERUN_COPY_CHUNK = 0, 1  # every copy on a worker, one at a time
+    source = finished_in_process("thesis_reading")
+    with mock.patch("executions.tasks.rerun_copy.apply_async"):
+        rerun = execution_rerun(source=source, from_node="task_vault_001")
+    real, calls = rerun_module.copy_rows, []
+
+    def killed_in_the_second_chunk(*args, **kwargs):
+        calls.append(1)
+        copied = real(*args, **kwargs)
+        if len(calls) == 2:
+            raise SystemExit("the worker was killed")
+        return copied
+
+    with mock.patch.object(rerun_module, "copy_rows", killed_in_the_second_chunk), pytest.raises(SystemExit):
+        rerun_copy(execution_pk=rerun.pk)
+
+    page = page_for(api.viewer.user)
+    page.goto(f"/executions/{rerun.execution_id}/")
+    expect(page.locator("#run-status")).to_have_text("pending")
+    expect(page.locator("#run-copying")).to_have_text(
+        "copying reused node runs: 1 of 2; the run starts once they all are")
+
+    rerun_copy(execution_pk=rerun.pk)  # sent again: the last copy, then the run starts
+    expect(page.locator("#run-status")).to_have_text("running", timeout=15_000)  # the page follows the run
+    expect(page.locator("#run-copying")).to_be_hidden()

@@ -10,7 +10,7 @@ from executions.models import Execution
 from tests.executions.conftest import drain
 from tests.pages.conftest import screenshot
 from tests.pages.test_derive_requests import watch_errors
-from tests.pages.test_evaluations import finished_in_process, no_tasks  # noqa: F401 - a fixture
+from tests.pages.test_evaluations import finished_in_process
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,7 +11,6 @@ from django.test import Client
 from executions.models import Execution
 from executions.services import execution_start
 from tests.pages.conftest import screenshot
-from tests.pages.test_evaluations import no_tasks  # noqa: F401 - a fixture: nothing is sent to a worker
 from tests.workflow_edits import edit_workflow
 from workflows.models import Workflow
 from tests.pages.conftest import signed_in

@@ -5,13 +5,12 @@ from unittest import mock
 import pytest
 
 from agents.models import Agent
-from quality.evaluations import execution_evaluate
 from executions.models import Evaluation, Execution, ThoughtSearch
 from executions.services import execution_abort, execution_start
-from workflows.models import Workflow
-
+from quality.evaluations import execution_evaluate
 from tests.executions.conftest import approve_gate, drain
 from tests.workflow_edits import edit_workflow
+from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

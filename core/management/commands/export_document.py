@@ -17,5 +17,5 @@ class Command(BaseCommand):
         try:
             document = export_document(kind, id)
         except SwitchyardError as error:
-            raise CommandError(error.message)
+            raise CommandError(error.message) from error
         self.stdout.write(json.dumps(document, indent=2, ensure_ascii=False))

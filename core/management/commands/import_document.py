@@ -18,17 +18,17 @@ class Command(BaseCommand):
         try:
             text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
         except (OSError, UnicodeDecodeError) as error:
-            raise CommandError(f"cannot read {path}: {error}")
+            raise CommandError(f"cannot read {path}: {error}") from error
         try:
             payload = parse_json(text)
         except DocumentError as error:
-            raise CommandError(f"{path}: {error.message}; nothing was imported")
+            raise CommandError(f"{path}: {error.message}; nothing was imported") from error
         try:
             report = import_documents(payload, actor=actor)
         except WorkflowInvalid as error:
             problems = "\n".join(f"  - {p['where']}: {p['message']}" for p in error.problems)
-            raise CommandError(f"{error.message.split(':')[0]} ({len(error.problems)} problem(s)); nothing was imported:\n{problems}")
+            raise CommandError(f"{error.message.split(':')[0]} ({len(error.problems)} problem(s)); nothing was imported:\n{problems}") from error
         except DocumentError as error:
-            raise CommandError(f"{error.message}; nothing was imported")
+            raise CommandError(f"{error.message}; nothing was imported") from error
         for entry in report:
             self.stdout.write(f"{entry['result']}: {entry['kind']} {entry['id']}")

@@ -14,6 +14,7 @@ import re
 import socket
 import time
 import uuid
+from typing import Any
 
 from celery import current_app
 from django.conf import settings
@@ -165,7 +166,7 @@ class Command(BaseCommand):
 
     def report(self, execution: Execution, seconds: float) -> None:
         search = execution.thought_searches.order_by("-id").first()
-        result = {
+        result: dict[str, Any] = {
             "final_solution": search.final_solution if search else None,
             "stats": search.stats if search else None,
             "execution_id": execution.execution_id,

@@ -27,7 +27,7 @@ class Command(BaseCommand):
             members = comparison_in_full(*executions_for_comparison(a, b))
             first = next(members)  # the light half is read here: a refusal comes before any output
         except (NotFound, DocumentError) as error:
-            raise CommandError(error.message, returncode=INVALID)
+            raise CommandError(error.message, returncode=INVALID) from error
         write = self.stdout.write
         write("{", ending="\n")
         for position, (member, value) in enumerate(chain([first], members)):

@@ -40,15 +40,15 @@ class Command(BaseCommand):
             try:
                 edited = parse_json(Path(output).read_text(encoding="utf-8"))
             except OSError as error:
-                raise CommandError(f"--output {output}: {error.strerror}", returncode=BAD_INPUT)
+                raise CommandError(f"--output {output}: {error.strerror}", returncode=BAD_INPUT) from error
             except DocumentError as error:
-                raise CommandError(f"--output {output}: {error.problem}", returncode=BAD_INPUT)
+                raise CommandError(f"--output {output}: {error.problem}", returncode=BAD_INPUT) from error
         try:
             decided = gate_decide(execution=run_, node_run_id=gate.pk, decision=decision, comment=comment,
                                   output=edited, actor=person)
         except (DocumentError, NotFound) as error:
-            raise CommandError(str(error), returncode=BAD_INPUT)
+            raise CommandError(str(error), returncode=BAD_INPUT) from error
         except (Forbidden, IllegalTransition) as error:
-            raise CommandError(str(error), returncode=REFUSED)
+            raise CommandError(str(error), returncode=REFUSED) from error
         run_.refresh_from_db()
         self.stdout.write(f"{decided.node_id}: {decision} by {username}; run {execution} is {run_.status}")

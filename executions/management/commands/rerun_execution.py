@@ -28,7 +28,8 @@ class Command(BaseCommand):
     help = (
         "Run a past execution again from one of its nodes: the outputs of the nodes before it are reused "
         "(or replaced with --output), the node and what follows it run again, each with the agent version it "
-        "ran unless --agent-version pins another. Prints the new execution's id; with --wait, its record as "
+        "ran unless --agent-version pins another. Prints the new execution's id (a re-run that copies more than "
+        "RERUN_COPY_INLINE_MAX node runs is pending while a worker copies them); with --wait, its record as "
         "run_workflow --wait does (exit 0 on success, 1 otherwise); 2 on bad input; 3 when refused (a gate's "
         "output given other than by one of its deciders, named with --as)."
     )
@@ -60,16 +61,16 @@ class Command(BaseCommand):
             try:
                 outputs[node_id] = parse_json(Path(path).read_text(encoding="utf-8"))
             except OSError as error:
-                raise CommandError(f"--output {node_id}={path}: {error.strerror}", returncode=BAD_INPUT)
+                raise CommandError(f"--output {node_id}={path}: {error.strerror}", returncode=BAD_INPUT) from error
             except DocumentError as error:
-                raise CommandError(f"--output {node_id}={path}: {error.problem}", returncode=BAD_INPUT)
+                raise CommandError(f"--output {node_id}={path}: {error.problem}", returncode=BAD_INPUT) from error
         try:
             rerun = execution_rerun(source=source, from_node=from_node, step=step, outputs=outputs,
                                     agent_versions=pairs(agent_version, "--agent-version"), actor=person)
         except (DocumentError, IllegalTransition) as error:
-            raise CommandError(str(error), returncode=BAD_INPUT)
+            raise CommandError(str(error), returncode=BAD_INPUT) from error
         except Forbidden as error:
-            raise CommandError(str(error), returncode=REFUSED)
+            raise CommandError(str(error), returncode=REFUSED) from error
         if not wait:
             self.stdout.write(rerun.execution_id)
             return

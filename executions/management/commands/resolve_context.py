@@ -60,11 +60,11 @@ class Command(BaseCommand):
         try:
             text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
         except (OSError, UnicodeDecodeError) as error:
-            raise CommandError(f"cannot read {path}: {error}", returncode=INVALID)
+            raise CommandError(f"cannot read {path}: {error}", returncode=INVALID) from error
         try:
             payload = parse_json(text)
         except DocumentError as error:
-            raise CommandError(f"{path}: {error.message}", returncode=INVALID)
+            raise CommandError(f"{path}: {error.message}", returncode=INVALID) from error
         try:
             check_shape(payload, ContextDescription, "context description")
             agent = payload["agent"]
@@ -78,13 +78,13 @@ class Command(BaseCommand):
                 items=payload.get("items") or [], messages=payload.get("messages") or [],
             )
         except DocumentError as error:
-            raise CommandError(error.message, returncode=INVALID)
+            raise CommandError(error.message, returncode=INVALID) from error
         except (ValueError, UnknownEncoding, MessageError) as error:
-            raise CommandError(str(error), returncode=INVALID)
+            raise CommandError(str(error), returncode=INVALID) from error
         except ResolutionAborted as aborted:
             self.stdout.write(json.dumps({"aborted": aborted.failure.as_dict(),
                                           "resolution_failures": aborted.failures}, ensure_ascii=False, indent=2))
-            raise CommandError(str(aborted), returncode=ABORTED)
+            raise CommandError(str(aborted), returncode=ABORTED) from aborted
         except InstructionsTooLarge as error:  # a run of this node would fail with the same code
-            raise CommandError(f"{error.code}: {error.message}", returncode=TOO_LARGE)
+            raise CommandError(f"{error.code}: {error.message}", returncode=TOO_LARGE) from error
         self.stdout.write(json.dumps(assembly.as_dict(), ensure_ascii=False, indent=2))

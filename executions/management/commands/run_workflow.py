@@ -38,11 +38,11 @@ class Command(BaseCommand):
             execution = execution_start(workflow=found[0], input=payload, version=workflow_version)
         except DocumentError as error:
             if error.where == "workflow_version":
-                raise CommandError(f"--version: {error.problem}", returncode=BAD_INPUT)
+                raise CommandError(f"--version: {error.problem}", returncode=BAD_INPUT) from error
             located = f"{error.where}: " if error.where not in ("", "input") else ""
-            raise CommandError(f"--input: {located}{error.problem}", returncode=BAD_INPUT)
+            raise CommandError(f"--input: {located}{error.problem}", returncode=BAD_INPUT) from error
         except WorkflowInvalid as error:
-            raise CommandError(str(error), returncode=BAD_INPUT)
+            raise CommandError(str(error), returncode=BAD_INPUT) from error
         if not wait:
             self.stdout.write(execution.execution_id)
             return

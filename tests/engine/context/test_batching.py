@@ -1,5 +1,6 @@
 import json
 import math
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
@@ -22,11 +23,11 @@ def atoms(count, words=12):
 
 def new_elements(plan):
     """The elements in the order the batches introduce them, overlaps left out."""
-    return [element for batch, repeated in zip(plan.batches, plan.overlaps) for element in batch[repeated:]]
+    return [element for batch, repeated in zip(plan.batches, plan.overlaps, strict=True) for element in batch[repeated:]]
 
 
 def rebuilt_text(plan):
-    return "".join(batch[repeated:] for batch, repeated in zip(plan.batches, plan.overlaps))
+    return "".join(batch[repeated:] for batch, repeated in zip(plan.batches, plan.overlaps, strict=True))
 
 
 # ---------------------------------------------------------------- lists
@@ -46,7 +47,7 @@ def test_it_splits_a_list_into_batches_that_fit_with_exact_counts():
 def test_it_fills_each_batch_until_the_next_element_would_not_fit():
     data = atoms(30)
     plan = plan_batches(data, counter=COUNTER, batch_size_tokens=400, overlap_tokens=0)
-    for batch, following in zip(plan.batches, plan.batches[1:]):
+    for batch, following in pairwise(plan.batches):
         assert COUNTER.count(render(batch + following[:1])) > 400 - 5
 
 
@@ -54,7 +55,7 @@ def test_it_starts_each_batch_with_the_end_of_the_previous_one():
     data = atoms(30)
     plan = plan_batches(data, counter=COUNTER, batch_size_tokens=400, overlap_tokens=2 * cost(data[0]) + 5)
     assert plan.overlaps[0] == 0 and set(plan.overlaps[1:]) == {2}
-    for previous, batch, repeated in zip(plan.batches, plan.batches[1:], plan.overlaps[1:]):
+    for (previous, batch), repeated in zip(pairwise(plan.batches), plan.overlaps[1:], strict=True):
         assert batch[:repeated] == previous[-repeated:]
     assert new_elements(plan) == data
     assert all(count <= 400 for count in plan.tokens)
@@ -149,7 +150,7 @@ def test_it_never_makes_a_batch_too_big_unless_a_lone_element_is(data, size, ove
     overlap = int(size * overlap_share)
     plan = plan_batches(data, counter=COUNTER, batch_size_tokens=size, overlap_tokens=overlap, max_batches=max_batches)
     assert len(plan.batches) <= max_batches
-    for batch, count, repeated in zip(plan.batches, plan.tokens, plan.overlaps):
+    for batch, count, repeated in zip(plan.batches, plan.tokens, plan.overlaps, strict=True):
         assert count == COUNTER.count(render(batch))
         assert count <= size or len(batch) == 1
         assert repeated < len(batch)
@@ -175,7 +176,7 @@ def test_it_splits_text_into_token_windows_that_rebuild_the_text():
 def test_it_overlaps_text_windows():
     plan = plan_batches(TEXT, counter=COUNTER, batch_size_tokens=200, overlap_tokens=20, max_batches=100)
     assert plan.overlaps[0] == 0 and all(repeated > 0 for repeated in plan.overlaps[1:])
-    for previous, batch, repeated in zip(plan.batches, plan.batches[1:], plan.overlaps[1:]):
+    for (previous, batch), repeated in zip(pairwise(plan.batches), plan.overlaps[1:], strict=True):
         assert previous.endswith(batch[:repeated])
         assert COUNTER.count(batch[:repeated]) <= 20 + 2
 

@@ -170,7 +170,7 @@ def test_it_merges_in_order_of_first_appearance(messages):
         elif message.identity not in expected:
             expected.append(message.identity)
     assert len(merged) == len(expected)
-    for result, wanted in zip(merged, expected):
+    for result, wanted in zip(merged, expected, strict=True):
         if isinstance(wanted, DataMessage):
             assert result is wanted
         else:

@@ -371,7 +371,7 @@ def test_it_shapes_atoms_like_the_section_4_2_example():
     assert list(content) == ["atoms_summary", "total_atoms", "summarized_atoms", "omitted_fields"]
     assert (content["total_atoms"], content["summarized_atoms"]) == (15, 15)
     assert content["omitted_fields"] == ["evidence", "metadata"]
-    for atom, out in zip(data["atoms"], content["atoms_summary"]):
+    for atom, out in zip(data["atoms"], content["atoms_summary"], strict=True):
         assert list(out) == ["atom_id", "atom_type", "content_summary", "confidence"]
         assert (out["atom_id"], out["atom_type"], out["confidence"]) == (
             atom["atom_id"], atom["atom_type"], atom["confidence"])

@@ -7,7 +7,6 @@ from executions.node_errors import NodeFailure
 from executions.node_kinds.llm import check_contracts
 from executions.output_readers import named_inputs
 from executions.services import workflow_graph
-from tests.agents.backends.chat_server import chat_server  # noqa: F401 - the loopback server fixture
 from workflows.contracts import contract_results
 from workflows.models import Workflow
 
@@ -72,8 +71,8 @@ def test_it_turns_outputs_into_lines_for_compression():
 
 
 def test_it_reads_the_graph_again_after_a_new_agent_version_or_new_contracts(chain):
-    from demo.documents import AGENTS, BLUEPRINT
     from core.documents import import_documents
+    from demo.documents import AGENTS, BLUEPRINT
 
     workflow, graph = chain
     scholar = next(dict(a) for a in AGENTS if a["agent_id"] == "Scholar")

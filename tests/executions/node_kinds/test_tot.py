@@ -20,10 +20,9 @@ from demo.documents import GAME24, TOT_AGENTS
 from engine.tot import ThoughtTree, builtin_roles, verify
 from executions.models import Execution, ThoughtSearch
 from executions.services import execution_start
-from workflows.models import Workflow
-
 from tests.executions.conftest import drain
 from tests.workflow_edits import edit_workflow
+from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

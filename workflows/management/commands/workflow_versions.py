@@ -38,4 +38,4 @@ class Command(BaseCommand):
                     self.stdout.write(f"{version.number}\t{version.created_at:%Y-%m-%d %H:%M:%S}\t"
                                       f"{version.created_by or '-'}\t{version.runs} run(s){note}")
         except SwitchyardError as error:
-            raise CommandError(str(error), returncode=INVALID)
+            raise CommandError(str(error), returncode=INVALID) from error
