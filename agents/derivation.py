@@ -2,7 +2,7 @@
 a derive request is approved.
 
 The rules that raise requests read runs and evaluations, so they live with them, in
-`executions.derive_triggers`. Nothing is created until a person approves: the approval
+`quality.derive_triggers`. Nothing is created until a person approves: the approval
 enqueues `agents.derive_child`, which creates the child exactly once.
 """
 from __future__ import annotations

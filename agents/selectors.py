@@ -12,7 +12,7 @@ from agents.documents import ID, agent_document, derive_request_document
 from agents.models import Agent, AgentVersion, DeriveRequest
 from core.api_support import Rendered
 from core.errors import NotFound, echo
-from agents.run_records import run_records
+from agents.run_readers import run_readers
 from core.jsonutil import iso
 
 _ID = re.compile(ID["pattern"])
@@ -256,7 +256,7 @@ def derive_request_evidence(trigger_context: Any) -> dict[str, Any]:
             candidates.add(item)
     known = {
         "agent": set(Agent.objects.filter(agent_id__in=candidates).values_list("agent_id", flat=True)),
-        **run_records().known_ids(candidates),  # runs and evaluations: executions' rows
+        **run_readers().known_ids(candidates),  # runs and evaluations: executions' rows
     } if candidates else {kind: set() for kind in EVIDENCE_KINDS}
 
     def scalar(value: Any, key: str = "") -> dict[str, Any]:

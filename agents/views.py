@@ -1,5 +1,5 @@
 """The agent and derive-request pages. Reads come from `agents.selectors`, and the runs and
-evaluations an agent's page lists from `agents.run_records` (executions registers them).
+evaluations an agent's page lists from `agents.run_readers` (executions registers them).
 The one write made here (the edit form) goes through `agents.services.agent_update`, the
 service the API's PUT uses. Approving, rejecting and raising derive requests happen in the
 page's script, through the API."""
@@ -18,7 +18,7 @@ from django.urls import reverse
 from agents import selectors, services
 from agents.documents import agent_document
 from agents.models import Agent, DeriveRequest
-from agents.run_records import run_records
+from agents.run_readers import run_readers
 from core.errors import DocumentError, NotFound, SwitchyardError
 from core.pages import paginate
 from core.roles import AUTHOR, has_role
@@ -81,7 +81,7 @@ def agent_detail(request, agent_id: str):
     compare = _comparison(request, versions)
     family = selectors.lineage_family(agent)
     limits = agent.context_limits
-    runs = run_records()
+    runs = run_readers()
     return render(request, "agents/agent_detail.html", {
         "agent": agent,
         "prompt_parts": [(label, agent.prompt_config.get(key, "")) for key, label in PROMPT_LABELS.items()],

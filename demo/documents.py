@@ -54,7 +54,7 @@ def _agent(agent_id: str, name: str, *, role: str = "", type: str = "business", 
 
 
 # -- the Game of 24 by Tree of Thoughts (tot-protocol) --------------------------------------
-# The node of `game24` runs the search (executions/tot.py): it plays the orchestrator and the
+# The node of `game24` runs the search (executions/node_kinds/tot.py): it plays the orchestrator and the
 # explorer, and asks the role agents below. With the builtin backend their skills answer by
 # exact arithmetic; on a model backend, the prompts say how to answer each message as JSON.
 
@@ -75,7 +75,7 @@ def _tot_agent(agent_id: str, name: str, *, skills: list[str], prompt: str, thin
 TOT_AGENTS = [
     _tot_agent(
         "ToT_Orchestrator", "ToT Orchestrator", type="meta", skills=["tot_orchestrate"],
-        prompt="You run a Tree-of-Thoughts search: Switchyard performs this role itself (executions/tot.py).",
+        prompt="You run a Tree-of-Thoughts search: Switchyard performs this role itself (executions/node_kinds/tot.py).",
         thinking="Ask the decomposer, start the explorer's search, report the final solution and the stats.",
         reply="The node's output: {\"final_solution\": {...}, \"stats\": {...}, \"error\": null}."),
     _tot_agent(

@@ -17,6 +17,7 @@ from typing import Any
 
 from agents.backends.base import BackendError, BackendRequest
 from agents.backends.builtin import Skill, as_number, data_inputs, input_value, stable_int, text_of, texts_in
+from demo.paper_skills import PAPER_SKILLS
 
 
 # --------------------------------------------------------------------------- analyses
@@ -289,4 +290,5 @@ DEMO_SKILLS: dict[str, Skill] = {
     "legal_review": legal_review,
     "plan": plan,
     "review_escalation": review_escalation,
+    **PAPER_SKILLS,
 }

@@ -326,7 +326,7 @@ _HEADING = re.compile(r"#{1,6}[ \t]+\S")
 def extractive_compressor(counter: TokenCounter) -> Compressor:
     """The offline builtin backend: about `ratio` of the content's tokens, as whole lines.
 
-    Every non-blank line is handed to `summarize(..., strategy="extractive")` as one unit
+    Every non-blank line is handed to `summarize(..., method="extractive")` as one unit
     (a bullet, or a heading as it is), so lines are scored like extractive sentences and
     chosen whole; the chosen lines come back in their original order, each with the heading
     of its section, and with a blank line where the original had one between them.
@@ -348,7 +348,7 @@ def extractive_compressor(counter: TokenCounter) -> Compressor:
                 units.append(f"- {stripped}")
         text = "\n\n".join(units)
         target = max(1, math.ceil(counter.count(text) * ratio))
-        summary = summarize(text, target_tokens=target, counter=counter, strategy="extractive").content
+        summary = summarize(text, target_tokens=target, counter=counter, method="extractive").content
         if not isinstance(summary, str):
             summary = str(summary)
 

@@ -1,7 +1,7 @@
 """Scoring a run (core-data-structures §7): plain facts in, the seed's scores out, with
 each score's formula and the figures it used, so a person can check the arithmetic.
 
-The service (`executions/evaluations.py`) gathers the facts from the database: one
+The service (`quality/evaluations.py`) gathers the facts from the database: one
 `RunFact` per node run, the verifiable `Check`s (contract checks, verified answers) and
 an optional judge's verdict. The same function scores a whole execution and the slice of
 it that one agent performed.

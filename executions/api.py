@@ -1,8 +1,8 @@
-"""Runs (core-data-structures §5): start, read, steer; their node runs; evaluations (§7);
-and a workflow node's context plan before it runs.
+"""Runs (core-data-structures §5): start, read, steer; their node runs; and a workflow node's
+context plan before it runs (evaluations, §7, are quality/api.py's).
 
 Viewers read; authors start runs, steer them (cancel; resume, retry or abort an escalated
-run) and record evaluations; a gate's deciders (a role, or named users) decide it, and only
+run); a gate's deciders (a role, or named users) decide it, and only
 they give its output otherwise (edited in a re-run or a trial, or to resume past it).
 Starting or steering a run sends its node runs to the workers once the transaction commits.
 """
@@ -14,11 +14,10 @@ from ninja.pagination import paginate
 from agents.selectors import agent_get
 from core.api_support import Page, Rendered, responses
 from core.roles import ADMIN, AUTHOR, require_role
-from executions import evaluations, run_summary, selectors, services
+from executions import run_summary, selectors, services
 from executions.comparison import execution_comparison, executions_for_comparison
 from executions.schemas import (
-    ID_PATTERN, MAX_ROW_ID, ComparisonOut, ComparisonQuery, CostQuery, EvaluationFilters, EvaluationIn, EvaluationOut,
-    ExecutionFilters, ExecutionIn, ExecutionOut, ExecutionQuery, ExecutionSummaryOut, GateDecisionIn, GateOut, GatesQuery,
+    ID_PATTERN, MAX_ROW_ID, ComparisonOut, ComparisonQuery, CostQuery, ExecutionFilters, ExecutionIn, ExecutionOut, ExecutionQuery, ExecutionSummaryOut, GateDecisionIn, GateOut, GatesQuery,
     NodeRunFilters, NodeRunLightOut, NodeRunOut, RerunIn, ResumeIn, RunCostOut, ThoughtTreeOut, TimelineOut, TimelineQuery,
     TryIn,
 )
@@ -181,32 +180,6 @@ def workflows_costs(request, workflow_id: str, filters: Query[CostQuery]):
             summary="What the agent's node runs cost in each of its latest runs, oldest first")
 def agents_costs(request, agent_id: str, filters: Query[CostQuery]):
     return selectors.cost_history(agent=agent_get(agent_id), limit=filters.limit)
-
-
-# -- evaluations --------------------------------------------------------------------------
-
-
-@router.get("/evaluations", response=responses(200, list[EvaluationOut]), by_alias=True,
-            summary="Evaluations of runs, agents and workflows, newest first", tags=["evaluations"])
-@paginate(Page)
-def evaluations_list(request, filters: Query[EvaluationFilters]):
-    return selectors.evaluations_list(**filters.dict())
-
-
-@router.get("/evaluations/{evaluation_id}", response=responses(200, EvaluationOut), by_alias=True,
-            summary="One evaluation (§7)", tags=["evaluations"])
-def evaluations_detail(request, evaluation_id: str = Path(..., pattern=ID_PATTERN)):
-    return selectors.evaluation_get(evaluation_id)
-
-
-@router.post("/evaluations", response=responses(201, EvaluationOut), by_alias=True,
-             summary="Record an evaluation (§7) by hand", tags=["evaluations"])
-def evaluations_create(request, payload: EvaluationIn):
-    require_role(request.user, AUTHOR, to="record evaluations")
-    document = payload.model_dump(by_alias=True, exclude_none=True)
-    document["scores"]["accuracy"] = payload.scores.accuracy  # null says "not measured": kept, not left out
-    evaluation = evaluations.evaluation_create(document=document, actor=request.user.get_username())
-    return Status(201, selectors.evaluation_out(evaluation))
 
 
 # The plan is a workflow's page, but assembling a context is the executions app's work.

@@ -11,12 +11,12 @@ class ExecutionsConfig(AppConfig):
         from celery.exceptions import SoftTimeLimitExceeded
 
         from engine.errors import register_interrupt
+        from executions.agent_run_readers import register_agent_run_readers
         from executions.document_kinds import register_document_kinds
-        from executions.run_records import register_agent_run_records
-        from executions.tables import register_tables
+        from executions.execution_logs import register_execution_logs_table
 
         register_document_kinds()
-        register_tables()
-        register_agent_run_records()
+        register_execution_logs_table()
+        register_agent_run_readers()
         # A node past its soft time limit stops, even inside engine code that records failures.
         register_interrupt(SoftTimeLimitExceeded)

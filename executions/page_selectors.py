@@ -16,8 +16,8 @@ from typing import Any
 from django.db.models import Case, F, Q, QuerySet, Value, When
 
 from agents.backends.metering import usd
-from executions.evaluations import run_evaluation
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
+from executions.selectors import run_evaluation
 from agents.models import Agent
 from workflows.models import Workflow, WorkflowVersion
 from workflows.selectors import ID_PATTERN

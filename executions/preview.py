@@ -1,6 +1,6 @@
 """A node's context plan: what a run of the node would pass, decided before it runs.
 
-`node_context_plan` follows `executions.runner.perform` up to the backend call — the
+`node_context_plan` follows `executions.node_kinds.llm.perform` up to the backend call — the
 agent's prompt items, the node's named inputs, the compression of its dependencies, the
 context builder over real files, rows and outputs — and stops there. It never calls a
 model and writes nothing:
@@ -30,17 +30,9 @@ from engine.context.resolution import ResolutionAborted
 from engine.context.trimming import InstructionsTooLarge
 from engine.errors import EngineError
 from engine.tokens import TokenCounter, UnknownEncoding, check_encoding
-from executions.runner import (
-    COMPRESSION_CACHE,
-    as_text,
-    bounded,
-    compress_model_called,
-    latest_outputs,
-    named_inputs,
-    needed_outputs,
-    prompt_items,
-    render_prompt,
-)
+from executions.compression import COMPRESSION_CACHE, as_text, compress_model_called
+from executions.output_readers import latest_outputs, named_inputs, needed_outputs
+from executions.prompts import bounded, prompt_items, render_prompt
 from executions.services import workflow_graph
 
 NOT_CALLED = "a plan never calls the model"
@@ -160,7 +152,7 @@ def node_context_plan(*, workflow, node_id: str, outputs: dict[str, Any] | None 
 
 
 def _compress_dependencies(node, plan, outputs, references, items, agent, skipped: _Skipped):
-    """`executions.runner.compress_dependencies`, with the extractive compressor and a
+    """`executions.compression.compress_dependencies`, with the extractive compressor and a
     cache that is read, never written."""
     counter = TokenCounter(agent.token_encoding)
     extractive = compression.extractive_compressor(counter)

@@ -28,6 +28,7 @@ from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.run_summary import node_summary
 
 STREAM_CHUNK = 500  # node runs read at a time when the whole record is streamed
+EVALUATED = (Execution.Status.SUCCESS, Execution.Status.FAILED)  # the statuses a run is evaluated in
 
 
 # -- executions ---------------------------------------------------------------------------
@@ -136,6 +137,12 @@ def thought_tree_get(execution: Execution, node_run_id: int) -> dict[str, Any]:
 
 
 # -- evaluations --------------------------------------------------------------------------
+
+
+def run_evaluation(execution: Execution):
+    """The evaluation computed from a run when it ended, as a query (empty until a worker made it)."""
+    return Evaluation.objects.filter(execution=execution, method=Evaluation.Method.COMPUTED,
+                                     target_type=Evaluation.TargetType.EXECUTION)
 
 
 def evaluation_out(evaluation: Evaluation) -> dict[str, Any]:

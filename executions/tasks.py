@@ -2,8 +2,6 @@
 from celery import shared_task
 from django.conf import settings
 
-from executions.derive_triggers import derive_requests_raise_for_execution
-from executions.evaluations import execution_evaluate
 from executions.services.node_run import node_run_execute
 from executions.services.rerun import rerun_copy as rerun_copy_service
 from executions.services.sweep import node_runs_sweep_exclusive
@@ -27,13 +25,3 @@ def rerun_copy(execution_pk: int) -> str:
 def sweep() -> dict:
     return node_runs_sweep_exclusive()
 
-
-@shared_task(name="executions.evaluate", ignore_result=True)
-def evaluate(execution_pk: int) -> str | None:
-    evaluation = execution_evaluate(execution_pk=execution_pk)
-    return evaluation.evaluation_id if evaluation else None
-
-
-@shared_task(name="executions.raise_derive_requests", ignore_result=True)
-def raise_derive_requests(execution_pk: int) -> list[str]:
-    return [request.derive_request_id for request in derive_requests_raise_for_execution(execution_pk=execution_pk)]

@@ -10,8 +10,3 @@ execution_patterns = [
     path("<str:execution_id>/tot/<row_id:node_run_id>/", views.thought_tree, name="thought_tree"),
     path("<str:execution_id>/", views.execution_detail, name="detail"),
 ]
-evaluation_patterns = [
-    path("", views.evaluation_list, name="list"),
-    path("new/", views.evaluation_add, name="add"),
-    path("<str:evaluation_id>/", views.evaluation_detail, name="detail"),
-]

@@ -3,9 +3,10 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from agents.urls import agent_patterns, derive_request_patterns
-from executions.urls import evaluation_patterns, execution_patterns
+from executions.urls import execution_patterns
 from project import views as project_views
 from project.api import api
+from quality.urls import evaluation_patterns
 from workflows.urls import blueprint_patterns, workflow_patterns
 
 urlpatterns = [

@@ -19,8 +19,8 @@ from engine.context.limits import ContextLimits
 from engine.context.messages import merge_messages, parse_message
 from engine.context.reference import reference_transfer
 from engine.context.resolution import ResolutionAborted, Resolver, Sources
-from engine.context.strategy import FULL, REFERENCE, SUMMARY, choose_mode
-from engine.context.trimming import Item, Shrinker, strategy_fields, trim
+from engine.context.transfer_modes import FULL, REFERENCE, SUMMARY, choose_mode
+from engine.context.trimming import Item, Shrinker, summary_method_fields, trim
 from engine.tokens import TokenCounter
 
 # §4.2: the middle of each strategy's compression range, used when no summary_ratio is set.
@@ -197,7 +197,7 @@ class ContextBuilder:
         for report in reports:
             if report.item is not None and report.item.pending_summary is not None:
                 report.item = self._summarise(report.item, actions)
-        strategy = "priority_based_trimming" if trimmed_to_fit else "transfer_modes" if actions else "none"
+        resolved_by = "priority_based_trimming" if trimmed_to_fit else "transfer_modes" if actions else "none"
         kept_items = [report.item for report in reports if report.item is not None]
 
         # 5. The record: what was passed, counted from the texts themselves.
@@ -219,7 +219,7 @@ class ContextBuilder:
             "context_limit": limit,
             "overflow": max(0, total - limit),
             "limits": self.limits.as_dict(),
-            "resolution": {"strategy": strategy, "actions": actions, "final_tokens": final,
+            "resolution": {"strategy": resolved_by, "actions": actions, "final_tokens": final,
                            "within_limit": final <= limit},
         }
         return ContextAssembly(record, reports, [f.as_dict() for f in failures], kept_items)
@@ -284,7 +284,7 @@ class ContextBuilder:
         summary, used, note = self.shrinker.summarize(item, item.pending_summary)
         actions.append(_transfer_action(item.name, "summarize", item.raw_tokens, summary.tokens,
                                         f"summary transfer to ≤ {item.pending_summary} tokens",
-                                        **strategy_fields(used, note)))
+                                        **summary_method_fields(used, note)))
         return summary
 
     def _batch(self, item: Item, config: dict[str, Any], actions: list[dict[str, Any]]) -> Item:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from engine.tokens import TokenCounter
 
 PRIORITIES = ("chronological", "importance", "random")
-STRATEGIES = ("merge", "vote", "latest", "weighted")
+AGGREGATIONS = ("merge", "vote", "latest", "weighted")
 # Keys that name an element of a result list: two elements with the same one are the same.
 IDENTITY_KEYS = ("atom_id", "id", "relation_id")
 
@@ -222,19 +222,19 @@ def _plan_text(text: str, counter: TokenCounter, size: int, overlap: int, max_ba
 # ---------------------------------------------------------------- aggregation
 
 
-def aggregate(results: list[Any], strategy: str, weights: list[float] | None = None) -> Any:
+def aggregate(results: list[Any], aggregation: str, weights: list[float] | None = None) -> Any:
     """One result from the results of the batches, by `aggregation_strategy`."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"aggregation_strategy {strategy!r} is unknown (known: {', '.join(STRATEGIES)})")
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(f"aggregation_strategy {aggregation!r} is unknown (known: {', '.join(AGGREGATIONS)})")
     if not isinstance(results, list) or not results:
         raise ValueError("aggregate needs a non-empty list of batch results")
-    if weights is not None and strategy != "weighted":
-        raise ValueError(f"weights apply only to the 'weighted' strategy, not to {strategy!r}")
-    if strategy == "latest":
+    if weights is not None and aggregation != "weighted":
+        raise ValueError(f"weights apply only to the 'weighted' strategy, not to {aggregation!r}")
+    if aggregation == "latest":
         return results[-1]
-    if strategy == "vote":
+    if aggregation == "vote":
         return _vote(results)
-    if strategy == "merge":
+    if aggregation == "merge":
         return _merge_all(results)
     return _weighted(results, _weights(results, weights))
 

@@ -250,7 +250,7 @@ class Resolver:
             if error.code == errors.REF_NOT_FOUND:
                 error = RefError(errors.REF_NOT_FOUND, f"path '{path}' selects nothing in this run")
             reference = {"ref_type": NAMED_INPUT, "path": path}
-            return self._fall_back(reference, name, error, default_strategy(error, {}), 1, {}, resolved)
+            return self._fall_back(reference, name, error, default_fallback(error, {}), 1, {}, resolved)
 
     # -- a whole reference -------------------------------------------------------------
 
@@ -265,16 +265,16 @@ class Resolver:
                 data = self.fetch(fetched)
                 break
             except RefError as error:
-                strategy = config.get("strategy") or default_strategy(error, config)
-                if strategy == "retry" and attempts <= int(config.get("retry_count", 3)):
+                fallback = config.get("strategy") or default_fallback(error, config)
+                if fallback == "retry" and attempts <= int(config.get("retry_count", 3)):
                     self.sleep(int(config.get("retry_delay_ms", 1000)) / 1000)
                     continue
-                if strategy == "ignore_filter" and fetched is reference:
+                if fallback == "ignore_filter" and fetched is reference:
                     # §3.2: the data without the conditions or sections it could not apply.
-                    resolved.failures.append(self._failure(reference, name, error, strategy, None, attempts))
+                    resolved.failures.append(self._failure(reference, name, error, fallback, None, attempts))
                     fetched, attempts = unfiltered(reference), 0
                     continue
-                return self._fall_back(reference, name, error, strategy, attempts, config, resolved)
+                return self._fall_back(reference, name, error, fallback, attempts, config, resolved)
         if isinstance(data, CappedRows):
             resolved.cap, data = data.record(), data.rows
         if reference["ref_type"] == "task_output":
@@ -288,8 +288,8 @@ class Resolver:
             data = self._path_and_filter(reference, name, data, path, spec, resolved)
         except RefError as error:
             config = reference.get("fallback_config") or {}
-            strategy = config.get("strategy") or default_strategy(error, config)
-            self._fall_back(reference, name, error, strategy, 1, config, resolved)
+            fallback = config.get("strategy") or default_fallback(error, config)
+            self._fall_back(reference, name, error, fallback, 1, config, resolved)
             return resolved.data
         if reference.get("transform") == "keys_only":
             data = keys_only(data)
@@ -298,7 +298,7 @@ class Resolver:
     def _path_and_filter(self, reference: dict[str, Any], name: str, data: Any, path: str | None, spec: Any,
                          resolved: Resolved) -> Any:
         """A path or filter error falls back to the data without it (`full_data`,
-        `ignore_filter`) unless the reference's fallback_config names a strategy."""
+        `ignore_filter`) unless the reference's fallback_config names a `strategy`."""
         try:
             return select_path(data, path, spec) if path else data if spec is None else apply_filter(data, spec)
         except RefError as error:
@@ -312,33 +312,33 @@ class Resolver:
                 return data if spec is None else self._path_and_filter(reference, name, data, None, spec, resolved)
             raise
 
-    def _fall_back(self, reference: dict[str, Any], name: str, error: RefError, strategy: str, attempts: int,
+    def _fall_back(self, reference: dict[str, Any], name: str, error: RefError, fallback: str, attempts: int,
                    config: dict[str, Any], resolved: Resolved) -> Resolved:
-        if strategy == "retry":  # retries exhausted
-            strategy = config.get("on_final_failure", "skip")
-        if strategy in ("ignore_filter", "full_data"):  # already without it, and it still failed
-            strategy = "skip"
-        if strategy == "convert":
+        if fallback == "retry":  # retries exhausted
+            fallback = config.get("on_final_failure", "skip")
+        if fallback in ("ignore_filter", "full_data"):  # already without it, and it still failed
+            fallback = "skip"
+        if fallback == "convert":
             value = error.convertible
-        elif strategy == "use_default":
+        elif fallback == "use_default":
             value = config.get("default_value")
         else:
             value = None
-        failure = self._failure(reference, name, error, strategy, value, attempts)
+        failure = self._failure(reference, name, error, fallback, value, attempts)
         resolved.failures.append(failure)
-        if strategy == "abort":
+        if fallback == "abort":
             raise ResolutionAborted(failure)
-        if strategy == "skip":
+        if fallback == "skip":
             resolved.skipped = True
         else:
             resolved.data = value
         return resolved
 
-    def _failure(self, reference: dict[str, Any], name: str, error: RefError, strategy: str, value: Any,
+    def _failure(self, reference: dict[str, Any], name: str, error: RefError, fallback: str, value: Any,
                  attempts: int) -> ResolutionFailure:
         return ResolutionFailure(
             reference=reference, name=name, error_code=error.code, error_message=error.message,
-            fallback_strategy=strategy, fallback_value=value, attempts=attempts,
+            fallback_strategy=fallback, fallback_value=value, attempts=attempts,
             timestamp=self.now().isoformat().replace("+00:00", "Z"),
         )
 
@@ -354,7 +354,7 @@ def _with(resolved: Resolved, data: Any) -> Resolved:
     return resolved
 
 
-def default_strategy(error: RefError, config: dict[str, Any]) -> str:
+def default_fallback(error: RefError, config: dict[str, Any]) -> str:
     """§3.2's default handling for each error code."""
     code = error.code
     if code == errors.REF_NOT_FOUND:

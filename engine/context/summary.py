@@ -33,7 +33,7 @@ from engine.context.content import FALLBACK_PRIORITY, element_priority, render
 from engine.errors import reraise_interrupt
 from engine.tokens import TokenCounter
 
-STRATEGIES = ("extractive", "abstractive", "key_points", "truncate")
+METHODS = ("extractive", "abstractive", "key_points", "truncate")
 
 # Strings up to this many characters count as short scalars: kept verbatim by default.
 SHORT_STRING = 40
@@ -56,7 +56,7 @@ _PROBE_CHARS = 1000
 class Summary:
     content: Any  # str or JSON-able structure
     tokens: int  # counter.count(render(content)), exact
-    strategy: str  # the strategy actually used
+    method: str  # the summary method actually used (recorded under the key `strategy`)
     note: str = ""  # why it differs from the one asked for, or what was dropped; "" otherwise
 
 
@@ -347,19 +347,19 @@ def _sample_chunks(text: str, pool_chars: int) -> list[str]:
 
 class _Summarizer:
     """The text strategies, bound to a counter and an optional abstractive backend. Each
-    returns (text, strategy used, note), the text counted within the budget."""
+    returns (text, method used, note), the text counted within the budget."""
 
     def __init__(self, counter: TokenCounter, abstractive: Callable[[str, int], str] | None):
         self.counter = counter
         self.abstractive = abstractive
 
     def text(
-        self, text: str, budget: int, strategy: str, *, per_byte: float | None = None, always: bool = False
+        self, text: str, budget: int, method: str, *, per_byte: float | None = None, always: bool = False
     ) -> tuple[str, str, str]:
         """`per_byte` is the text's tokens per byte when known (else the text is counted:
         its count is assumed cached). `always` summarises even a text that fits."""
         if budget <= 0 or not text:
-            return "", strategy, ""
+            return "", method, ""
         size = _byte_len(text)
         total: int | None
         if per_byte is None:
@@ -370,21 +370,21 @@ class _Summarizer:
             total = self.counter.count(text) if size * per_byte <= budget * 1.5 else None
         chars_per_token = len(text) / max(1e-9, size * per_byte)
         fits = total is not None and total <= budget
-        if fits and strategy != "key_points" and not always:
-            return text, strategy, ""
-        if strategy == "truncate":
+        if fits and method != "key_points" and not always:
+            return text, method, ""
+        if method == "truncate":
             return _truncate(text, budget, self.counter, chars_per_token), "truncate", ""
-        if strategy == "abstractive":
+        if method == "abstractive":
             return self._abstractive(text, budget, per_byte)
-        chosen = self._choose(text, budget, per_byte, chars_per_token, key_points=strategy == "key_points")
+        chosen = self._choose(text, budget, per_byte, chars_per_token, key_points=method == "key_points")
         if chosen is not None:
-            return chosen, strategy, ""
+            return chosen, method, ""
         if fits:
-            return text, "truncate", f"{strategy} summary did not fit in {budget} tokens; passed the text whole"
+            return text, "truncate", f"{method} summary did not fit in {budget} tokens; passed the text whole"
         return (
             _truncate(text, budget, self.counter, chars_per_token),
             "truncate",
-            f"{strategy} summary did not fit in {budget} tokens; truncated",
+            f"{method} summary did not fit in {budget} tokens; truncated",
         )
 
     def _abstractive(self, text: str, budget: int, per_byte: float) -> tuple[str, str, str]:
@@ -552,7 +552,7 @@ def _summarize_structure(
     data: Any,
     target: int,
     summarizer: _Summarizer,
-    strategy: str,
+    method: str,
     preserve_fields: list[str] | None,
     summarize_fields: list[str] | None,
     name: str,
@@ -674,9 +674,9 @@ def _summarize_structure(
     used: Counter[Any] = Counter()
 
     def summarised_text(text: str) -> str:
-        summary, strategy_used, note = summarizer.text(text, budget, strategy, per_byte=per_byte)
+        summary, method_used, note = summarizer.text(text, budget, method, per_byte=per_byte)
         notes.add(note)
-        used[strategy_used] += 1
+        used[method_used] += 1
         return summary
 
     top_texts = {key: summarised_text(v) for kind, key, v in frame if kind == "text"}
@@ -711,9 +711,9 @@ def _summarize_structure(
             dropped.append(f"{len(elements) - passed} of {len(elements)} {frame[position][1]}")
     if dropped:
         notes.add(f"dropped {', '.join(dropped)} to fit {target} tokens")
-    # The strategy asked for if any summary used it, else the one most of them fell back to.
-    strategy_used = strategy if not used or strategy in used else used.most_common(1)[0][0]
-    return out, strategy_used, str(notes)
+    # The method asked for if any summary used it, else the one most of them fell back to.
+    method_used = method if not used or method in used else used.most_common(1)[0][0]
+    return out, method_used, str(notes)
 
 
 def _summarize_scalars(items: list[Any], target: int, counter: TokenCounter, name: str) -> tuple[dict[str, Any], str] | None:
@@ -844,7 +844,7 @@ def summarize(
     *,
     target_tokens: int,
     counter: TokenCounter,
-    strategy: str = "extractive",
+    method: str = "extractive",
     preserve_fields: list[str] | None = None,
     summarize_fields: list[str] | None = None,
     abstractive: Callable[[str, int], str] | None = None,
@@ -853,32 +853,32 @@ def summarize(
 ) -> Summary:
     """`data` in at most `target_tokens` tokens (data-transfer-protocol §4.2).
 
-    Text is summarised with `strategy`; a list of dicts (or a dict holding lists of dicts)
+    Text is summarised with `method`; a list of dicts (or a dict holding lists of dicts)
     becomes `{K}_summary` / `total_{K}` / `summarized_{K}` / `omitted_fields`, with
     `preserve_fields` kept verbatim and `summarize_fields` summarised per element; a list
     of scalars keeps the first items that fit; anything else is summarised as its text.
     Whatever cannot get under the target is truncated, and `note` says so. A `table`
     (data_type) keeps its header, whole rows and its statistics (strategy "table", §5.3)."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown summary strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
+    if method not in METHODS:
+        raise ValueError(f"unknown summary strategy {method!r} (known: {', '.join(METHODS)})")
     if target_tokens < 0:
         raise ValueError("target_tokens must not be negative")
     if target_tokens == 0:
-        return Summary("", 0, strategy, "target of 0 tokens; nothing passed")
+        return Summary("", 0, method, "target of 0 tokens; nothing passed")
     if data_type == "table":
         table = _summarize_table(data, target_tokens, counter)
         if table is not None:
             return Summary(table[0], counter.count(render(table[0])), "table", table[1])
     summarizer = _Summarizer(counter, abstractive)
     content: Any = None
-    used, note = strategy, ""
+    used, note = method, ""
     done = False
     if isinstance(data, str):
-        content, used, note = summarizer.text(data, target_tokens, strategy)
+        content, used, note = summarizer.text(data, target_tokens, method)
         done = True
     elif _is_list_of_dicts(data) or (isinstance(data, dict) and any(_is_list_of_dicts(v) for v in data.values())):
         shaped = _summarize_structure(
-            data, target_tokens, summarizer, strategy, preserve_fields, summarize_fields, name
+            data, target_tokens, summarizer, method, preserve_fields, summarize_fields, name
         )
         if shaped is not None:
             content, used, note = shaped
@@ -896,7 +896,7 @@ def summarize(
         if counter.count(rendered) <= target_tokens:
             content, done = data, True
         else:
-            content, used, note = summarizer.text(rendered, target_tokens, strategy)
+            content, used, note = summarizer.text(rendered, target_tokens, method)
             done = True
     if done:
         tokens = counter.count(render(content))
@@ -905,5 +905,5 @@ def summarize(
     # Nothing else got under the target: a prefix of the text the data is passed as.
     rendered = render(data)
     content = _truncate(rendered, target_tokens, counter)
-    fallback = f"{strategy} summary did not fit in {target_tokens} tokens; truncated the rendered data"
+    fallback = f"{method} summary did not fit in {target_tokens} tokens; truncated the rendered data"
     return Summary(content, counter.count(content), "truncate", f"{note}; {fallback}" if note else fallback)

@@ -68,19 +68,19 @@ class Shrinker:
         return replace(item, content=filtered, tokens=tokens, batches=None)
 
     def summarize(self, item: Item, target: int) -> tuple[Item, str, str]:
-        """The item summarised into `target` tokens, the strategy actually used, and the
+        """The item summarised into `target` tokens, the summary method actually used, and the
         note saying why it is not the one asked for ("" when it is)."""
         if item.pending_summary is not None:
             target = min(target, item.pending_summary)
         config = item.summary_config
         result = summarize(
             item.content, target_tokens=target, counter=self.counter,
-            strategy=config.get("strategy", "extractive"),
+            method=config.get("strategy", "extractive"),
             preserve_fields=config.get("preserve_fields"), summarize_fields=config.get("summarize_fields"),
             abstractive=self.abstractive, name=item.name, data_type=item.data_type,
         )
         summary = replace(item, content=result.content, tokens=result.tokens, batches=None, pending_summary=None)
-        return summary, result.strategy, result.note
+        return summary, result.method, result.note
 
     def truncate(self, item: Item, target: int) -> Item:
         text = truncate_text(render(item.content), target, self.counter)
@@ -120,7 +120,7 @@ def trim(items: list[Item], limit: int, shrinker: Shrinker) -> tuple[list[Item],
 
     1. order the items by priority, 1 first (input order within a level);
     2. priority 1 is always kept; if those items alone exceed the limit they are
-       compressed (`_compress_critical`), never dropped;
+       shrunk (`_shrink_critical`), never dropped;
     3. priority 2 is kept while the running total stays under 0.8 × limit; otherwise its
        low-priority elements are filtered out and, if still too big, it is summarised into
        the room left under 0.8 × limit (dropped only when that room is too small for any
@@ -129,7 +129,7 @@ def trim(items: list[Item], limit: int, shrinker: Shrinker) -> tuple[list[Item],
     """
     ordered = sorted(items, key=lambda item: item.priority)
     actions: list[dict[str, Any]] = []
-    kept = _compress_critical([item for item in ordered if item.priority <= 1], limit, shrinker, actions)
+    kept = _shrink_critical([item for item in ordered if item.priority <= 1], limit, shrinker, actions)
     current = sum(item.tokens for item in kept)
     for item in (item for item in ordered if item.priority > 1):
         share = THRESHOLDS[min(item.priority, 4)]
@@ -176,10 +176,10 @@ def _fit_important(item: Item, current: int, limit: int, shrinker: Shrinker, act
         actions.append(_action(item, "drop", 0, f"only {room_tokens} tokens left under the limit, "
                                                 f"too few for a summary"))
         return None
-    summary, strategy, note = shrinker.summarize(item, room_tokens)
+    summary, method, note = shrinker.summarize(item, room_tokens)
     actions.append(_action(item, "summarize", summary.tokens, f"priority 2 input over {share:g} × limit: "
                                                               f"summarised into {where}",
-                           **strategy_fields(strategy, note)))
+                           **summary_method_fields(method, note)))
     return summary
 
 
@@ -189,7 +189,7 @@ def _room_under(ceiling: float, current: int) -> int:
     return max(0, int(room) - (1 if room == int(room) else 0))
 
 
-def _compress_critical(items: list[Item], limit: int, shrinker: Shrinker, actions: list[dict[str, Any]]) -> list[Item]:
+def _shrink_critical(items: list[Item], limit: int, shrinker: Shrinker, actions: list[dict[str, Any]]) -> list[Item]:
     """Priority-1 items must all be passed; when together they exceed the limit:
 
     a. filter their elements by priority (keep ≤ 2, then ≤ 1);
@@ -221,17 +221,17 @@ def _compress_critical(items: list[Item], limit: int, shrinker: Shrinker, action
                 items[index] = filtered
     if total() <= limit:
         return items
-    compressible = [i for i, item in enumerate(items) if item.data_type not in NEVER_SUMMARISED]
-    fixed = sum(item.tokens for i, item in enumerate(items) if i not in compressible)
+    summarisable = [i for i, item in enumerate(items) if item.data_type not in NEVER_SUMMARISED]
+    fixed = sum(item.tokens for i, item in enumerate(items) if i not in summarisable)
     budget = max(0, limit - fixed)
-    weight = sum(items[i].tokens for i in compressible)
-    for i in compressible:
+    weight = sum(items[i].tokens for i in summarisable)
+    for i in summarisable:
         item = items[i]
         target = int(budget * item.tokens / weight) if weight else 0
-        reduced, strategy, note = shrinker.summarize(item, target)
+        reduced, method, note = shrinker.summarize(item, target)
         actions.append(_action(item, "compress", reduced.tokens, f"priority 1 inputs exceed the limit: compressed "
                                                                  f"to a {target}-token share",
-                               **strategy_fields(strategy, note)))
+                               **summary_method_fields(method, note)))
         items[i] = reduced
     overflow = total() - limit
     truncatable = [(i, item) for i, item in enumerate(items) if item.data_type not in PASSED_WHOLE]
@@ -247,7 +247,8 @@ def _compress_critical(items: list[Item], limit: int, shrinker: Shrinker, action
     return items
 
 
-def strategy_fields(strategy: str, note: str) -> dict[str, Any]:
-    """The summary strategy actually used for an action, and why it differs from the one
-    asked for (or what it left out) when it does."""
-    return {"strategy": strategy, "strategy_note": note} if note else {"strategy": strategy}
+def summary_method_fields(method: str, note: str) -> dict[str, Any]:
+    """The summary method actually used for an action, and why it differs from the one
+    asked for (or what it left out) when it does, under the record's keys `strategy` and
+    `strategy_note`."""
+    return {"strategy": method, "strategy_note": note} if note else {"strategy": method}

@@ -11,7 +11,7 @@
 - rerun.py: re-run a past run from one of its nodes; try one node alone
 - document_import.py: an execution recorded elsewhere, imported
 
-Evaluations are written by executions/evaluations.py, which builds on these. The names other
+Evaluations are written by quality/evaluations.py, which builds on these. The names other
 code uses are importable from here."""
 from executions.services.document_import import execution_import_document
 from executions.services.gates import gate_decide, gates_pending, gates_pending_ids, gates_time_out

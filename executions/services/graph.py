@@ -16,8 +16,8 @@ from agents.models import Agent, AgentVersion
 from core.errors import DocumentError, NotFound
 from engine.scheduling import Plan
 from engine.validation import dependency_edges, validate_workflow
-from executions.runner import contract_results
 from executions.models import Execution
+from workflows.contracts import contract_results
 from workflows.documents import workflow_document
 from workflows.models import Contract, Node, Workflow, WorkflowVersion
 from workflows.services import workflow_version_get

@@ -25,7 +25,8 @@ from agents.documents import agent_as_of
 from agents.models import Agent
 from core.status_writes import Touch, Under, claim_row, transition, transition_under
 from engine.steps import nothing_follows, wall_time_exceeded
-from executions import nodes, runner
+from executions import node_kinds
+from executions.node_errors import NodeFailure
 from executions.models import Execution, NodeRun
 from executions.services.budget import claims_ended, node_run_budget
 from executions.services.graph import execution_graph
@@ -101,12 +102,12 @@ def _execute(node_run_id: int, worker: str, claimed: Claimed | None = None,
     with heartbeat(run.pk, claim), metered(budget) as meter, \
             dispatched(run.pk, run.dispatches, on_process=partial(_heartbeats.record_process, run.pk)):
         try:
-            performed = nodes.perform(run, graph, node)
+            performed = node_kinds.perform(run, graph, node)
         except SoftTimeLimitExceeded:  # raised by Celery wherever the node was; the worker goes on
             limit = settings.NODE_SOFT_TIME_LIMIT_SECONDS
             return "failed", node_failed(run, claim, time_limit_failure(
                 f"the node did not finish within the node time limit of {limit:g} s and was stopped"), meter, chain)
-        except runner.NodeFailure as failure:
+        except NodeFailure as failure:
             return "failed", node_failed(run, claim, _crossed(meter, failure.record) or failure, meter, chain)
         except Exception as error:  # a defect must fail the node visibly, not leave it running
             if isinstance(error, (OperationalError, InterfaceError)) and not _connection_usable():
@@ -116,7 +117,7 @@ def _execute(node_run_id: int, worker: str, claimed: Claimed | None = None,
                 connection.close()
                 raise
             logger.exception("node run %s failed unexpectedly", run.pk)
-            return "failed", node_failed(run, claim, runner.NodeFailure(
+            return "failed", node_failed(run, claim, NodeFailure(
                 f"{type(error).__name__}: {error}", code="INTERNAL_ERROR", retryable=False), meter, chain)
         crossed = _crossed(meter, performed.record)
         if crossed is not None:
@@ -126,14 +127,14 @@ def _execute(node_run_id: int, worker: str, claimed: Claimed | None = None,
         return "success", _node_succeeded(run, claim, performed, node, meter, chain)
 
 
-def _crossed(meter: Meter, record: dict) -> runner.NodeFailure | None:
+def _crossed(meter: Meter, record: dict) -> NodeFailure | None:
     """The failure of a node one of whose calls took the run or the node run past its cost
     limit, whatever became of the node after (a summary's failure is absorbed, a search
     goes on without its role): the run stops on its budget, and its record says why."""
     crossed = meter.crossed
     if crossed is None:
         return None
-    return runner.NodeFailure(str(crossed), code=crossed.code, retryable=False, record=record, details=crossed.details)
+    return NodeFailure(str(crossed), code=crossed.code, retryable=False, record=record, details=crossed.details)
 
 
 def _claim(node_run_id: int, claim: str, now) -> NodeRun | None:
@@ -335,10 +336,10 @@ def _store_failure(run: NodeRun, claim: str, failure, ended, calls: dict, added:
         return locked.advance(completed=run, retryable=failure.retryable, chain=chain)
 
 
-def time_limit_failure(message: str) -> runner.NodeFailure:
+def time_limit_failure(message: str) -> NodeFailure:
     """A node past its time limit. Not retryable: another try would most likely take as long
     again, each costing the whole limit; the fallback agent and escalation still apply."""
-    return runner.NodeFailure(message, code="NODE_TIME_LIMIT", retryable=False)
+    return NodeFailure(message, code="NODE_TIME_LIMIT", retryable=False)
 
 
 def _ms(start, end) -> int:

@@ -14,7 +14,7 @@ from django.utils import timezone
 from agents.backends.dispatch import end_process
 from core.locks import redis_lock
 from core.status_writes import transition
-from executions import runner
+from executions.node_errors import NodeFailure
 from executions.models import Evaluation, Execution, NodeRun
 from executions.services.budget import claims_ended
 from executions.services.gates import gates_time_out
@@ -63,7 +63,7 @@ def node_runs_sweep(*, now=None) -> dict:
             report["failed"].append(run.pk)
         elif run.dispatches >= settings.NODE_MAX_DISPATCHES:
             # It took its worker down every time it was sent: fail it rather than loop.
-            failure = runner.NodeFailure(f"the worker running it went silent {run.dispatches} times",
+            failure = NodeFailure(f"the worker running it went silent {run.dispatches} times",
                                          code="WORKER_LOST", retryable=False)
             node_failed(run, run.worker, failure)
             report["failed"].append(run.pk)

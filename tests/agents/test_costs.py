@@ -146,7 +146,7 @@ def test_a_server_that_reports_no_usage_is_counted_here_and_marked_so(settings, 
 def test_a_compress_model_alias_names_the_backend_and_model_a_compression_calls(settings):
     from types import SimpleNamespace
 
-    from executions.runner import compression_backend
+    from executions.compression import compression_backend
 
     settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "hosted": {"kind": "openai_compatible", "base_url": "http://h/v1"}}
     settings.MODEL_ALIASES = {"flash": {"backend": "hosted", "model": "gpt-4o-mini"}}

@@ -16,7 +16,7 @@ from agents.models import Agent, DeriveRequest
 from agents.services import agent_import_document, derive_request_approve, derive_request_create, derive_request_reject
 from core.errors import IllegalTransition
 from core.roles import Forbidden
-from executions.derive_triggers import derive_requests_raise
+from quality.derive_triggers import derive_requests_raise
 from executions.models import Evaluation, Execution, NodeRun
 from workflows.models import Workflow
 
@@ -164,7 +164,7 @@ def test_it_never_raises_a_second_pending_request_for_the_same_agent_and_trigger
 
 
 def test_it_raises_requests_for_the_agents_of_an_evaluated_run(scholar, settings):
-    from executions.tasks import raise_derive_requests
+    from quality.tasks import raise_derive_requests
 
     settings.DERIVE_CAPABILITY_GAP_FAILURES = 1
     execution = node_runs(scholar, 1, status="failed", error_code="CAPABILITY_GAP", details={"missing_tools": ["x"]})

@@ -273,7 +273,7 @@ def test_it_knows_every_kind_in_import_order_from_the_apps_that_own_them():
     owners = {kind.name: kind.importer.__module__.split(".")[0] for kind in KINDS}
     assert owners == {"agent": "agents", "derive_request": "agents", "blueprint": "workflows",
                       "workflow": "workflows", "task_chain": "workflows", "execution": "executions",
-                      "evaluation": "executions", "thought_tree": "executions"}
+                      "evaluation": "quality", "thought_tree": "executions"}
 
 
 def test_it_refuses_to_register_a_kind_with_no_place_in_the_import_order():

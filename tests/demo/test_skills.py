@@ -62,10 +62,19 @@ def test_it_registers_the_demo_skills_with_the_builtin_backend():
     assert register_skill("legal_review", DEMO_SKILLS["legal_review"]) is DEMO_SKILLS["legal_review"]
 
 
+def test_it_registers_the_game_of_24_verifier_with_evaluations():
+    from engine.tot.game24 import verify
+    from quality.evaluations import ANSWER_VERIFIERS, answer_errors
+
+    assert verify in ANSWER_VERIFIERS
+    assert answer_errors("(13 - 9) * (10 - 4)", "4 9 10 13") == []
+    assert answer_errors("(13 - 9) * (10 - 4) + 0", "4 9 10 13") != []
+
+
 def test_it_keeps_the_product_free_of_imports_of_the_demo():
     """The builtin backend learns the demo's skills from the demo, never the other way."""
     offending = []
-    for package in ("agents", "core", "workflows", "knowledge", "engine"):
+    for package in ("agents", "core", "workflows", "knowledge", "executions", "engine"):
         for path in (ROOT / package).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text())):
                 names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)

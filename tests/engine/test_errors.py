@@ -16,7 +16,7 @@ from engine.errors import EngineError
 from engine.jsonpath import PathError, compile_path
 from engine.tot import errors as tot_errors
 from engine.tot.errors import ToTError
-from executions.runner import NodeFailure
+from executions.node_errors import NodeFailure
 
 PACKAGES = ("engine", "core", "agents", "workflows", "executions", "knowledge")
 

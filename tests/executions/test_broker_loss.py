@@ -9,8 +9,8 @@ import time
 import pytest
 
 from core.documents import import_documents
-from executions.evaluations import run_evaluation
 from executions.models import Execution
+from executions.selectors import run_evaluation
 from tests.executions.conftest import ROOT, database_url
 from tests.slow_chain import SLOW_CHAIN_DOCUMENTS, slow_argv
 

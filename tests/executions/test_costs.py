@@ -17,9 +17,9 @@ from agents.backends.openai import OpenAICompatibleBackend
 from agents.documents import agent_document
 from agents.models import Agent
 from agents.services import agent_import_document
-from executions.evaluations import execution_evaluate
 from executions.models import NodeRun
 from executions.services import execution_start, node_runs_sweep
+from quality.evaluations import execution_evaluate
 from tests.executions.conftest import drain, thesis_reply
 from tests.workflow_edits import edit_workflow
 from workflows.models import Workflow

@@ -193,7 +193,7 @@ def test_it_leaves_a_node_whose_connection_broke_with_no_result_in_hand_to_the_s
             other.execute("SELECT pg_terminate_backend(%s)", [pid])
         NodeRun.objects.count()
 
-    with mock.patch("executions.nodes.perform", perform), pytest.raises(OperationalError):
+    with mock.patch("executions.node_kinds.perform", perform), pytest.raises(OperationalError):
         node_run_execute(node_run_id=only.pk, worker="test")
     only.refresh_from_db()
     assert (only.status, only.error_code) == ("running", ""), "not the node's failure: the sweep sends it again"

@@ -8,9 +8,15 @@ from django.utils import timezone
 
 from core.errors import DocumentError, IllegalTransition, WorkflowInvalid
 from core.roles import Forbidden
-from executions.models import Execution, NodeRun
+from executions.models import Execution
 from executions.services import (
-    execution_cancel, execution_rerun, execution_retry, execution_start, gate_decide, gates_pending, node_runs_sweep,
+    execution_cancel,
+    execution_rerun,
+    execution_retry,
+    execution_start,
+    gate_decide,
+    gates_pending,
+    node_runs_sweep,
     node_try,
 )
 from tests.executions.conftest import drain
@@ -295,9 +301,9 @@ def test_a_gate_cannot_be_tried_alone():
 
 
 def test_a_gate_is_a_persons_step_not_its_stand_in_agents_work(ana):
-    from executions.evaluations import execution_evaluate
     from executions.models import Evaluation
     from executions.services import execution_resume
+    from quality.evaluations import execution_evaluate
 
     execution = decide(release(), "approve", ana)
     execution_resume(execution=execution, output={"compliant": True})

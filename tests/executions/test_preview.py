@@ -203,7 +203,7 @@ def test_it_names_the_node_whose_reference_settings_a_run_could_not_use(demo):
 
 
 def test_it_plans_the_very_context_a_run_then_assembles(demo):
-    from executions.runner import perform
+    from executions.node_kinds.llm import perform
     from executions.services import workflow_graph
 
     execution = record_execution("thesis_reading", "exec_1", [

@@ -1,5 +1,5 @@
 """How PostgreSQL plans the queries behind a run's inspection and the list of runs, over a run
-of 100,000 node runs among 100,000 other runs (issue 20).
+of 100,000 node runs among 100,000 other runs (the pages-at-scale benchmark).
 
 Every answer `benchmark_pages` measures is requested through the test client as a viewer;
 each captured statement that reads the node runs is explained (`EXPLAIN (FORMAT JSON)`, not
@@ -10,7 +10,8 @@ generate_series` (small records: what is judged is the plan, not the sizes) and 
 vacuumed and analysed, as autovacuum would have done, before anything is planned.
 """
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -19,8 +20,8 @@ from django.db.models import Model
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from executions.management.commands.benchmark_pages import LIST_ANSWERS, OPTIONAL, RUN_ANSWERS, TARGETS, request
-from executions.management.large_runs import LOOP, loop_workflow_create
+from benchmarks.large_runs import LOOP, loop_workflow_create
+from benchmarks.pages import LIST_ANSWERS, OPTIONAL, RUN_ANSWERS, TARGETS, request
 from executions.models import Execution, NodeRun
 
 pytestmark = [

@@ -244,7 +244,7 @@ def test_a_rerun_of_a_long_run_reads_its_node_runs_light_and_has_the_database_co
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from executions.management.large_runs import LOOP, large_run_create, loop_workflow_create
+    from benchmarks.large_runs import LOOP, large_run_create, loop_workflow_create
 
     source = large_run_create(workflow=loop_workflow_create(workflow_id="rerun_loop"), node_runs=1_500)
     last = source.node_runs.order_by("-sequence").first()

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from executions.management.large_runs import (
+from benchmarks.large_runs import (
     LOOP,
     large_run_create,
     loop_workflow_create,

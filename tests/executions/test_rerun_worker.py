@@ -9,9 +9,9 @@ from django.core.management import call_command
 from agents.documents import agent_document
 from agents.models import Agent
 from agents.services import agent_import_document
+from benchmarks.large_runs import large_run_create, loop_workflow_create
 from core.documents import import_documents
 from executions.comparison import execution_comparison
-from executions.management.large_runs import large_run_create, loop_workflow_create
 from executions.models import Execution
 from executions.services import (
     execution_cancel,

@@ -159,7 +159,7 @@ def test_three_workers_finishing_the_leaves_of_a_wide_dag_together_end_it_once(w
     """Each leaf's result is stored with whether any other node run is still to end, in one
     statement; workers storing at once wait for each other's lock on the run, and one that
     waited stores again in a transaction: the run ends, once, when the last leaf does."""
-    from executions.management.commands.benchmark_execution import agent_document, workflow_document
+    from benchmarks.execution import agent_document, workflow_document
 
     import_documents([agent_document("noop"), workflow_document("wide", "noop", topology="dag", nodes=150)])
     workers.start(3)

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from core.documents import import_documents
 from core.errors import IllegalTransition, WorkflowInvalid
-from executions import nodes
+from executions import node_kinds as nodes
 from executions.models import Execution, NodeRun
 from executions.services import execution_resume, execution_start, heartbeat, node_run_execute, node_runs_sweep
 from executions.services.inline import Claimed
@@ -89,7 +89,7 @@ def test_it_reads_the_state_again_when_it_stores_a_result_in_a_workflow_that_wri
 
 def _wide(nodes=3):
     """A DAG of independent no-op nodes: every one a leaf, nothing follows it."""
-    from executions.management.commands.benchmark_execution import agent_document, workflow_document
+    from benchmarks.execution import agent_document, workflow_document
 
     import_documents([agent_document("noop"), workflow_document("wide", "noop", topology="dag", nodes=nodes)])
     return start("wide")

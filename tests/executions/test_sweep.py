@@ -12,7 +12,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from core.locks import redis_lock
-from executions.evaluations import execution_evaluate
+from quality.evaluations import execution_evaluate
 from executions.models import Execution, NodeRun
 from executions.services import execution_cancel, execution_start, node_runs_sweep, node_runs_sweep_exclusive
 from workflows.models import Workflow

@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.test import Client
 from playwright.sync_api import expect
 
-from executions.evaluations import execution_evaluate
+from quality.evaluations import execution_evaluate
 from executions.models import Evaluation, ThoughtSearch
 from executions.services import execution_start
 from tests.executions.conftest import wait_for

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from django.utils.html import escape
 
-from executions.evaluations import execution_evaluate
+from quality.evaluations import execution_evaluate
 from executions.models import Evaluation, Execution
 from executions.services import execution_start
 from tests.executions.conftest import drain

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from executions.services import execution_start
-from executions.evaluations import execution_evaluate
+from quality.evaluations import execution_evaluate
 from tests.pages.conftest import screenshot
 from tests.pages.test_derive_requests import watch_errors
 from tests.pages.test_evaluations import finished_in_process

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.context.content import render
-from engine.context.summary import STRATEGIES, Summary, summarize, truncate_text
+from engine.context.summary import METHODS, Summary, summarize, truncate_text
 from engine.tokens import TokenCounter
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -77,7 +77,7 @@ def assert_in_order(pieces: list[str], text: str):
 def test_it_extracts_the_best_english_sentences_in_their_original_order():
     summary = summarize(ENGLISH, target_tokens=90, counter=COUNTER)
     assert_exact(summary, 90)
-    assert (summary.strategy, summary.note) == ("extractive", "")
+    assert (summary.method, summary.note) == ("extractive", "")
     assert summary.tokens < COUNTER.count(ENGLISH)
     chosen = [line for line in summary.content.split("\n") if line]
     originals = english_sentences(ENGLISH) + [line for line in ENGLISH.splitlines() if line.startswith(("#", "- "))]
@@ -92,7 +92,7 @@ def test_it_extracts_the_best_english_sentences_in_their_original_order():
 def test_it_extracts_chinese_sentences_split_at_cjk_punctuation():
     summary = summarize(CHINESE, target_tokens=60, counter=COUNTER)
     assert_exact(summary, 60)
-    assert summary.strategy == "extractive"
+    assert summary.method == "extractive"
     pieces = chinese_sentences(summary.content)
     assert pieces and "".join(pieces) == summary.content.replace("\n", "").replace(" ", "")
     assert all(piece in chinese_sentences(CHINESE) for piece in pieces)
@@ -100,23 +100,23 @@ def test_it_extracts_chinese_sentences_split_at_cjk_punctuation():
     assert len(pieces) < len(chinese_sentences(CHINESE))
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-def test_it_summarises_chinese_text_with_every_strategy(strategy):
-    summary = summarize(CHINESE, target_tokens=40, counter=COUNTER, strategy=strategy)
+@pytest.mark.parametrize("method", METHODS)
+def test_it_summarises_chinese_text_with_every_strategy(method):
+    summary = summarize(CHINESE, target_tokens=40, counter=COUNTER, method=method)
     assert_exact(summary, 40)
     assert summary.tokens >= 25
-    if strategy == "truncate":
+    if method == "truncate":
         assert CHINESE.startswith(summary.content) and "\ufffd" not in summary.content
     else:
         pieces = chinese_sentences(summary.content.replace("- ", ""))
         assert pieces and all(piece in chinese_sentences(CHINESE) for piece in pieces)
         assert_in_order(pieces, CHINESE)
-    assert summary.strategy == ("extractive" if strategy == "abstractive" else strategy)
+    assert summary.method == ("extractive" if method == "abstractive" else method)
 
 
 def test_it_passes_text_that_already_fits_unchanged():
-    for strategy in ("extractive", "abstractive", "truncate"):
-        summary = summarize(ENGLISH, target_tokens=10_000, counter=COUNTER, strategy=strategy)
+    for method in ("extractive", "abstractive", "truncate"):
+        summary = summarize(ENGLISH, target_tokens=10_000, counter=COUNTER, method=method)
         assert (summary.content, summary.tokens, summary.note) == (ENGLISH, COUNTER.count(ENGLISH), "")
 
 
@@ -131,9 +131,9 @@ def test_it_passes_a_repeated_sentence_once():
 
 
 def test_it_lists_the_first_sentence_of_each_paragraph_and_the_bullets_as_key_points():
-    summary = summarize(ENGLISH, target_tokens=200, counter=COUNTER, strategy="key_points")
+    summary = summarize(ENGLISH, target_tokens=200, counter=COUNTER, method="key_points")
     assert_exact(summary, 200)
-    assert summary.strategy == "key_points"
+    assert summary.method == "key_points"
     lines = summary.content.split("\n")
     assert lines == [
         "- The Transformer is a model architecture that relies entirely on self-attention.",
@@ -145,7 +145,7 @@ def test_it_lists_the_first_sentence_of_each_paragraph_and_the_bullets_as_key_po
 
 
 def test_it_lists_key_points_of_chinese_text():
-    summary = summarize(CHINESE, target_tokens=200, counter=COUNTER, strategy="key_points")
+    summary = summarize(CHINESE, target_tokens=200, counter=COUNTER, method="key_points")
     assert_exact(summary, 200)
     assert summary.content.split("\n") == [
         "- Transformer通过自注意力实现并行计算。", "- 多头注意力使用八个并行的注意力层。", "- 自注意力可以直接建模长距离依赖关系。",
@@ -153,7 +153,7 @@ def test_it_lists_key_points_of_chinese_text():
 
 
 def test_it_caps_key_points_at_the_target():
-    summary = summarize(ENGLISH, target_tokens=45, counter=COUNTER, strategy="key_points")
+    summary = summarize(ENGLISH, target_tokens=45, counter=COUNTER, method="key_points")
     assert_exact(summary, 45)
     lines = summary.content.split("\n")
     assert 1 <= len(lines) < 5 and all(line.startswith("- ") for line in lines)
@@ -163,9 +163,9 @@ def test_it_caps_key_points_at_the_target():
 
 
 def test_it_truncates_text_to_the_target_as_a_strategy():
-    summary = summarize(ENGLISH, target_tokens=50, counter=COUNTER, strategy="truncate")
+    summary = summarize(ENGLISH, target_tokens=50, counter=COUNTER, method="truncate")
     assert_exact(summary, 50)
-    assert (summary.strategy, summary.note) == ("truncate", "")
+    assert (summary.method, summary.note) == ("truncate", "")
     assert ENGLISH.startswith(summary.content) and summary.tokens >= 48
 
 
@@ -258,25 +258,25 @@ def test_it_summarises_abstractively_with_the_backend_given():
         calls.append((text, target))
         return "Transformers replace recurrence with self-attention."
 
-    summary = summarize(ENGLISH, target_tokens=60, counter=COUNTER, strategy="abstractive", abstractive=backend)
+    summary = summarize(ENGLISH, target_tokens=60, counter=COUNTER, method="abstractive", abstractive=backend)
     assert calls == [(ENGLISH, 60)]
-    assert (summary.content, summary.strategy, summary.note) == (
+    assert (summary.content, summary.method, summary.note) == (
         "Transformers replace recurrence with self-attention.", "abstractive", "")
     assert_exact(summary, 60)
 
 
 def test_it_truncates_an_abstractive_summary_over_the_target():
-    summary = summarize(ENGLISH, target_tokens=20, counter=COUNTER, strategy="abstractive",
+    summary = summarize(ENGLISH, target_tokens=20, counter=COUNTER, method="abstractive",
                         abstractive=lambda text, target: text)
     assert_exact(summary, 20)
-    assert summary.strategy == "abstractive" and "truncated" in summary.note
+    assert summary.method == "abstractive" and "truncated" in summary.note
     assert ENGLISH.startswith(summary.content) and summary.tokens >= 18
 
 
 def test_it_falls_back_to_extractive_without_an_llm_backend():
-    summary = summarize(ENGLISH, target_tokens=90, counter=COUNTER, strategy="abstractive")
+    summary = summarize(ENGLISH, target_tokens=90, counter=COUNTER, method="abstractive")
     assert_exact(summary, 90)
-    assert summary.strategy == "extractive"
+    assert summary.method == "extractive"
     assert summary.note == "no LLM backend for abstractive summaries; used extractive"
     assert summary.content == summarize(ENGLISH, target_tokens=90, counter=COUNTER).content
 
@@ -285,9 +285,9 @@ def test_it_falls_back_to_extractive_when_the_backend_fails():
     def backend(text, target):
         raise TimeoutError("model did not answer")
 
-    summary = summarize(ENGLISH, target_tokens=90, counter=COUNTER, strategy="abstractive", abstractive=backend)
+    summary = summarize(ENGLISH, target_tokens=90, counter=COUNTER, method="abstractive", abstractive=backend)
     assert_exact(summary, 90)
-    assert summary.strategy == "extractive"
+    assert summary.method == "extractive"
     assert "TimeoutError: model did not answer" in summary.note and "used extractive" in summary.note
 
 
@@ -299,12 +299,12 @@ def test_it_calls_the_backend_for_each_summarised_field_within_its_budget():
         return "short"
 
     atoms = make_atoms(4)
-    summary = summarize(atoms, target_tokens=250, counter=COUNTER, strategy="abstractive", abstractive=backend,
+    summary = summarize(atoms, target_tokens=250, counter=COUNTER, method="abstractive", abstractive=backend,
                         preserve_fields=["atom_id"], summarize_fields=["content"], name="atoms")
     assert_exact(summary, 250)
     assert len(calls) == 4 and len(set(calls)) == 1 and 20 <= calls[0] < 60, calls
     assert [a["content_summary"] for a in summary.content["atoms_summary"]] == ["short"] * 4
-    assert summary.strategy == "abstractive"
+    assert summary.method == "abstractive"
 
 
 # --------------------------------------------------------------------------- fallbacks and errors
@@ -312,11 +312,11 @@ def test_it_calls_the_backend_for_each_summarised_field_within_its_budget():
 
 def test_it_falls_back_to_truncate_when_a_strategy_cannot_fit():
     text = "word " * 400  # one sentence without an end, far over the target
-    for strategy in ("extractive", "key_points"):
-        summary = summarize(text, target_tokens=30, counter=COUNTER, strategy=strategy)
+    for method in ("extractive", "key_points"):
+        summary = summarize(text, target_tokens=30, counter=COUNTER, method=method)
         assert_exact(summary, 30)
-        assert summary.strategy == "truncate"
-        assert summary.note == f"{strategy} summary did not fit in 30 tokens; truncated"
+        assert summary.method == "truncate"
+        assert summary.note == f"{method} summary did not fit in 30 tokens; truncated"
         assert text.startswith(summary.content) and summary.tokens >= 28
 
 
@@ -327,7 +327,7 @@ def test_it_returns_nothing_for_a_zero_target():
 
 def test_it_refuses_unknown_strategies_and_negative_targets():
     with pytest.raises(ValueError, match="unknown summary strategy 'magic'"):
-        summarize(ENGLISH, target_tokens=10, counter=COUNTER, strategy="magic")
+        summarize(ENGLISH, target_tokens=10, counter=COUNTER, method="magic")
     with pytest.raises(ValueError):
         summarize(ENGLISH, target_tokens=-1, counter=COUNTER)
 
@@ -366,7 +366,7 @@ def test_it_shapes_atoms_like_the_section_4_2_example():
     summary = summarize(data, target_tokens=2_000, counter=COUNTER,
                         preserve_fields=["atom_id", "atom_type", "confidence"], summarize_fields=["content"])
     assert_exact(summary, 2_000)
-    assert (summary.strategy, summary.note) == ("extractive", "")
+    assert (summary.method, summary.note) == ("extractive", "")
     content = summary.content
     assert list(content) == ["atoms_summary", "total_atoms", "summarized_atoms", "omitted_fields"]
     assert (content["total_atoms"], content["summarized_atoms"]) == (15, 15)
@@ -456,7 +456,7 @@ def test_it_truncates_the_rendered_data_when_not_even_the_frame_fits():
     data = {"paper_id": "arxiv:1706.03762", "atoms": make_atoms(3)}
     summary = summarize(data, target_tokens=8, counter=COUNTER)
     assert_exact(summary, 8)
-    assert summary.strategy == "truncate" and "truncated the rendered data" in summary.note
+    assert summary.method == "truncate" and "truncated the rendered data" in summary.note
     assert render(data).startswith(summary.content)
 
 
@@ -467,11 +467,11 @@ TEXTS = st.one_of(st.lists(PIECES, max_size=300).map("".join), st.text(max_size=
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=TEXTS, target=st.integers(0, 80), strategy=st.sampled_from(STRATEGIES))
-def test_it_always_fits_text_in_the_target(text, target, strategy):
-    summary = summarize(text, target_tokens=target, counter=COUNTER, strategy=strategy)
+@given(text=TEXTS, target=st.integers(0, 80), method=st.sampled_from(METHODS))
+def test_it_always_fits_text_in_the_target(text, target, method):
+    summary = summarize(text, target_tokens=target, counter=COUNTER, method=method)
     assert_exact(summary, target)
-    assert summary.strategy in STRATEGIES
+    assert summary.method in METHODS
 
 
 @settings(max_examples=300, deadline=None)
@@ -503,13 +503,13 @@ FIELD_LISTS = st.one_of(st.none(), st.lists(st.sampled_from(["atom_id", "atom_ty
     wrap=st.booleans(),
     extra=st.dictionaries(st.sampled_from(["paper_id", "metadata", "abstract"]), SCALARS, max_size=3),
     target=st.integers(0, 400),
-    strategy=st.sampled_from(STRATEGIES),
+    method=st.sampled_from(METHODS),
     preserve=FIELD_LISTS,
     summarise=FIELD_LISTS,
 )
-def test_it_always_fits_lists_of_dicts_in_the_target(elements, wrap, extra, target, strategy, preserve, summarise):
+def test_it_always_fits_lists_of_dicts_in_the_target(elements, wrap, extra, target, method, preserve, summarise):
     data = dict(extra, atoms=elements) if wrap else elements
-    summary = summarize(data, target_tokens=target, counter=COUNTER, strategy=strategy,
+    summary = summarize(data, target_tokens=target, counter=COUNTER, method=method,
                         preserve_fields=preserve, summarize_fields=summarise, name="atoms")
     assert_exact(summary, target)
     content = summary.content
@@ -522,15 +522,15 @@ def test_it_always_fits_lists_of_dicts_in_the_target(elements, wrap, extra, targ
 # --------------------------------------------------------------------------- cost
 
 
-@pytest.mark.parametrize("strategy", ["extractive", "key_points", "abstractive", "truncate"])
+@pytest.mark.parametrize("method", ["extractive", "key_points", "abstractive", "truncate"])
 @pytest.mark.parametrize("target", [500, 5_000])
-def test_it_encodes_little_more_than_the_summary_of_a_huge_text(strategy, target):
+def test_it_encodes_little_more_than_the_summary_of_a_huge_text(method, target):
     text = long_text(2_400)  # ≈ 200K tokens
     counter = TokenCounter()
     total = counter.count(text)  # as the assembler has counted it already
     assert total > 180_000
     counter.encoding = spy = EncodeSpy(counter.encoding, skip=text)
-    summary = summarize(text, target_tokens=target, counter=counter, strategy=strategy)
+    summary = summarize(text, target_tokens=target, counter=counter, method=method)
     assert summary.tokens <= target and summary.tokens == counter.count(summary.content)
     assert summary.tokens >= 0.75 * target
     targets_worth = target * len(text) / total
@@ -558,7 +558,7 @@ def test_a_table_keeps_its_header_whole_rows_and_its_statistics():
     assert rows and rows == TABLE.splitlines()[2:2 + len(rows)], "rows stay whole, one a line, in order"
     assert f"rows: 300 ({len(rows)} shown)" in lines
     assert "bleu: min 20, max 49.9, mean 34.95" in lines
-    assert summary.strategy == "table" and summary.tokens <= 300
+    assert summary.method == "table" and summary.tokens <= 300
     assert summary.note == f"table: kept the header, {len(rows)} of 300 rows and the column statistics (§5.3)"
 
 

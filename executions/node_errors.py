@@ -1,0 +1,22 @@
+"""How a node run fails: `NodeFailure`, its code, whether a retry may help, what to store.
+
+Every node kind (executions/node_kinds/) and the services around them (a crossed cost
+bound, a time limit, a worker gone silent) raise or build this one shape; the services
+in `executions/services/node_run.py` record it on the run and decide on a retry.
+"""
+from __future__ import annotations
+
+from engine.errors import EngineError
+
+
+class NodeFailure(EngineError):
+    """A node run that failed: its code, whether a retry may help, and the fields of the
+    run to store. Recorded on the run, never answered to a request."""
+
+    code = "NODE_FAILED"
+
+    def __init__(self, message: str, *, code: str, retryable: bool, record: dict | None = None,
+                 details: dict | None = None):
+        super().__init__(message, code=code, details=details or None)
+        self.retryable = retryable
+        self.record = record or {}

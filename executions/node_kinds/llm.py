@@ -1,0 +1,147 @@
+"""The kind `llm`: one node run's context, its prompt, the backend call, the contract check.
+
+`perform` reads rows and calls the pure engine and the agent's backend. It writes no row:
+what it did goes back in `Performed`, and its only write is a compressed output, to the
+shared compression cache (executions/compression.py). The services in
+`executions/services/node_run.py` claim the run before and store the result after.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from agents.backends import BackendError, BackendRequest, get_backend
+from agents.backends.metering import calling
+from agents.models import Agent
+from engine.context.batching import aggregate
+from engine.context.errors import RefError
+from engine.context.resolution import NOT_READY, ResolutionAborted
+from engine.context.trimming import InstructionsTooLarge
+from engine.scheduling import Plan
+from executions.compression import compress_dependencies
+from executions.context import assemble_node_context
+from executions.models import NodeRun
+from executions.node_errors import NodeFailure
+from executions.node_kinds.base import Performed
+from executions.output_readers import latest_outputs, named_inputs, needed_outputs
+from executions.prompts import PROMPT_LIMIT, bounded, counting_encoding, prompt_items, render_prompt, skills
+from workflows.contracts import contract_results
+from workflows.models import Contract, Node
+
+
+def perform(run: NodeRun, graph, node: Node) -> Performed:
+    """Perform a node of the kind `llm`: one prompt, or one per batch,
+    to the agent's backend. `graph` is the workflow's `executions.services.graph.Graph`: its plan,
+    nodes and contracts."""
+    plan = graph.plan
+    execution = run.execution
+    agent = run.agent
+    try:
+        backend = get_backend(agent.backend)
+    except BackendError as error:  # defined badly, or no longer defined: no retry builds it better
+        raise NodeFailure(str(error), code=error.code, retryable=False) from None
+    outputs = latest_outputs(execution, needed_outputs(node, plan))
+    scope = {"input": execution.input, "state": execution.state, "nodes": outputs}
+    record: dict[str, Any] = {"backend": agent.backend, "model": agent.model or ""}
+    encoding = counting_encoding(agent)
+
+    node_input = dict(node.input_mapping)
+    references = list(node_input.get("data_references", []))
+    named, missing = named_inputs(node, scope)
+    items = prompt_items(agent) + named
+    if node.compress:
+        items, references, record["compression"] = compress_dependencies(node, plan, outputs, references, items, agent)
+    messages = [{"kind": "state", "data": execution.state}] if execution.state else []
+
+    def task_output(task_id: str) -> Any:
+        if task_id in outputs:
+            return outputs[task_id]
+        if execution.node_runs.filter(node_id=task_id, status__in=["pending", "running"]).exists():
+            return NOT_READY
+        raise RefError("REF_NOT_FOUND", f"task '{task_id}' has no successful output in this run")
+
+    try:
+        assembly = assemble_node_context(
+            limits=agent.context_limits, encoding=encoding, task_id=node.node_id,
+            node_input={"data_references": references, "transfer_config": node_input.get("transfer_config")},
+            task_output=task_output, items=items, messages=messages,
+            abstractive=abstractive_summarizer(backend, agent.model),
+            host=worker_name(run),
+        )
+    except ResolutionAborted as aborted:
+        raise NodeFailure(str(aborted), code=aborted.failure.error_code, retryable=False,
+                          record={"resolution_failures": missing + aborted.failures}) from None
+    except InstructionsTooLarge as error:  # another attempt would meet the same limit
+        raise NodeFailure(str(error), code=error.code, retryable=False, details=error.details) from None
+    record.update(context_record=assembly.record, resolution_failures=missing + assembly.failures,
+                  resolved_inputs=[bounded(report.as_dict()) for report in assembly.inputs])
+
+    system_prompt = (agent.prompt_config or {}).get("system_prompt", "")
+    # A fallback agent must share a skill with the node's own agent (`node` is shared
+    # within the process, so its agent is read here rather than through it).
+    required = skills(agent if node.agent_id == agent.pk else Agent.objects.only("capabilities").get(pk=node.agent_id))
+    replies, prompts, tokens_in, tokens_out = [], [], 0, 0
+    for call in range(assembly.batch_count):
+        texts = assembly.texts(call)
+        prompt = render_prompt(texts)
+        prompts.append(prompt)
+        inputs = dict(zip((name for name, _ in texts), batch_contents(assembly, call)))
+        request = BackendRequest(
+            agent_id=agent.agent_id, skills=skills(agent), required_skills=required,
+            system_prompt=system_prompt, prompt=prompt, inputs=inputs, state=dict(execution.state),
+            execution_input=dict(execution.input), node_id=node.node_id, execution_id=execution.execution_id,
+            attempt=run.attempt, model=agent.model, max_output_tokens=agent.max_output_tokens, encoding=encoding,
+        )
+        try:
+            with calling(f"batch {call + 1}/{assembly.batch_count}" if assembly.batch_count > 1 else "node"):
+                response = backend.complete(request)
+        except BackendError as error:
+            raise NodeFailure(str(error), code=error.code, retryable=error.retryable, record=record,
+                              details=error.details) from None
+        replies.append(response.output)
+        tokens_in += response.tokens_in
+        tokens_out += response.tokens_out
+        record.update(backend=response.backend, model=response.model)
+    output = replies[0] if len(replies) == 1 else aggregate(replies, batch_aggregation(assembly))
+    prompt_text = "\n\n=== next batch ===\n\n".join(prompts)
+    record.update(prompt=prompt_text[:PROMPT_LIMIT], tokens_in=tokens_in, tokens_out=tokens_out)
+    check_contracts(node, plan, output, record, graph.contracts)
+    return Performed(output, record)
+
+
+def abstractive_summarizer(backend, model: str):
+    """The backend's summaries for §4.2's abstractive strategy, or None when it writes none
+    of its own (the builtin): the summary is then extractive and recorded as such."""
+    if not backend.abstractive:
+        return None
+    def summarize(text: str, target: int) -> str:
+        with calling("summary"):
+            return backend.summarize(text, target, model=model)
+
+    return summarize
+
+
+def worker_name(run: NodeRun) -> str:
+    """The worker running `run`: its claim reads `<worker>/<nonce>`."""
+    return run.worker.rsplit("/", 1)[0]
+
+
+def batch_contents(assembly, call: int) -> list[Any]:
+    contents = []
+    for item in assembly.items:
+        contents.append(item.batches[min(call, len(item.batches) - 1)] if item.batches else item.content)
+    return contents
+
+
+def batch_aggregation(assembly) -> str:
+    for action in assembly.record["resolution"]["actions"]:
+        if action["action"] == "batch":
+            return action.get("aggregation", "merge")
+    return "merge"
+
+
+def check_contracts(node: Node, plan: Plan, output: Any, record: dict, contracts: list[Contract]) -> None:
+    """The output must match every contract it feeds, or the node run fails."""
+    for contract, error in contract_results(node, plan, output, contracts):
+        if error:
+            raise NodeFailure(f"output breaks the contract '{contract.key}' {error}",
+                              code="CONTRACT_VIOLATION", retryable=True, record=record)
