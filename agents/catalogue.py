@@ -11,7 +11,7 @@ its calls are recorded with their tokens and no cost, never a cost of 0 that was
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from functools import lru_cache
 from importlib.metadata import version
@@ -98,7 +98,7 @@ def _published(model: str) -> tuple:
     except LookupError:
         return tokenizer
     source = f"genai-prices {version('genai-prices')} ({provider.id}: {info.id})"
-    prices = info.get_prices(datetime.now(timezone.utc))
+    prices = info.get_prices(datetime.now(UTC))
     found = {"context_window": info.context_window,
              "input_price": _flat(prices, "input_mtok"), "output_price": _flat(prices, "output_mtok"),
              "cached_input_price": _flat(prices, "cache_read_mtok")}

@@ -10,9 +10,9 @@ from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
 
 from agents.documents import ID, agent_document, derive_request_document
 from agents.models import Agent, AgentVersion, DeriveRequest
+from agents.run_readers import run_readers
 from core.api_support import Rendered
 from core.errors import NotFound, echo
-from agents.run_readers import run_readers
 from core.jsonutil import iso
 
 _ID = re.compile(ID["pattern"])

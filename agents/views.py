@@ -154,7 +154,7 @@ class AgentEditForm(forms.Form):
         self.fields["backend"].choices = [(name, name) for name in sorted(settings.LLM_BACKENDS)]
 
     @classmethod
-    def for_agent(cls, agent: Agent) -> "AgentEditForm":
+    def for_agent(cls, agent: Agent) -> AgentEditForm:
         prompt, capabilities = agent.prompt_config, agent.capabilities
         return cls(initial={
             "name": agent.name, **{key: prompt.get(key, "") for key in PROMPT_LABELS},

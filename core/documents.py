@@ -6,8 +6,9 @@ one transaction, and on any error leaves the database exactly as it was.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from django.db import models, transaction
 

@@ -9,7 +9,6 @@ from typing import Any
 
 from engine.errors import EngineError
 
-
 ECHO_LIMIT = 60  # characters of a value someone sent that a message quotes back
 
 
@@ -38,7 +37,7 @@ class DocumentError(SwitchyardError):
         self.problem = problem
         super().__init__(f"{where}: {problem}" if where else problem, details=details)
 
-    def located(self, prefix: str) -> "DocumentError":
+    def located(self, prefix: str) -> DocumentError:
         """The same error with its location prefixed, e.g. by the document's place in a list."""
         where = f"{prefix}.{self.where}" if self.where else prefix
         return DocumentError(self.problem, where=where, details=self.details)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel
@@ -17,7 +17,7 @@ def iso(value: datetime | None) -> str | None:
     """A datetime in the seeds' form: UTC with a trailing Z, microseconds only when present."""
     if value is None:
         return None
-    text = value.astimezone(dt_timezone.utc).isoformat()
+    text = value.astimezone(UTC).isoformat()
     return text.replace("+00:00", "Z")
 
 
@@ -26,9 +26,9 @@ def in_utc(value: datetime, where: str = "") -> datetime:
     hold (`0001-01-01T00:00:00+12:00` is in the year 0 there) is a DocumentError rather than
     the OverflowError a comparison or the database would raise later."""
     if value.tzinfo is None:
-        return value.replace(tzinfo=dt_timezone.utc)
+        return value.replace(tzinfo=UTC)
     try:
-        return value.astimezone(dt_timezone.utc)
+        return value.astimezone(UTC)
     except OverflowError:
         raise DocumentError(f"{value.isoformat()} is out of range in UTC (years 1 to 9999)", where=where) from None
 

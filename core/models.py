@@ -36,7 +36,7 @@ class ApiToken(models.Model):
         return f"{self.user} / {self.name} ({self.prefix})"
 
     @classmethod
-    def issue(cls, user, name: str) -> tuple["ApiToken", str]:
+    def issue(cls, user, name: str) -> tuple[ApiToken, str]:
         """A new token for `user`: the row, and the token to hand over (never stored)."""
         prefix = secrets.token_hex(PREFIX_LENGTH // 2)
         secret = secrets.token_urlsafe(32)

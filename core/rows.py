@@ -10,9 +10,10 @@ the project keeps Django's client-side binding, under which any query Django bui
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from functools import lru_cache
-from typing import Any, Iterable, Iterator
+from functools import cache, lru_cache
+from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 
@@ -107,7 +108,7 @@ def copy_rows(model: type[models.Model], keys: list[int], *, copied: Iterable[st
         return copying.rowcount
 
 
-@lru_cache(maxsize=None)
+@cache
 def _inserted_fields(model: type[models.Model]) -> tuple:
     return tuple(field for field in model._meta.concrete_fields
                  if not field.generated and field is not model._meta.auto_field)
@@ -215,7 +216,7 @@ def _database():
     return connections[DEFAULT_DB_ALIAS]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _readers(model: type[models.Model], vendor: str) -> list[tuple]:
     """Each concrete field's column expression with the converters that read it."""
     found = []
@@ -226,7 +227,7 @@ def _readers(model: type[models.Model], vendor: str) -> list[tuple]:
     return found
 
 
-@lru_cache(maxsize=None)
+@cache
 def attnames(model: type[models.Model]) -> list[str]:
     return [field.attname for field in model._meta.concrete_fields]
 
@@ -239,7 +240,7 @@ def quoted_pk(model: type[models.Model]) -> str:
     return connection.ops.quote_name(_column(model._meta.pk))
 
 
-@lru_cache(maxsize=None)
+@cache
 def columns(model: type[models.Model], vendor: str) -> str:
     """Every column of the model, quoted for the database (`vendor` keys the cache)."""
     return ", ".join(connection.ops.quote_name(_column(field)) for field in model._meta.concrete_fields)

@@ -30,7 +30,7 @@ locked, elsewhere.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import lru_cache
+from functools import cache
 from typing import Any, NamedTuple
 
 from django.db import connection, models, transaction
@@ -39,10 +39,19 @@ from django.utils import timezone
 
 from core.errors import IllegalTransition
 from core.rows import (
-    attach, attnames, column, columns, cursor, db_values, from_row, join_sql, quoted_pk, read_values, related_path,
+    attach,
+    attnames,
+    column,
+    columns,
+    cursor,
+    db_values,
+    from_row,
+    join_sql,
+    quoted_pk,
+    read_values,
+    related_path,
 )
 from core.state_machine import Guard, StateMachine
-
 
 Rows = type[models.Model] | models.QuerySet | models.Manager
 
@@ -308,7 +317,7 @@ def _stamped(model: type[models.Model], fields: dict[str, Any]) -> dict[str, Any
     return fields
 
 
-@lru_cache(maxsize=None)
+@cache
 def _update_sql(model: type[models.Model], vendor: str, assigned: tuple[str, ...], added: tuple[str, ...],
                 statuses: int, where: tuple[str, ...], returning: str, condition: str = "") -> str:
     """UPDATE of one row by primary key while its status is one of `statuses` values (and
@@ -324,7 +333,7 @@ def _update_sql(model: type[models.Model], vendor: str, assigned: tuple[str, ...
     return f"{sql} RETURNING {returning}" if returning else sql
 
 
-@lru_cache(maxsize=None)
+@cache
 def _others_sql(model: type[models.Model], key: str, statuses: int) -> str:
     """Whether a row of `model` other than one (the last parameter) points by `key` to a row
     (the first) with a status among `statuses` parameters (PostgreSQL's SQL, used there only)."""
@@ -334,7 +343,7 @@ def _others_sql(model: type[models.Model], key: str, statuses: int) -> str:
             f"IN ({in_status}) AND {quoted_pk(model)} <> %s)")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _lock_sql(model: type[models.Model], vendor: str, where: tuple[str, ...], written: bool = True) -> str:
     """UPDATE of the row whose `where` columns have the values given that changes nothing,
     returning the row; not `written`, SELECT … FOR UPDATE of it (a plain SELECT on SQLite)."""
@@ -366,7 +375,7 @@ def _write_guard(moving: models.QuerySet, guard: Guard | None) -> None:
     parent._default_manager.filter(pk__in=moving.values(guard.key)).update(**{pk: models.F(pk)})
 
 
-@lru_cache(maxsize=None)
+@cache
 def _guarded_sql(model: type[models.Model], key: str) -> str:
     """UPDATE that changes nothing of the row that row `pk` (the parameter) points to by `key`."""
     parent = model._meta.get_field(key).related_model
@@ -375,7 +384,7 @@ def _guarded_sql(model: type[models.Model], key: str) -> str:
             f"{connection.ops.quote_name(model._meta.db_table)} WHERE {quoted_pk(model)} = %s) RETURNING 1")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _claim_sql(model: type[models.Model], vendor: str, assigned: tuple[str, ...], select_related: str,
                synchronous: bool):
     """The path of `select_related`, the claim's statement and the one that reads the related
@@ -389,6 +398,6 @@ def _claim_sql(model: type[models.Model], vendor: str, assigned: tuple[str, ...]
     return path, f"WITH moved AS ({sql}) {join_sql(path, 'moved', model, asynchronous)}", None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _field_names(model: type[models.Model]) -> frozenset[str]:
     return frozenset(field.name for field in model._meta.concrete_fields)

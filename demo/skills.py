@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import random
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agents.backends.base import BackendError, BackendRequest
 from agents.backends.builtin import Skill, as_number, data_inputs, input_value, stable_int, text_of, texts_in
 from demo.paper_skills import PAPER_SKILLS
-
 
 # --------------------------------------------------------------------------- analyses
 
@@ -225,7 +224,7 @@ def publish_unreliable(request: BackendRequest) -> dict:
     )
 
 
-PUBLISH_EPOCH = datetime(2026, 2, 3, 12, 0, tzinfo=timezone.utc)
+PUBLISH_EPOCH = datetime(2026, 2, 3, 12, 0, tzinfo=UTC)
 
 
 def publish(request: BackendRequest) -> dict:

@@ -16,12 +16,32 @@ from core.api_support import Page, Rendered, responses
 from core.roles import ADMIN, AUTHOR, require_role
 from executions import run_summary, selectors, services
 from executions.comparison import execution_comparison, executions_for_comparison
+from executions.preview import node_context_plan
 from executions.schemas import (
-    ID_PATTERN, MAX_ROW_ID, ComparisonOut, ComparisonQuery, CostQuery, ExecutionFilters, ExecutionIn, ExecutionOut, ExecutionQuery, ExecutionSummaryOut, GateDecisionIn, GateOut, GatesQuery,
-    NodeRunFilters, NodeRunLightOut, NodeRunOut, RerunIn, ResumeIn, RunCostOut, ThoughtTreeOut, TimelineOut, TimelineQuery,
+    ID_PATTERN,
+    MAX_ROW_ID,
+    ComparisonOut,
+    ComparisonQuery,
+    CostQuery,
+    ExecutionFilters,
+    ExecutionIn,
+    ExecutionOut,
+    ExecutionQuery,
+    ExecutionSummaryOut,
+    GateDecisionIn,
+    GateOut,
+    GatesQuery,
+    NodeRunFilters,
+    NodeRunLightOut,
+    NodeRunOut,
+    RerunIn,
+    ResumeIn,
+    RunCostOut,
+    ThoughtTreeOut,
+    TimelineOut,
+    TimelineQuery,
     TryIn,
 )
-from executions.preview import node_context_plan
 from workflows.schemas import PlanIn, PlanOut
 from workflows.selectors import workflow_get
 

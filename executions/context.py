@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import functools
 import socket
-from collections.abc import Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from django.conf import settings
 

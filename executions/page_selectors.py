@@ -16,15 +16,15 @@ from typing import Any
 from django.db.models import Case, F, Q, QuerySet, Value, When
 
 from agents.backends.metering import usd
-from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
-from executions.selectors import run_evaluation
 from agents.models import Agent
-from workflows.models import Workflow, WorkflowVersion
-from workflows.selectors import ID_PATTERN
 from engine import gates as person_gates
 from engine.replay import descendants
 from engine.scheduling import Plan
 from engine.validation import dependency_edges
+from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
+from executions.selectors import run_evaluation
+from workflows.models import Workflow, WorkflowVersion
+from workflows.selectors import ID_PATTERN
 
 DONE = ("success", "skipped")
 ACTIVE = ("pending", "running", "escalated", "waiting")  # waiting: nothing left but gates open for people

@@ -23,7 +23,6 @@ from agents.backends import BackendError
 from agents.backends.metering import units, usd
 from agents.catalogue import model_entry
 from core.errors import DocumentError, NotFound
-from executions.context import context_builder, outputs_from
 from engine import compression
 from engine.context.messages import MessageError
 from engine.context.resolution import ResolutionAborted
@@ -31,6 +30,7 @@ from engine.context.trimming import InstructionsTooLarge
 from engine.errors import EngineError
 from engine.tokens import TokenCounter, UnknownEncoding, check_encoding
 from executions.compression import COMPRESSION_CACHE, as_text, compress_model_called
+from executions.context import context_builder, outputs_from
 from executions.output_readers import latest_outputs, named_inputs, needed_outputs
 from executions.prompts import bounded, prompt_items, render_prompt
 from executions.services import workflow_graph

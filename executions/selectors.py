@@ -22,7 +22,11 @@ from core.errors import NotFound
 from core.jsonutil import iso
 from core.snapshots import read_snapshot
 from executions.documents import (
-    evaluation_document, execution_head, node_run_record, node_run_result, thought_tree_document,
+    evaluation_document,
+    execution_head,
+    node_run_record,
+    node_run_result,
+    thought_tree_document,
 )
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.run_summary import node_summary

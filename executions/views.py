@@ -1,7 +1,7 @@
 import json
 from collections import Counter
-from typing import Any
 from datetime import timedelta
+from typing import Any
 
 from django.db.models import F
 from django.http import Http404, QueryDict

@@ -29,10 +29,11 @@ public field name (datetimes as ISO 8601 strings in UTC).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone as dt_timezone
+from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 from django.db import OperationalError, connections, models, transaction
 from django.db.models import F, Q, Value
@@ -434,7 +435,7 @@ def _datetime(text: str, bad: Callable[[str], RefError]) -> datetime:
     except ValueError:
         raise bad(f"{text!r} is not an ISO 8601 datetime (e.g. 2026-02-03T10:30:00Z)") from None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt_timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     return parsed
 
 

@@ -2,8 +2,9 @@
 backend left running."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 
 class Process(NamedTuple):

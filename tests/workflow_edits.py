@@ -2,7 +2,8 @@
 saves a new version (the one new runs run)."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.utils import timezone
 

@@ -7,10 +7,10 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 
 from core.errors import NotFound
+from engine.workflow_diff import workflow_diff
 from workflows.documents import workflow_document
 from workflows.models import Blueprint, Workflow, WorkflowVersion
 from workflows.services import workflow_problems, workflow_version_get
-from engine.workflow_diff import workflow_diff
 
 # The identifier validator's pattern (agents.models.identifier): an id that does not match
 # cannot be stored, so it is "not found" without asking the database (which may refuse

@@ -16,10 +16,10 @@ from core.errors import DocumentError, NotFound, SwitchyardError, WorkflowInvali
 from core.jsonutil import check_shape
 from core.status_writes import lock_row
 from engine.json_schema import check_schema
+from engine.validation import validate_workflow
 from workflows.documents import blueprint_document, task_chain_defaults, workflow_document
 from workflows.models import Blueprint, BlueprintAgent, Contract, Node, Transition, Workflow, WorkflowVersion
 from workflows.schemas import BlueprintDocument, TaskChainDocument, WorkflowDocument
-from engine.validation import validate_workflow
 
 CONTRACT_ARROW = re.compile(r"\s*(?:→|->)\s*")
 

@@ -20,13 +20,14 @@ import functools
 import hashlib
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from engine.context.summary import summarize as summarize_data
+from engine.tokens import DEFAULT_ENCODING, TokenCounter, get_encoding
 from engine.tot.errors import ToTError
 from engine.tot.game24 import builtin_roles as game24_roles
 from engine.tot.messages import check_message, make_message
-from engine.tokens import DEFAULT_ENCODING, TokenCounter, get_encoding
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
 from .metering import counting_encoding, record_call

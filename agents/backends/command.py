@@ -29,9 +29,9 @@ import subprocess
 from typing import Any
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
+from .builtin import count_tokens
 from .dispatch import dispatch_number, idempotency_key, process_started
 from .metering import check_call, counting_encoding, record_call
-from .builtin import count_tokens
 from .openai import parse_reply, summary_instruction, summary_text
 
 BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")

@@ -17,11 +17,11 @@ refused after the fact: BudgetExceeded with `crossed`, and so is every call afte
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Callable, Iterator
 
 from agents.backends.base import BackendError
 from agents.catalogue import model_entry, token_encoding

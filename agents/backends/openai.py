@@ -42,7 +42,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from core.backend_urls import base_url_problem, shown_url
 from engine.errors import EngineError

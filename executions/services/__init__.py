@@ -19,7 +19,12 @@ from executions.services.graph import Graph, execution_graph, workflow_graph
 from executions.services.node_run import heartbeat, node_run_execute
 from executions.services.rerun import execution_rerun, node_try, rerun_copy
 from executions.services.start import (
-    execution_abort, execution_cancel, execution_resume, execution_retry, execution_start, execution_start_by_id,
+    execution_abort,
+    execution_cancel,
+    execution_resume,
+    execution_retry,
+    execution_start,
+    execution_start_by_id,
 )
 from executions.services.sweep import node_runs_sweep, node_runs_sweep_exclusive
 

@@ -26,13 +26,18 @@ from agents.models import Agent
 from core.status_writes import Touch, Under, claim_row, transition, transition_under
 from engine.steps import nothing_follows, wall_time_exceeded
 from executions import node_kinds
-from executions.node_errors import NodeFailure
 from executions.models import Execution, NodeRun
+from executions.node_errors import NodeFailure
 from executions.services.budget import claims_ended, node_run_budget
 from executions.services.graph import execution_graph
 from executions.services.inline import INLINE_SECONDS, MAX_INLINE, Chain, Claimed
 from executions.services.run import (
-    LockedRun, any_node_run_active, dispatch_after_commit, plan_and_policy, run_elapsed, wall_time_end,
+    LockedRun,
+    any_node_run_active,
+    dispatch_after_commit,
+    plan_and_policy,
+    run_elapsed,
+    wall_time_end,
 )
 
 logger = logging.getLogger(__name__)

@@ -34,8 +34,8 @@ from django.utils import timezone
 
 from agents.models import AgentVersion
 from core.errors import DocumentError, IllegalTransition, echo
-from core.rows import copy_rows, db_values
 from core.jsonutil import check_storable
+from core.rows import copy_rows, db_values
 from core.status_writes import change_status
 from core.tasks import send_after_commit
 from engine.replay import PastRun, RerunRefused, shape_changes, split

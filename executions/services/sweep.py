@@ -14,8 +14,8 @@ from django.utils import timezone
 from agents.backends.dispatch import end_process
 from core.locks import redis_lock
 from core.status_writes import transition
-from executions.node_errors import NodeFailure
 from executions.models import Evaluation, Execution, NodeRun
+from executions.node_errors import NodeFailure
 from executions.services.budget import claims_ended
 from executions.services.gates import gates_time_out
 from executions.services.node_run import node_failed, time_limit_failure

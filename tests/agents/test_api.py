@@ -3,8 +3,8 @@ import pytest
 
 from agents.documents import agent_document
 from agents.models import Agent, AgentVersion, DeriveRequest
-from core.errors import DocumentError
 from agents.services import agent_import_document, derive_request_import_document
+from core.errors import DocumentError
 
 pytestmark = pytest.mark.django_db
 

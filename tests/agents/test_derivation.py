@@ -9,15 +9,17 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import transaction
 from django.utils import timezone
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from agents.derivation import derive_request_create_child, derive_requests_awaiting_child
 from agents.models import Agent, DeriveRequest
 from agents.services import agent_import_document, derive_request_approve, derive_request_create, derive_request_reject
 from core.errors import IllegalTransition
 from core.roles import Forbidden
-from quality.derive_triggers import derive_requests_raise
 from executions.models import Evaluation, Execution, NodeRun
+from quality.derive_triggers import derive_requests_raise
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db

@@ -3,7 +3,9 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from hypothesis.extra.django import TestCase as HypothesisTestCase
 
 from agents.models import Agent, AgentVersion

@@ -10,7 +10,15 @@ import pytest
 from agents.models import Agent, DeriveRequest
 from core.errors import IllegalTransition
 from core.status_writes import (
-    Touch, Under, change_status, claim_row, lock_row, touch_row, transition, transition_all, transition_under,
+    Touch,
+    Under,
+    change_status,
+    claim_row,
+    lock_row,
+    touch_row,
+    transition,
+    transition_all,
+    transition_under,
 )
 from executions.models import Execution, NodeRun
 from workflows.models import Workflow

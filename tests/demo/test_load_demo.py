@@ -3,8 +3,8 @@ import pytest
 from django.core.management import call_command
 
 from agents.models import Agent
-from demo.documents import THESIS_CHAIN, paper_pdf
 from core.documents import export_document
+from demo.documents import THESIS_CHAIN, paper_pdf
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from agents.backends import BackendError, BackendRequest
-from agents.backends.builtin import SKILLS, BuiltinBackend, register_skill
+from agents.backends import BackendError
+from agents.backends.builtin import SKILLS, register_skill
 from demo.skills import DEMO_SKILLS
+
 # Requests built as the builtin backend's own tests build them.
 from tests.agents.backends.test_builtin import SKILLS_OF, backend, request, run
 

@@ -12,8 +12,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from engine.tot import verify
 from demo.management.commands import solve24
+from engine.tot import verify
 from executions.models import Execution, ThoughtSearch
 from tests.executions.conftest import ROOT, database_url
 from workflows.models import Workflow

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.slow_chain import SLOW_CHAIN_DOCUMENTS, slow_argv
 from tests.deploy.hosts import SUBNET, Network, Unavailable, wait_until
+from tests.slow_chain import SLOW_CHAIN_DOCUMENTS, slow_argv
 
 pytestmark = [pytest.mark.integration, pytest.mark.own_database]
 

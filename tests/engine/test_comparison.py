@@ -2,7 +2,8 @@
 import copy
 import json
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine.comparison import MAX_OUTPUT_DIFFERENCES, compare_runs, json_diff, pointer_token, run_keys, same
 

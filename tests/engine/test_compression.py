@@ -3,7 +3,6 @@ import json
 import random
 
 import pytest
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.replay import PastRun, RerunRefused, descendants, recorded_path, shape_changes, split
 from engine.scheduling import Plan

@@ -1,8 +1,8 @@
 """Which node runs next, per topology."""
 import pytest
 
-from engine.scheduling import Plan, unhonoured
 from engine.conditions import evaluate_condition
+from engine.scheduling import Plan, unhonoured
 
 
 def test_it_runs_a_sequence_one_node_after_another():

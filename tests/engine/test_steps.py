@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.scheduling import DONE, Plan
 from engine.steps import Outcome, Policy, Progress, Step, next_step, nothing_follows, wall_time_exceeded

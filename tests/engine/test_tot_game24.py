@@ -7,9 +7,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.tot import ToTError, check_reply, make_message, solve, verify
-from engine.tot.game24 import (builtin_decomposer, builtin_evaluator, builtin_generator,
-                                          builtin_synthesizer, check_final_solution, judge, parse_step,
-                                          proposals, state_of, take_step)
+from engine.tot.game24 import (
+    builtin_decomposer,
+    builtin_evaluator,
+    builtin_generator,
+    builtin_synthesizer,
+    check_final_solution,
+    judge,
+    parse_step,
+    proposals,
+    state_of,
+    take_step,
+)
 
 F = Fraction
 puzzles = st.lists(st.integers(min_value=1, max_value=13), min_size=4, max_size=4)

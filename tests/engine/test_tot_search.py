@@ -6,8 +6,18 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from engine.tot import (TASK_TYPES, SearchConfig, ThoughtTree, ToTError, builtin_roles,
-                                   check_message, make_message, run_tot, solve, verify)
+from engine.tot import (
+    TASK_TYPES,
+    SearchConfig,
+    ThoughtTree,
+    ToTError,
+    builtin_roles,
+    check_message,
+    make_message,
+    run_tot,
+    solve,
+    verify,
+)
 
 BASE_KEYS = {"from", "to", "type", "payload", "task_id"}
 

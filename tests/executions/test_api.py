@@ -6,7 +6,6 @@ counted. The round trip with a real worker is in test_api_round_trip.py.
 """
 import json
 from datetime import datetime, timedelta
-
 from unittest import mock
 
 import pytest

@@ -6,7 +6,6 @@ import time
 import pytest
 from django.core.management import call_command
 
-
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 ENDED = ("success", "failed", "cancelled")

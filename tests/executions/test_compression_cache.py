@@ -8,17 +8,16 @@ import uuid
 
 import pytest
 import redis
-
 from django.conf import settings as django_settings
 from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
 
+from engine.compression import cache_key, compress_dependencies
 from executions.compression_cache import (
     DEFAULT_TIMEOUT_SECONDS,
     RedisCompressionCache,
     compression_cache_timeout,
 )
-from engine.compression import cache_key, compress_dependencies
 
 
 def _redis_answers(url):

@@ -7,8 +7,8 @@ from django.core.management import call_command
 from agents.backends.builtin import BuiltinBackend
 from agents.models import Agent
 from core.errors import DocumentError, NotFound
-from executions import preview
 from engine.compression import DictCompressionCache
+from executions import preview
 from executions.models import Execution, NodeRun
 from executions.preview import node_context_plan
 from executions.services import execution_import_document

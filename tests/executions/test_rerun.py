@@ -9,8 +9,8 @@ from core.errors import DocumentError, IllegalTransition
 from executions.models import Evaluation, Execution
 from executions.services import execution_cancel, execution_rerun, execution_start, node_try
 from tests.executions.conftest import drain
-from workflows.models import Workflow
 from tests.workflow_edits import edit_workflow
+from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

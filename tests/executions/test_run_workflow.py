@@ -12,8 +12,8 @@ from core.documents import import_documents
 from executions.models import Execution
 from executions.services import execution_abort, execution_retry, execution_start
 from tests.executions.conftest import ROOT, approve_gate, database_url, wait_for
-from workflows.models import Workflow
 from tests.workflow_edits import store_as_before
+from workflows.models import Workflow
 
 pytestmark = pytest.mark.integration
 

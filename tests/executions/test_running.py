@@ -9,8 +9,8 @@ from core.errors import WorkflowInvalid
 from executions.models import Execution
 from executions.services import execution_resume, execution_start
 from tests.executions.conftest import approve_gate, wait_for
-from workflows.models import Workflow
 from tests.workflow_edits import edit_workflow, store_as_before
+from workflows.models import Workflow
 
 pytestmark = pytest.mark.integration
 

@@ -18,10 +18,9 @@ from executions.models import Execution, NodeRun
 from executions.services import execution_resume, execution_start, heartbeat, node_run_execute, node_runs_sweep
 from executions.services.inline import Claimed
 from executions.services.node_run import _claim, _execute, _store_locked
-from workflows.models import Workflow
-
 from tests.executions.conftest import drain
 from tests.workflow_edits import edit_workflow, store_as_before
+from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,12 +12,11 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from core.locks import redis_lock
-from quality.evaluations import execution_evaluate
 from executions.models import Execution, NodeRun
 from executions.services import execution_cancel, execution_start, node_runs_sweep, node_runs_sweep_exclusive
-from workflows.models import Workflow
-
+from quality.evaluations import execution_evaluate
 from tests.executions.conftest import drain
+from workflows.models import Workflow
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

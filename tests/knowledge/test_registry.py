@@ -1,5 +1,5 @@
 """`db_query` references through the knowledge registry (data-transfer-protocol §2.4)."""
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.management import call_command
@@ -7,13 +7,13 @@ from django.db import connection
 
 from engine.context import errors
 from engine.context.errors import RefError
-from knowledge.models import KnowledgeAtom, Paper, QualityRecord, Relation
 from engine.context.resolution import CappedRows
+from knowledge.models import KnowledgeAtom, Paper, QualityRecord, Relation
 from knowledge.registry import MAX_LIMIT, run_db_query, tables
 
 pytestmark = pytest.mark.django_db
 
-T0 = datetime(2026, 2, 3, 10, 30, tzinfo=timezone.utc)
+T0 = datetime(2026, 2, 3, 10, 30, tzinfo=UTC)
 INJECTION = "x'; DROP TABLE knowledge_knowledgeatom; --"
 
 # The rows every operator is checked against, with plain-Python expectations.
@@ -359,9 +359,9 @@ def test_it_queries_relations_and_quality_records(rows):
 
 @pytest.fixture
 def node_runs():
+    from agents.models import Agent
     from core.documents import import_documents
     from executions.models import Execution, NodeRun
-    from agents.models import Agent
     from workflows.models import Workflow
 
     import_documents([

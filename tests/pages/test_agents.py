@@ -12,8 +12,8 @@ from agents import services
 from agents.models import Agent, AgentVersion, DeriveRequest
 from core.errors import DocumentError
 from executions.models import Evaluation, Execution, NodeRun
-from workflows.models import Workflow
 from tests.pages.conftest import signed_in
+from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db
 

@@ -23,8 +23,7 @@ from agents.models import Agent
 from executions.page_selectors import cost_text
 from executions.services import execution_start
 from tests.agents.backends.chat_server import ChatServer
-from tests.executions.conftest import wait_for
-from tests.executions.conftest import thesis_reply
+from tests.executions.conftest import thesis_reply, wait_for
 from tests.executions.test_costs_worker import HOSTED_USAGE, LOCAL_USAGE, move
 from tests.pages.conftest import screenshot, signed_in
 from tests.pages.test_derive_requests import watch_errors

@@ -14,14 +14,14 @@ from django.core.management import call_command
 from django.test import Client
 from playwright.sync_api import expect
 
-from quality.evaluations import execution_evaluate
 from executions.models import Evaluation, ThoughtSearch
 from executions.services import execution_start
+from quality.evaluations import execution_evaluate
 from tests.executions.conftest import wait_for
+from tests.pages.test_compare_page import click_graph_node as click_compared_node
 from tests.pages.test_derive_requests import raise_request
 from tests.pages.test_evaluations import finished_in_process
 from tests.pages.test_execution_browser import click_graph_node
-from tests.pages.test_compare_page import click_graph_node as click_compared_node
 from tests.pages.test_thought_tree import click_tree_node
 from tests.pages.test_workflow_editor import click_node
 from workflows.models import Blueprint, Workflow

@@ -8,13 +8,13 @@ import pytest
 from django.test import Client
 from django.utils.html import escape
 
-from quality.evaluations import execution_evaluate
 from executions.models import Evaluation, Execution
 from executions.services import execution_start
+from quality.evaluations import execution_evaluate
 from tests.executions.conftest import drain
 from tests.pages.test_agents import evaluation, finished_run, signed_in
-from workflows.models import Workflow
 from tests.workflow_edits import edit_workflow
+from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from core.documents import import_documents
 from executions.models import Evaluation, Execution, NodeRun
-from workflows.models import Workflow
 from tests.pages.conftest import signed_in
+from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db
 

@@ -14,9 +14,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from executions.models import ThoughtSearch
-from tests.pages.conftest import screenshot
+from tests.pages.conftest import screenshot, signed_in
 from tests.pages.test_executions import make_execution
-from tests.pages.conftest import signed_in
 
 pytestmark = pytest.mark.django_db
 

@@ -15,11 +15,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from executions.models import Execution
-from tests.pages.conftest import screenshot
-from workflows.models import Workflow
+from tests.pages.conftest import screenshot, signed_in
 from workflows.documents import workflow_document
+from workflows.models import Workflow
 from workflows.services import workflow_import_document
-from tests.pages.conftest import signed_in
 
 EDITING_CONTROLS = ["add-node-button", "agent-search", "connect-button", "delete-button", "save-button", "run-button",
                     "run-dialog"]

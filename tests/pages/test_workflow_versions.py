@@ -10,10 +10,9 @@ from django.test import Client
 
 from executions.models import Execution
 from executions.services import execution_start
-from tests.pages.conftest import screenshot
+from tests.pages.conftest import screenshot, signed_in
 from tests.workflow_edits import edit_workflow
 from workflows.models import Workflow
-from tests.pages.conftest import signed_in
 
 XSS = "<script>window.pwned=1</script><b>bold</b>"
 

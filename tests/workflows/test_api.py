@@ -7,8 +7,8 @@ from django.utils import timezone
 from jsonpath_rfc9535 import JSONPathQuery
 
 from executions.models import Execution, NodeRun
-from quality.evaluations import evaluation_import_document
 from executions.services import execution_import_document
+from quality.evaluations import evaluation_import_document
 from workflows.documents import blueprint_document, workflow_document
 from workflows.models import Blueprint, Workflow
 

@@ -6,13 +6,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from core.errors import DocumentError
 from core.jsonutil import check_shape, parse_json
-from executions.context import assemble_node_context, outputs_from
 from engine.context.limits import ContextLimits
 from engine.context.messages import MessageError
 from engine.context.resolution import ResolutionAborted
 from engine.context.trimming import InstructionsTooLarge
-from engine.tokens import DEFAULT_ENCODING, UnknownEncoding
 from engine.shapes import NodeInput, Omittable, OpenShape, Priority, Shape, Text
+from engine.tokens import DEFAULT_ENCODING, UnknownEncoding
+from executions.context import assemble_node_context, outputs_from
 
 ABORTED, INVALID, TOO_LARGE = 1, 2, 3
 

@@ -37,9 +37,10 @@ import itertools
 import json
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -94,7 +95,7 @@ class ChatServer:
     # ------------------------------------------------------------------ telling it what to do
 
     def reply(self, content: Any = None, *, usage: dict | None = None, model: str | None = None,
-              usage_in: str = "final") -> "ChatServer":
+              usage_in: str = "final") -> ChatServer:
         """The standing reply: `content` as the assistant message (a dict or list is sent as JSON text)."""
         if content is not None:
             self.content = content
@@ -103,50 +104,50 @@ class ChatServer:
         self.usage_in = _usage_in(usage_in)
         return self
 
-    def respond_with(self, responder: Callable[[dict], Any]) -> "ChatServer":
+    def respond_with(self, responder: Callable[[dict], Any]) -> ChatServer:
         """Compute the standing reply's content from the request body."""
         self.responder = responder
         return self
 
-    def reply_once(self, content: Any, *, usage: dict | None = None, usage_in: str | None = None) -> "ChatServer":
+    def reply_once(self, content: Any, *, usage: dict | None = None, usage_in: str | None = None) -> ChatServer:
         self._add(_Scripted("reply", content=content, usage=usage,
                             usage_in=None if usage_in is None else _usage_in(usage_in)))
         return self
 
     def fail(self, status: int, *, times: int = 1, retry_after: float | str | None = None,
-             message: str | None = None) -> "ChatServer":
+             message: str | None = None) -> ChatServer:
         headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
         for _ in range(times):
             self._add(_Scripted("status", status=status, headers=headers,
                                 message=message or f"scripted failure {status}"))
         return self
 
-    def delay(self, seconds: float, *, times: int = 1) -> "ChatServer":
+    def delay(self, seconds: float, *, times: int = 1) -> ChatServer:
         """Hold the next reply(s) back `seconds` (then answer normally, if anyone still listens)."""
         for _ in range(times):
             self._add(_Scripted("delay", seconds=seconds))
         return self
 
-    def malformed(self, *, times: int = 1) -> "ChatServer":
+    def malformed(self, *, times: int = 1) -> ChatServer:
         """Answer 200 with a body that is not JSON."""
         for _ in range(times):
             self._add(_Scripted("malformed"))
         return self
 
-    def break_stream(self, *, after: int = 2, stall: float = 0.0, times: int = 1) -> "ChatServer":
+    def break_stream(self, *, after: int = 2, stall: float = 0.0, times: int = 1) -> ChatServer:
         """Stream the next reply(s) but close the connection after `after` events, without
         [DONE] (holding it `stall` seconds first)."""
         for _ in range(times):
             self._add(_Scripted("break_stream", after=after, seconds=stall))
         return self
 
-    def stream_event(self, text: str, *, times: int = 1) -> "ChatServer":
+    def stream_event(self, text: str, *, times: int = 1) -> ChatServer:
         """Stream the next reply(s) with `text` as an event (`data: {text}`) after the first."""
         for _ in range(times):
             self._add(_Scripted("stream_event", message=text))
         return self
 
-    def ignore_stream(self, *, times: int = 1) -> "ChatServer":
+    def ignore_stream(self, *, times: int = 1) -> ChatServer:
         """Answer the next request(s) with a plain JSON completion even when a stream is asked for."""
         for _ in range(times):
             self._add(_Scripted("ignore_stream"))
@@ -175,7 +176,7 @@ class ChatServer:
     def url(self) -> str:
         return f"{self.base_url}/chat/completions"
 
-    def start(self) -> "ChatServer":
+    def start(self) -> ChatServer:
         self._server = ThreadingHTTPServer((self.host, 0), _handler_for(self))  # port 0: a free one
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
@@ -191,7 +192,7 @@ class ChatServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> "ChatServer":
+    def __enter__(self) -> ChatServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

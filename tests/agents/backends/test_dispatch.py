@@ -3,8 +3,15 @@ backends start, ended only on their own machine and only while they are the proc
 import signal
 import subprocess
 import time
+
 from agents.backends.dispatch import (
-    dispatch_number, dispatched, end_process, idempotency_key, machine, process_started, start_time,
+    dispatch_number,
+    dispatched,
+    end_process,
+    idempotency_key,
+    machine,
+    process_started,
+    start_time,
 )
 from tests.processes import in_group
 

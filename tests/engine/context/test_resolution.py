@@ -1,12 +1,19 @@
 """References (§2) and their resolution, timing and failure handling (§3)."""
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from engine.context import errors
 from engine.context.errors import RefError
 from engine.context.resolution import (
-    NOT_READY, CappedRows, ResolutionAborted, Resolver, Sources, keys_only, select_path, timing,
+    NOT_READY,
+    CappedRows,
+    ResolutionAborted,
+    Resolver,
+    Sources,
+    keys_only,
+    select_path,
+    timing,
 )
 
 SCHOLAR = {
@@ -18,7 +25,7 @@ SCHOLAR = {
     ],
     "metadata": {"quality_score": 0.87},
 }
-NOW = datetime(2026, 2, 3, 10, 30, tzinfo=timezone.utc)
+NOW = datetime(2026, 2, 3, 10, 30, tzinfo=UTC)
 
 
 class Clock:

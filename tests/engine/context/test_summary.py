@@ -3,11 +3,9 @@ import random
 import re
 import subprocess
 import sys
-
 from pathlib import Path
 
 import pytest
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -1,6 +1,7 @@
 """Priority trimming (data-transfer-protocol §6.3) and the §7.2 example."""
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.context.assembler import ContextBuilder
 from engine.context.content import render
