@@ -72,11 +72,26 @@ def pytest_collection_modifyitems(config, items):
 REPEAT_PASS_LEFT_OUT = pytest.StashKey[dict]()
 
 
+def pytest_sessionfinish(session):
+    """An xdist process hands its count of what it left out to the controlling process."""
+    reasons = session.config.stash.get(REPEAT_PASS_LEFT_OUT, None)
+    if reasons and hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["first_pass_only"] = reasons
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """Every xdist process collects the same tests: one count serves for all."""
+    reasons = getattr(node, "workeroutput", {}).get("first_pass_only")
+    if reasons:
+        node.config.stash[REPEAT_PASS_LEFT_OUT] = reasons
+
+
 def pytest_terminal_summary(terminalreporter, config):
     reasons = config.stash.get(REPEAT_PASS_LEFT_OUT, None)
     if reasons:
         said = "; ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
-        terminalreporter.write_line(f"second pass: deselected as run in the first pass already: {said}")
+        terminalreporter.write_line(f"second pass: left out, as the first pass ran them: {said}")
 
 
 @dataclass
