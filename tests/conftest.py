@@ -19,15 +19,79 @@ from tests.agents.backends.chat_server import chat_server  # noqa: F401
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# The fixtures through which a test reaches the test database (pytest-django's), besides
+# the django_db mark.
+DATABASE_FIXTURES = {"_django_db_helper", "db", "transactional_db", "django_db_reset_sequences",
+                     "django_db_serialized_rollback", "live_server"}
+
+
+def first_pass_only(item) -> str | None:
+    """Why bin/test's second pass (SWITCHYARD_REPEAT_PASS=1, on PostgreSQL) leaves `item` out,
+    or None when the database may change what it tests. The rule, in order:
+
+    1. marked `own_database`: it brings a database of its own whatever DATABASE_URL says;
+    2. no database at all: neither the django_db mark, nor a database fixture, nor a
+       Django TestCase class, so pytest-django refuses it the test database (the pure
+       engine, bin/ and docs tests);
+    3. a page in the browser without real workers: its subject is the page's markup and
+       script; the selectors behind the page run on both databases in the pages' client
+       tests, and the browser tests that run a workflow on real workers stay.
+    """
+    if "own_database" in item.keywords:
+        return "works on a database of its own"
+    from django.test import TransactionTestCase
+
+    fixtures = set(getattr(item, "fixturenames", ()))
+    django_case = isinstance(getattr(item, "cls", None), type) and issubclass(item.cls, TransactionTestCase)
+    if item.get_closest_marker("django_db") is None and not fixtures & DATABASE_FIXTURES and not django_case:
+        return "touches no database"
+    if "browser" in fixtures and "workers" not in fixtures:
+        return "a page in the browser without workers"
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
-    """bin/test runs the suite once per database; a test marked `own_database` brings its
-    own and would only repeat itself in the second pass."""
+    """bin/test runs the suite once per database; in its second pass it deselects what the
+    database cannot change (`first_pass_only`), which already ran in the first."""
     if os.environ.get("SWITCHYARD_REPEAT_PASS") != "1":
         return
-    skip = pytest.mark.skip(reason="works on a database of its own: it ran in bin/test's first pass")
+    kept, left_out, reasons = [], [], {}
     for item in items:
-        if "own_database" in item.keywords:
-            item.add_marker(skip)
+        reason = first_pass_only(item)
+        if reason is None:
+            kept.append(item)
+        else:
+            left_out.append(item)
+            reasons[reason] = reasons.get(reason, 0) + 1
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept
+        config.stash[REPEAT_PASS_LEFT_OUT] = reasons
+
+
+REPEAT_PASS_LEFT_OUT = pytest.StashKey[dict]()
+
+
+def pytest_sessionfinish(session):
+    """An xdist process hands its count of what it left out to the controlling process."""
+    reasons = session.config.stash.get(REPEAT_PASS_LEFT_OUT, None)
+    if reasons and hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["first_pass_only"] = reasons
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """Every xdist process collects the same tests: one count serves for all."""
+    reasons = getattr(node, "workeroutput", {}).get("first_pass_only")
+    if reasons:
+        node.config.stash[REPEAT_PASS_LEFT_OUT] = reasons
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    reasons = config.stash.get(REPEAT_PASS_LEFT_OUT, None)
+    if reasons:
+        said = "; ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
+        terminalreporter.write_line(f"second pass: left out, as the first pass ran them: {said}")
 
 
 @dataclass

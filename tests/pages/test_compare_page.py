@@ -194,7 +194,10 @@ def test_it_shows_a_node_whose_pair_is_on_another_page_and_filters_the_table(pag
 
     # The link shows that node's pairs alone, its panel open on its outcome.
     everything.click()
-    page.wait_for_url("**/executions/compare/?a=exec_long_a&b=exec_long_b&node=compliance#node-runs")
+    # The new page opens the node's panel and writes `panel=` into its URL, which may come
+    # before its load event: wait for the navigation to land, not for the load.
+    page.wait_for_url("**/executions/compare/?a=exec_long_a&b=exec_long_b&node=compliance#node-runs",
+                      wait_until="commit")
     expect(page.locator(".compare-table tbody tr")).to_have_count(30)
     expect(page.locator(".compare-table tr[data-node='compliance']")).to_have_count(30)
     expect(page.locator("#compare-panel h2")).to_contain_text("compliance")
