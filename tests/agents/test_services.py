@@ -144,7 +144,7 @@ def test_it_refuses_a_status_change_someone_else_already_made():
     assert caught.value.code == "CONFLICT"
 
 
-class LineageInvariants(HypothesisTestCase):
+class TestLineageInvariants(HypothesisTestCase):
     @hsettings(max_examples=25, deadline=None)
     @given(st.lists(st.integers(min_value=0, max_value=30), min_size=1, max_size=12), st.data())
     def test_it_keeps_lineage_consistent_under_random_trees_and_moves(self, parents, data):
