@@ -284,7 +284,7 @@ class Command(BaseCommand):
                                "per_message_s": self.drain(ping, queue, wide, timeout)}
             samples = {label: [] for label, *_ in runs}
             for _ in range(repeat):
-                for label, workflow_id, count, shape in runs:
+                for label, workflow_id, count, _shape in runs:
                     # The baseline right before each run, so that a machine that gets busier or
                     # quieter during the benchmark moves both sides of each ratio alike.
                     baseline = self.round_trips(ping, queue, chain, timeout)
@@ -293,12 +293,12 @@ class Command(BaseCommand):
                     per_node = measured["wall_s"] / count
                     samples[label].append({**measured, "per_node_s": per_node, "baseline_s": baseline,
                                            "ratio": per_node / baseline})
-            for label, workflow_id, count, shape in runs:
+            for label, _workflow_id, count, shape in runs:
                 report["figures"].append({"name": label, "nodes": count, "shape": shape, "target": TARGETS[label],
                                           **_medians(samples[label]), "samples": samples[label]})
             if layer:  # each layer over the DAG run just before it
                 report["figures"][-1]["growth"] = statistics.median(
-                    big["per_node_s"] / small["per_node_s"] for small, big in zip(samples["wide"], samples["layer"]))
+                    big["per_node_s"] / small["per_node_s"] for small, big in zip(samples["wide"], samples["layer"], strict=True))
             if loop:
                 report["loop"] = self.run_loop(workflows["loop"], loop, max(timeout, loop * LOOP_SECONDS_PER_STEP),
                                                worker)

@@ -319,8 +319,9 @@ class Command(BaseCommand):
                          "" if a["bytes"] is None else f"{a['bytes']:,}", verdict))
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
         for row in rows:
+            # Not strict: the last cell (the verdict) has no width, and is written unpadded.
             cells = [cell.rjust(width) if 0 < i < len(widths) else cell.ljust(width)
-                     for i, (cell, width) in enumerate(zip(row, widths))]
+                     for i, (cell, width) in enumerate(zip(row, widths, strict=False))]
             self.stdout.write("  ".join([*cells, row[-1]]).rstrip())
         if report["missed"]:
             self.stdout.write(f"pages-at-scale targets: MISSED {len(report['missed'])}:")

@@ -386,7 +386,7 @@ def _copy_runs(execution: Execution, keys: list[int], edited: dict[str, Any], *,
         sql["status"] = (f"CASE WHEN {among} THEN %s ELSE r.status END", [*names, NodeRun.Status.SUCCESS])
         given = [db_values(NodeRun, {"output": edited[name]})[0] for name in names]
         sql["output"] = ("CASE r.node_id " + " ".join(["WHEN %s THEN %s"] * len(names)) + " ELSE r.output END",
-                         [value for pair in zip(names, given) for value in pair])
+                         [value for pair in zip(names, given, strict=True) for value in pair])
     return copy_rows(NodeRun, keys, copied=COPIED, sql=sql, values={
         "execution": execution.pk, "kind": NodeRun.Kind.REUSED, "tokens_in": 0, "tokens_out": 0, "duration_ms": 0,
         "started_at": now, "completed_at": now})
