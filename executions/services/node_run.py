@@ -91,7 +91,7 @@ def _execute(node_run_id: int, worker: str, claimed: Claimed | None = None,
             locked = LockedRun.lock(execution)
             transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED, where={"worker": claim},
                        completed_at=now)
-            locked.end(ended.status, ended.reason)
+            locked.end(ended.end_status, ended.reason)
         return "ended", None
     graph = execution_graph(execution)
     node = graph.nodes[run.node_id]

@@ -89,7 +89,7 @@ class LockedRun:
                 "at": timezone.now().isoformat(),
             }, paused_at=timezone.now())
         elif step.action == "end":
-            self.end(step.status, step.reason)
+            self.end(step.end_status, step.reason)
         if graph.has_gates and step.action in ("start", "wait"):
             self.pause_at_gates()
         return claimed
