@@ -192,7 +192,7 @@ def test_it_gives_the_status_an_end_step_ends_with_and_refuses_any_other_step():
     assert Step("end", status="success").end_status == "success"
     for step in (Step("wait"), Step("start", nodes=("a",)), Step("end")):
         with pytest.raises(ValueError, match=f"a '{step.action}' step does not end the run"):
-            step.end_status
+            _ = step.end_status
 
 
 def test_a_branch_that_finished_while_the_run_waited_for_a_person_goes_on_after_it():
