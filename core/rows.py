@@ -42,7 +42,7 @@ def cursor():
         yield wrapped
 
 
-def insert_rows(objs: Iterable[models.Model]) -> list[models.Model]:
+def insert_rows(objs: Iterable[M]) -> list[M]:
     """INSERT new instances of one model, setting their primary keys (RETURNING); as
     bulk_create does, with no signals sent. Several on PostgreSQL in one statement whatever
     their number, each column's values in one array (INSERT … SELECT FROM UNNEST, as Django's
