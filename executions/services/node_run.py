@@ -11,8 +11,8 @@ import os
 import threading
 import time
 import uuid
-from contextlib import contextmanager
 from collections.abc import Callable
+from contextlib import contextmanager
 from functools import partial
 from typing import TypeVar
 
