@@ -8,6 +8,7 @@ other meets a different load.
 import json
 import random
 import time
+from typing import Any
 
 from django.core.management.base import BaseCommand
 
@@ -47,7 +48,7 @@ def make_inputs(count: int, tokens_each: int, seed: int = 7) -> dict[str, object
         if n % 2:
             outputs[f"task_{n:03d}"] = prose(rng, words)
         else:
-            atoms = []
+            atoms: list[dict[str, Any]] = []
             while sum(len(a["content"]) for a in atoms) < words * 6:
                 atoms.append({"atom_id": f"a{n}_{len(atoms)}", "atom_type": rng.choice(["claim", "evidence",
                               "methodology", "background"]), "content": prose(rng, 60),

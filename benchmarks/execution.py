@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 from urllib.parse import quote
 
 import dj_database_url
@@ -56,6 +57,9 @@ from engine.errors import EngineError
 from executions.models import Evaluation, Execution, NodeRun
 from executions.services import execution_cancel, execution_start
 from workflows.models import Workflow
+
+if TYPE_CHECKING:
+    from django.db.backends.postgresql.base import DatabaseWrapper as PostgreSQLWrapper
 
 ROOT = Path(__file__).resolve().parents[1]
 # Per-node time over the bare round trip, on PostgreSQL; the large layer must also cost no
@@ -102,7 +106,7 @@ def worker_database_url() -> str:
 
 def database_label() -> str:
     if connection.vendor == "postgresql":
-        number = connection.pg_version  # e.g. 150020
+        number = cast("PostgreSQLWrapper", connection).pg_version  # e.g. 150020
         return f"postgresql {number // 10000}.{number % 10000}"
     if connection.vendor == "sqlite":
         return f"sqlite {sqlite3.sqlite_version}"
@@ -180,6 +184,12 @@ class Worker:
                 raise BenchmarkFailed(f"the worker exited with code {self.process.returncode}:\n{self.log_tail()}")
             if time.monotonic() > deadline:
                 raise BenchmarkFailed(f"the worker did not answer a ping within {timeout:.0f} s:\n{self.log_tail()}")
+
+    def exited(self) -> int | None:
+        """The started worker's exit code, or None while it runs."""
+        if self.process is None:
+            raise BenchmarkFailed("the worker was asked whether it exited before it was started")
+        return self.process.poll()
 
     def log_tail(self, chars: int = 4000) -> str:
         try:
@@ -284,7 +294,7 @@ class Command(BaseCommand):
                                "per_message_s": self.drain(ping, queue, wide, timeout)}
             samples = {label: [] for label, *_ in runs}
             for _ in range(repeat):
-                for label, workflow_id, count, shape in runs:
+                for label, workflow_id, count, _shape in runs:
                     # The baseline right before each run, so that a machine that gets busier or
                     # quieter during the benchmark moves both sides of each ratio alike.
                     baseline = self.round_trips(ping, queue, chain, timeout)
@@ -293,12 +303,12 @@ class Command(BaseCommand):
                     per_node = measured["wall_s"] / count
                     samples[label].append({**measured, "per_node_s": per_node, "baseline_s": baseline,
                                            "ratio": per_node / baseline})
-            for label, workflow_id, count, shape in runs:
+            for label, _workflow_id, count, shape in runs:
                 report["figures"].append({"name": label, "nodes": count, "shape": shape, "target": TARGETS[label],
                                           **_medians(samples[label]), "samples": samples[label]})
             if layer:  # each layer over the DAG run just before it
                 report["figures"][-1]["growth"] = statistics.median(
-                    big["per_node_s"] / small["per_node_s"] for small, big in zip(samples["wide"], samples["layer"]))
+                    big["per_node_s"] / small["per_node_s"] for small, big in zip(samples["wide"], samples["layer"], strict=True))
             if loop:
                 report["loop"] = self.run_loop(workflows["loop"], loop, max(timeout, loop * LOOP_SECONDS_PER_STEP),
                                                worker)
@@ -360,12 +370,13 @@ class Command(BaseCommand):
             raise BenchmarkFailed(f"{workflow_id} ended {status} ({execution.ended_reason or 'no reason'}) with "
                                   f"{succeeded} of {nodes} nodes succeeded in {len(runs)} node runs\n"
                                   f"{worker.log_tail()}")
+        assert execution.started_at is not None and execution.completed_at is not None, "a run that succeeded"
         recorded = (execution.completed_at - execution.started_at).total_seconds()
         # The worker evaluates every run that ends (executions.evaluate): wait for it, so that
         # the next measurement does not queue behind it, and report what it took.
         evaluations = Evaluation.objects.filter(execution=execution, target_type="execution")
         while not evaluations.exists():
-            if time.perf_counter() > deadline or worker.process.poll() is not None:
+            if time.perf_counter() > deadline or worker.exited() is not None:
                 raise BenchmarkFailed(f"{workflow_id}: its evaluation was not stored\n{worker.log_tail()}")
             time.sleep(POLL_SECONDS)
         evaluated = time.perf_counter() - now
@@ -383,11 +394,12 @@ class Command(BaseCommand):
             now = time.perf_counter()
             if status in TERMINAL:
                 break
-            stopped = worker.process.poll() is not None
+            code = worker.exited()
+            stopped = code is not None
             if now > deadline or stopped:
                 done = execution.node_runs.filter(status=NodeRun.Status.SUCCESS).count()
                 execution_cancel(execution=execution)
-                why = f"the worker exited with code {worker.process.returncode}" if stopped else \
+                why = f"the worker exited with code {code}" if stopped else \
                     f"it did not finish within {timeout:g} s"
                 raise BenchmarkFailed(f"{workflow_id}: {why} ({done} of {nodes} nodes done)\n{worker.log_tail()}")
             time.sleep(POLL_SECONDS)
@@ -408,12 +420,12 @@ class Command(BaseCommand):
                                   f"{worker.log_tail()}")
         evaluations = Evaluation.objects.filter(execution=execution, target_type="execution")
         while not evaluations.exists():  # as after the other runs: nothing left queued behind it
-            if time.perf_counter() > started + timeout or worker.process.poll() is not None:
+            if time.perf_counter() > started + timeout or worker.exited() is not None:
                 raise BenchmarkFailed(f"{workflow_id}: its evaluation was not stored\n{worker.log_tail()}")
             time.sleep(POLL_SECONDS)
         window = min(LOOP_WINDOW, steps // 2)
-        began = dict(execution.node_runs.filter(sequence__in=[1, window + 1, steps - window, steps])
-                     .values_list("sequence", "started_at"))
+        began = {sequence: at for sequence, at in execution.node_runs.filter(
+            sequence__in=[1, window + 1, steps - window, steps]).values_list("sequence", "started_at") if at is not None}
         first = (began[window + 1] - began[1]).total_seconds() / window
         last = (began[steps] - began[steps - window]).total_seconds() / window
         return {"execution_id": execution.execution_id, "steps": steps, "window": window, "wall_s": now - started,

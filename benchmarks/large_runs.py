@@ -40,7 +40,7 @@ COST_IN, COST_OUT = 150_000, 600_000
 FAILURE_EVERY = 97  # about one attempt in a hundred fails (and is retried)
 ERROR_CODES = ("BACKEND_ERROR", "NODE_TIME_LIMIT", "BUDGET_EXCEEDED")
 # The status of a light run's last node run, by the run's status.
-LAST_RUN_STATUS = {
+LAST_RUN_STATUS: dict[str, str] = {
     Execution.Status.SUCCESS: NodeRun.Status.SUCCESS, Execution.Status.FAILED: NodeRun.Status.FAILED,
     Execution.Status.CANCELLED: NodeRun.Status.CANCELLED, Execution.Status.RUNNING: NodeRun.Status.RUNNING,
 }
@@ -100,7 +100,7 @@ def large_run_create(*, workflow: Workflow, node_runs: int, execution_id: str | 
                             rng)
             cost += run.cost
             batch.append(run)
-            at = run.completed_at + timedelta(milliseconds=rng.randint(1, 9))
+            at += timedelta(milliseconds=durations[sequence - 1] + rng.randint(1, 9))  # a few ms after it completed
             if failed:
                 attempt += 1  # the same node again, as a retry
             else:
@@ -147,17 +147,19 @@ def light_executions_create(*, workflows: list[Workflow], count: int, node_runs_
                     node_id = LOOP[(sequence - 1) % len(LOOP)]
                     agent, version = agents[execution.workflow_id][node_id]
                     # The last node run ended as its run did (or still runs); those before it succeeded.
-                    status = LAST_RUN_STATUS[execution.status] if sequence == node_runs_each else NodeRun.Status.SUCCESS
-                    running = status == NodeRun.Status.RUNNING
+                    run_status = (LAST_RUN_STATUS[execution.status] if sequence == node_runs_each
+                                  else NodeRun.Status.SUCCESS)
+                    running = run_status == NodeRun.Status.RUNNING
+                    assert execution.started_at is not None, "made above with its start"
                     began = execution.started_at + timedelta(seconds=sequence)
                     runs.append(NodeRun(
-                        execution=execution, node_id=node_id, agent=agent, agent_version=version, status=status,
+                        execution=execution, node_id=node_id, agent=agent, agent_version=version, status=run_status,
                         sequence=sequence, started_at=began,
                         completed_at=None if running else began + timedelta(milliseconds=200),
                         duration_ms=None if running else 200,
-                        error_code="BACKEND_ERROR" if status == NodeRun.Status.FAILED else "",
+                        error_code="BACKEND_ERROR" if run_status == NodeRun.Status.FAILED else "",
                         backend=BACKEND, model=MODEL, tokens_in=120, tokens_out=40,
-                        output={"text": f"{node_id} {sequence}"} if status == NodeRun.Status.SUCCESS else None))
+                        output={"text": f"{node_id} {sequence}"} if run_status == NodeRun.Status.SUCCESS else None))
             NodeRun.objects.bulk_create(runs, batch_size=batch_size)
 
 

@@ -56,6 +56,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 from django.db import Error, connection
+from django.http import StreamingHttpResponse
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 
@@ -226,7 +227,7 @@ class Command(BaseCommand):
         """One answer's figures, and what it misses of its target (if it has one). With a
         `body`, it is POSTed, and the peak of Python's allocations while the request that
         warms up is answered is reported too (`peak_mb`)."""
-        figures = {"key": key, "label": label, "url": url, "size": size, "of": of, "http_status": None, "ms": None,
+        figures: dict[str, Any] = {"key": key, "label": label, "url": url, "size": size, "of": of, "http_status": None, "ms": None,
                    "samples": 0, "queries": None, "bytes": None, "error": None, "note": None, "missed": [],
                    "peak_mb": None}
         answered = 201 if body is not None else 200
@@ -240,7 +241,7 @@ class Command(BaseCommand):
                     tracemalloc.stop()
             else:
                 request(client, url, timeout)  # warms the caches: not counted
-            times = []
+            times: list[float] = []
             while len(times) < repeat and sum(times) < REPEAT_BUDGET_S:
                 with CaptureQueriesContext(connection) as captured:
                     response, size_in_bytes, seconds = request(client, url, timeout, body=body)
@@ -269,9 +270,11 @@ class Command(BaseCommand):
     def copy(self, rerun: Execution, size: int) -> dict[str, Any]:
         """The figures of a re-run's copies made as a worker makes them (`rerun_copy`, in this
         process): after the answer, so no target; its time is how long the run stays pending."""
-        figures = {"key": "rerun_copy", "label": "re-run's copies, on a worker", "url": "", "size": size,
+        progress = rerun.copy_progress
+        assert progress is not None, "a large re-run answers before its copies are made"
+        figures: dict[str, Any] = {"key": "rerun_copy", "label": "re-run's copies, on a worker", "url": "", "size": size,
                    "of": "node runs", "http_status": None, "ms": None, "samples": 1, "queries": None, "bytes": None,
-                   "error": None, "note": f"{rerun.copy_progress['of']:,} copies", "missed": [], "peak_mb": None}
+                   "error": None, "note": f"{progress['of']:,} copies", "missed": [], "peak_mb": None}
         try:
             started = time.perf_counter()
             with CaptureQueriesContext(connection) as captured:
@@ -319,8 +322,9 @@ class Command(BaseCommand):
                          "" if a["bytes"] is None else f"{a['bytes']:,}", verdict))
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
         for row in rows:
+            # Not strict: the last cell (the verdict) has no width, and is written unpadded.
             cells = [cell.rjust(width) if 0 < i < len(widths) else cell.ljust(width)
-                     for i, (cell, width) in enumerate(zip(row, widths))]
+                     for i, (cell, width) in enumerate(zip(row, widths, strict=False))]
             self.stdout.write("  ".join([*cells, row[-1]]).rstrip())
         if report["missed"]:
             self.stdout.write(f"pages-at-scale targets: MISSED {len(report['missed'])}:")
@@ -339,8 +343,9 @@ def request(client: Client, url: str, timeout: float, body: dict | None = None) 
         with time_limit(timeout):
             response = (client.get(url) if body is None
                         else client.post(url, data=json.dumps(body), content_type="application/json"))
-            size = sum(len(chunk) for chunk in response.streaming_content) if response.streaming else len(
-                response.content)
+            # A streamed answer (response.streaming) is a StreamingHttpResponse: read to its end.
+            size = (sum(len(chunk) for chunk in response.streaming_content)
+                    if isinstance(response, StreamingHttpResponse) else len(response.content))
     except Exception as error:
         if isinstance(error, AnswerTimedOut) or time.perf_counter() - started < timeout:
             raise

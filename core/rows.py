@@ -13,9 +13,11 @@ import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache, lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+
+M = TypeVar("M", bound=models.Model)
 
 
 @contextmanager
@@ -40,7 +42,7 @@ def cursor():
         yield wrapped
 
 
-def insert_rows(objs: Iterable[models.Model]) -> list[models.Model]:
+def insert_rows(objs: Iterable[M]) -> list[M]:
     """INSERT new instances of one model, setting their primary keys (RETURNING); as
     bulk_create does, with no signals sent. Several on PostgreSQL in one statement whatever
     their number, each column's values in one array (INSERT … SELECT FROM UNNEST, as Django's
@@ -185,7 +187,7 @@ def attach(instance: models.Model, path: tuple, values: tuple) -> None:
         instance = child
 
 
-def from_row(model: type[models.Model], row: tuple) -> models.Model:
+def from_row(model: type[M], row: tuple) -> M:
     """A model instance from the first columns of `row`, converted as the ORM would."""
     db = _database()
     # Not strict: a claim's row goes on with the columns of the rows it joined (core.status_writes).

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeVar, overload
 
 from django.db import connection, models, transaction
 from django.db.transaction import TransactionManagementError
@@ -54,6 +54,16 @@ from core.rows import (
 from core.state_machine import Guard, StateMachine
 
 Rows = type[models.Model] | models.QuerySet | models.Manager
+M = TypeVar("M", bound=models.Model)
+
+
+def machine_of(model: type[models.Model]) -> StateMachine:
+    """The state machine `model` declares as `STATES` (core.state_machine): a class attribute
+    the model's type does not know of, read here once instead of at each use."""
+    machine = getattr(model, "STATES", None)
+    if not isinstance(machine, StateMachine):
+        raise TypeError(f"{model.__name__} declares no state machine: its status cannot be changed here")
+    return machine
 
 
 def transition(rows: Rows, pk: Any, from_statuses: str | Iterable[str], to_status: str, /, *,
@@ -93,8 +103,8 @@ def transition_all(rows: Rows, from_statuses: str | Iterable[str], to_status: st
     return rows.filter(**where).update(status=to_status, **fields)
 
 
-def claim_row(model: type[models.Model], pk: Any, from_status: str, to_status: str, /, *,
-              select_related: str = "", synchronous: bool = True, **fields: Any) -> models.Model | None:
+def claim_row(model: type[M], pk: Any, from_status: str, to_status: str, /, *,
+              select_related: str = "", synchronous: bool = True, **fields: Any) -> M | None:
     """`transition` for one row that returns it as it is after the move, or None when it was
     not in `from_status`. Moving and reading the row are one round trip (UPDATE ... RETURNING,
     which PostgreSQL and SQLite 3.35+ have): taking a node run is on every node's path.
@@ -110,8 +120,9 @@ def claim_row(model: type[models.Model], pk: Any, from_status: str, to_status: s
     had never been made, with nothing committed after it kept (the next durable commit
     flushes it)."""
     (from_status,) = _checked(model, from_status, to_status)
-    if model.STATES.guarded((from_status,), to_status) is not None:  # a claim keeps a run still to end
-        raise IllegalTransition(f"{model.STATES.name}: a claim cannot move a row from '{from_status}' to "
+    machine = machine_of(model)
+    if machine.guarded((from_status,), to_status) is not None:  # a claim keeps a run still to end
+        raise IllegalTransition(f"{machine.name}: a claim cannot move a row from '{from_status}' to "
                                 f"'{to_status}', across its guard: use transition")
     fields = _stamped(model, fields)
     synchronous = synchronous or connection.in_atomic_block
@@ -155,8 +166,13 @@ def touch_row(model: type[models.Model], pk: Any, status: str, /, *, add: dict[s
 _PK = object()
 
 
-def lock_row(model: type[models.Model], pk: Any = _PK, /, *, missing_ok: bool = False, written: bool = True,
-             **where: Any) -> models.Model | None:
+@overload
+def lock_row(model: type[M], pk: Any = ..., /, *, missing_ok: Literal[False] = ..., written: bool = ...,
+             **where: Any) -> M: ...
+@overload
+def lock_row(model: type[M], pk: Any = ..., /, *, missing_ok: bool, written: bool = ..., **where: Any) -> M | None: ...
+def lock_row(model: type[M], pk: Any = _PK, /, *, missing_ok: bool = False, written: bool = True,
+             **where: Any) -> M | None:
     """The row `pk` (or the one row whose columns have the values of `where`) read under its
     lock, held until the transaction ends; DoesNotExist when there is no such row, or None
     with `missing_ok`. Every lock of a row in the project is taken here.
@@ -217,9 +233,10 @@ def transition_under(touch: Touch, model: type[models.Model], pk: Any, from_stat
     A worker stores a node's result this way: the execution's row locked, the node run
     moved and, after a node that nothing follows, whether the run has any other node run
     still to end, in one round trip."""
-    guard = model.STATES.guarded(_checked(model, from_statuses, to_status), to_status)
+    machine = machine_of(model)
+    guard = machine.guarded(_checked(model, from_statuses, to_status), to_status)
     if guard is not None and model._meta.get_field(guard.key).related_model is not touch.model:
-        raise IllegalTransition(f"{model.STATES.name}: a move from {from_statuses!r} to '{to_status}' writes the "
+        raise IllegalTransition(f"{machine.name}: a move from {from_statuses!r} to '{to_status}' writes the "
                                 f"row its '{guard.key}' points to, not a {touch.model._meta.object_name}")
     if connection.vendor != "postgresql":
         with transaction.atomic(savepoint=False):
@@ -302,7 +319,7 @@ def _manager(rows: Rows) -> models.QuerySet | models.Manager:
 def _checked(model: type[models.Model], from_statuses: str | Iterable[str], to_status: str) -> tuple[str, ...]:
     """The from statuses as a tuple, once the model's machine allows each of them → `to_status`."""
     from_statuses = (from_statuses,) if isinstance(from_statuses, str) else tuple(from_statuses)
-    machine: StateMachine = model.STATES  # type: ignore[attr-defined]  # the machine of a model with a status
+    machine = machine_of(model)
     if not from_statuses:
         raise IllegalTransition(f"{machine.name}: no status to go from to '{to_status}'")
     for current in from_statuses:
@@ -362,7 +379,7 @@ def _guard(rows: Rows, from_statuses: str | Iterable[str], to_status: str) -> Gu
     if connection.vendor != "postgresql":
         return None
     model = rows if isinstance(rows, type) else rows.model
-    return model.STATES.guarded(_checked(model, from_statuses, to_status), to_status)
+    return machine_of(model).guarded(_checked(model, from_statuses, to_status), to_status)
 
 
 def _write_guard(moving: models.QuerySet, guard: Guard | None) -> None:
@@ -370,15 +387,23 @@ def _write_guard(moving: models.QuerySet, guard: Guard | None) -> None:
     every lock of the two is taken); `guard` None: nothing to write."""
     if guard is None:
         return
-    parent = moving.model._meta.get_field(guard.key).related_model
+    parent = _guarded_model(moving.model, guard.key)
     pk = parent._meta.pk.name
     parent._default_manager.filter(pk__in=moving.values(guard.key)).update(**{pk: models.F(pk)})
+
+
+def _guarded_model(model: type[models.Model], key: str) -> type[models.Model]:
+    """The model a guard's foreign key `key` points to."""
+    parent = model._meta.get_field(key).related_model
+    if not isinstance(parent, type):
+        raise TypeError(f"{model.__name__}.{key}, the key of a state machine's guard, is not a foreign key")
+    return parent
 
 
 @cache
 def _guarded_sql(model: type[models.Model], key: str) -> str:
     """UPDATE that changes nothing of the row that row `pk` (the parameter) points to by `key`."""
-    parent = model._meta.get_field(key).related_model
+    parent = _guarded_model(model, key)
     table, pk = connection.ops.quote_name(parent._meta.db_table), quoted_pk(parent)
     return (f"UPDATE {table} SET {pk} = {pk} WHERE {pk} = (SELECT {column(model, key)} FROM "
             f"{connection.ops.quote_name(model._meta.db_table)} WHERE {quoted_pk(model)} = %s) RETURNING 1")

@@ -92,6 +92,13 @@ class Step:
     # two steps that do the same thing are equal whatever led to them.
     decision: Decision | None = field(default=None, compare=False)
 
+    @property
+    def end_status(self) -> str:
+        """The status an `end` step ends the run with; any other step ends nothing."""
+        if self.action != "end" or self.status is None:
+            raise ValueError(f"a '{self.action}' step does not end the run")
+        return self.status
+
 
 WAIT = Step("wait")
 

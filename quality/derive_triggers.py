@@ -20,6 +20,7 @@ is agents' business (`agents.derivation` creates the child).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -70,19 +71,19 @@ def quality_issue(agent: Agent) -> Proposal | None:
         method=Evaluation.Method.AGGREGATE)
     if since:
         recent = recent.filter(created_at__gt=since)
-    rows = list(recent.order_by("-created_at", "-id")[:settings.DERIVE_QUALITY_WINDOW]
-                .values("evaluation_id", "overall_score", "accuracy", "completeness", "efficiency"))
+    rows: list[Mapping[str, Any]] = list(recent.order_by("-created_at", "-id")[:settings.DERIVE_QUALITY_WINDOW]
+                                         .values("evaluation_id", "overall_score", "accuracy", "completeness", "efficiency"))
     if len(rows) < settings.DERIVE_QUALITY_MIN_EVALUATIONS:
         return None
     mean = sum(row["overall_score"] for row in rows) / len(rows)
     if mean >= settings.DERIVE_QUALITY_THRESHOLD:
         return None
-    means = {}
+    means: dict[str, float] = {}
     for name in QUALITY_CONSTRAINTS:  # of the evaluations that measured it (accuracy may not be)
         measured = [row[name] for row in rows if row[name] is not None]
         if measured:
             means[name] = sum(measured) / len(measured)
-    weakest = min(means, key=means.get)
+    weakest = min(means, key=means.__getitem__)
     domains = _domains(agent)
     return Proposal(
         trigger=Trigger.QUALITY_ISSUE,

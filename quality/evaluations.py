@@ -146,7 +146,7 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
                     cost=F("cost") + meter.cost - meter.settled, cost_complete=locked.cost_complete and meter.complete)
             # The agents that ran a node here: a re-run's copies are the past run's work, and a
             # gate's decision is a person's, not its stand-in agent's.
-            agents = {}
+            agents: dict[int, Agent] = {}
             for run in runs:
                 if run.kind not in NodeRun.COPIES and run.gate is None:
                     agents.setdefault(run.agent_id, run.agent)
@@ -223,13 +223,13 @@ def _checks(execution: Execution, runs: list[NodeRun], graph) -> list[Check]:
             checks.append(Check(f"contract {contract.key}", error is None, node_id, run.agent.agent_id, error or ""))
     by_pk = {run.pk: run for run in runs}
     for search in ThoughtSearch.objects.filter(execution=execution).order_by("id"):
-        run = by_pk.get(search.node_run_id)
-        where = (run.node_id, run.agent.agent_id) if run else ("", "")
+        searched = by_pk.get(search.node_run_id)
+        where = (searched.node_id, searched.agent.agent_id) if searched else ("", "")
         if not search.final_solution:  # no answer to verify: the answer check fails
-            error = search.error or {}
+            failure = search.error or {}
             checks.append(Check("verified answer", False, *where,
-                                f"the search found no answer ({error.get('code', 'no error recorded')}: "
-                                f"{error.get('message', '')})"))
+                                f"the search found no answer ({failure.get('code', 'no error recorded')}: "
+                                f"{failure.get('message', '')})"))
             continue
         answer = search.final_solution.get("answer", "")
         errors = answer_errors(answer, search.problem)
@@ -356,7 +356,7 @@ def _target_exists(target_type: str, target_id: str) -> bool:
         "agent": (Agent, "agent_id"),
         "workflow": (Workflow, "workflow_id"),
     }[target_type]
-    return model.objects.filter(**{field: target_id}).exists()
+    return model._default_manager.filter(**{field: target_id}).exists()
 
 
 @transaction.atomic

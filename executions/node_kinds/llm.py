@@ -84,7 +84,7 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
         texts = assembly.texts(call)
         prompt = render_prompt(texts)
         prompts.append(prompt)
-        inputs = dict(zip((name for name, _ in texts), batch_contents(assembly, call)))
+        inputs = dict(zip((name for name, _ in texts), batch_contents(assembly, call), strict=True))
         request = BackendRequest(
             agent_id=agent.agent_id, skills=skills(agent), required_skills=required,
             system_prompt=system_prompt, prompt=prompt, inputs=inputs, state=dict(execution.state),

@@ -26,7 +26,7 @@ def execution_import_document(document: dict[str, Any], *, actor: str = "") -> t
     try:
         workflow = Workflow.objects.get(workflow_id=document["workflow_ref"])
     except Workflow.DoesNotExist:
-        raise DocumentError(f"workflow '{document['workflow_ref']}' does not exist", where="workflow_ref")
+        raise DocumentError(f"workflow '{document['workflow_ref']}' does not exist", where="workflow_ref") from None
     node_ids = set(workflow.nodes.values_list("node_id", flat=True))
     started_at = parse_datetime(document.get("started_at"), "started_at")
     completed_at = parse_datetime(document.get("completed_at"), "completed_at")

@@ -43,18 +43,19 @@ def gate_decide(*, execution: Execution, node_run_id: int, decision: str, commen
         locked = LockedRun.lock(execution)
         execution = locked.execution
         run = _gate_run(execution, node_run_id)
+        gate = _gate_of(run)
         if execution.status in ENDED:
             raise IllegalTransition(f"execution {execution.execution_id} is {execution.status}: its gates can no "
                                     "longer be decided", code="CONFLICT")
         if run.status != NodeRun.Status.WAITING:
-            raise IllegalTransition(_already(run), code="CONFLICT", details={"gate": run.gate})
+            raise IllegalTransition(_already(run), code="CONFLICT", details={"gate": gate})
         username = getattr(actor, "username", "")
-        if not gates.may_decide(run.gate, username, roles_of(actor)):
-            raise Forbidden(f"gate '{run.node_id}' is decided by {gates.deciders_text(run.gate)}; "
-                            f"{username or 'you'} may not decide it", details={"deciders": run.gate["deciders"]})
-        if decision not in run.gate["decisions"]:
+        if not gates.may_decide(gate, username, roles_of(actor)):
+            raise Forbidden(f"gate '{run.node_id}' is decided by {gates.deciders_text(gate)}; "
+                            f"{username or 'you'} may not decide it", details={"deciders": gate["deciders"]})
+        if decision not in gate["decisions"]:
             raise DocumentError(f"'{decision}' is not a decision this gate offers (it offers "
-                                f"{', '.join(run.gate['decisions'])})", where="decision")
+                                f"{', '.join(gate['decisions'])})", where="decision")
         if decision == gates.EDIT:
             output = _checked_edit(execution, run, output)
         elif output is not None:
@@ -98,7 +99,7 @@ def gates_time_out(*, now: datetime | None = None) -> list[int]:
             run = lock_row(NodeRun, run.pk)
             if run.status != NodeRun.Status.WAITING or locked.execution.status in ENDED:
                 continue  # decided meanwhile, or the run ended (its gates are cancelled with it)
-            _decide(locked, run, run.gate["on_timeout"], output=None, by="", timed_out=True, now=now)
+            _decide(locked, run, _gate_of(run)["on_timeout"], output=None, by="", timed_out=True, now=now)
             decided.append(run.pk)
     return decided
 
@@ -128,14 +129,20 @@ def _gate_run(execution: Execution, node_run_id: int) -> NodeRun:
     run = lock_row(NodeRun, node_run_id, missing_ok=True, execution=execution.pk)
     if run is None:
         raise NotFound(f"execution {execution.execution_id} has no node run {node_run_id}")
-    if run.gate is None:
-        raise DocumentError(f"node run {node_run_id} ('{run.node_id}') is not a gate: only gates are decided",
-                            where="node_run")
+    _gate_of(run)
     return run
 
 
+def _gate_of(run: NodeRun) -> dict[str, Any]:
+    """The gate record of a gate's run (set when the run is made); any other run is refused."""
+    if run.gate is None:
+        raise DocumentError(f"node run {run.pk} ('{run.node_id}') is not a gate: only gates are decided",
+                            where="node_run")
+    return run.gate
+
+
 def _already(run: NodeRun) -> str:
-    gate = run.gate
+    gate = _gate_of(run)
     if gate.get("decision"):
         who = "its time-out" if gate.get("timed_out") else gate.get("decided_by") or "someone"
         return (f"gate '{run.node_id}' was already decided: {gate['decision']} by {who} at {gate['decided_at']}")
@@ -158,11 +165,13 @@ def _decide(locked: LockedRun, run: NodeRun, decision: str, *, output: Any, by: 
     waiting for nothing but gates runs again first."""
     execution = locked.execution
     now = now or timezone.now()
-    gate = {**run.gate, "decision": decision, "decided_by": by, "decided_at": now.isoformat(), "comment": comment,
+    shown = _gate_of(run)
+    assert run.started_at is not None, "a gate's run starts when it opens"
+    gate = {**shown, "decision": decision, "decided_by": by, "decided_at": now.isoformat(), "comment": comment,
             "timed_out": timed_out}
-    fields = {"gate": gate, "completed_at": now, "duration_ms": int((now - run.started_at).total_seconds() * 1000)}
+    fields: dict[str, Any] = {"gate": gate, "completed_at": now, "duration_ms": int((now - run.started_at).total_seconds() * 1000)}
     if decision in (gates.APPROVE, gates.EDIT):
-        output = run.gate["shown"] if decision == gates.APPROVE else output
+        output = shown["shown"] if decision == gates.APPROVE else output
         status, fields = NodeRun.Status.SUCCESS, {**fields, "output": output}
     else:
         status = NodeRun.Status.FAILED
@@ -170,9 +179,9 @@ def _decide(locked: LockedRun, run: NodeRun, decision: str, *, output: Any, by: 
         if not timed_out:
             error = f"rejected by {by}: {comment or 'no comment'}"
         elif code == gates.TIMED_OUT:
-            error = f"no decision within {run.gate['timeout_seconds']} s: sent to a person (on_timeout escalate)"
+            error = f"no decision within {shown['timeout_seconds']} s: sent to a person (on_timeout escalate)"
         else:
-            error = f"no decision within {run.gate['timeout_seconds']} s: rejected (on_timeout reject)"
+            error = f"no decision within {shown['timeout_seconds']} s: rejected (on_timeout reject)"
         fields.update(error_code=code, error=error)
     transition(NodeRun, run.pk, NodeRun.Status.WAITING, status, **fields)
     for name, value in fields.items():

@@ -104,6 +104,10 @@ def _graph(workflow: Workflow, document: dict[str, Any]) -> Graph:
     named |= {ref for ref in (handling.get("fallback_agent"), handling.get("escalate_to"),
                               evaluation.get("judge_agent")) if ref}
     by_ref = {agent.agent_id: agent for agent in Agent.objects.filter(agent_id__in=named)}
+
+    def agent_named(ref: str | None) -> Agent | None:  # a setting left out (None) names no agent
+        return None if ref is None else by_ref.get(ref)
+
     nodes = [Node(workflow=workflow, node_id=node["id"], position=position, agent=by_ref.get(node["agent_ref"]),
                   input_mapping=node.get("input_mapping", {}), output_mapping=node.get("output_mapping", {}),
                   output_schema=node.get("output_schema", ""), compress=node.get("compress", False),
@@ -119,17 +123,17 @@ def _graph(workflow: Workflow, document: dict[str, Any]) -> Graph:
                           "output_mapping": node.get("output_mapping", {})} for node in document["nodes"]]}
     plan = Plan(document["topology"], [n.node_id for n in nodes], dependency_edges(checked), transitions,
                 agents={n.node_id: n.agent_id for n in nodes})
-    versions = {}
+    versions: dict[int, int] = {}
     for agent_id, version_id in AgentVersion.objects.filter(agent_id__in=agents).order_by(
             "agent_id", "-created_at", "-id").values_list("agent_id", "pk"):
         versions.setdefault(agent_id, version_id)  # the latest of each agent
     contracts = list(Contract.objects.filter(from_agent_id__in=agents, to_agent_id__in=agents))
     settings = Settings(
-        retry_count=handling.get("retry_count", 0), fallback_agent=by_ref.get(handling.get("fallback_agent")),
-        escalate_to=by_ref.get(handling.get("escalate_to")),
+        retry_count=handling.get("retry_count", 0), fallback_agent=agent_named(handling.get("fallback_agent")),
+        escalate_to=agent_named(handling.get("escalate_to")),
         max_steps=limits.get("max_steps", Workflow._meta.get_field("max_steps").default),
         max_wall_seconds=limits.get("max_wall_seconds", Workflow._meta.get_field("max_wall_seconds").default),
-        judge_agent=by_ref.get(evaluation.get("judge_agent")), quality_gate=evaluation.get("quality_gate") or None,
+        judge_agent=agent_named(evaluation.get("judge_agent")), quality_gate=evaluation.get("quality_gate") or None,
         domain=document.get("domain", ""),
         max_cost=_units(limits.get("max_cost")), max_node_cost=_units(limits.get("max_node_cost")),
         on_budget=limits.get("on_budget") or "fail")

@@ -11,8 +11,10 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import contextmanager
 from functools import partial
+from typing import TypeVar
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -41,6 +43,7 @@ from executions.services.run import (
 )
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def node_run_execute(*, node_run_id: int, worker: str) -> str:
@@ -49,7 +52,7 @@ def node_run_execute(*, node_run_id: int, worker: str) -> str:
     for this worker (services/inline.py). Returns what happened to the first run
     ("duplicate" when another delivery already has it)."""
     chain = Chain(worker, time.monotonic() + INLINE_SECONDS)
-    first, claimed = None, None
+    first, claimed = "", None
     for _ in range(MAX_INLINE):
         outcome, claimed = _execute(node_run_id, worker, claimed, chain)
         first = first or outcome
@@ -91,7 +94,7 @@ def _execute(node_run_id: int, worker: str, claimed: Claimed | None = None,
             locked = LockedRun.lock(execution)
             transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED, where={"worker": claim},
                        completed_at=now)
-            locked.end(ended.status, ended.reason)
+            locked.end(ended.end_status, ended.reason)
         return "ended", None
     graph = execution_graph(execution)
     node = graph.nodes[run.node_id]
@@ -208,7 +211,7 @@ def _metered(meter: Meter | None) -> tuple[dict, dict, dict]:
 STORE_RETRY_SECONDS = 30.0
 
 
-def _stored_surely(store, node_run_id: int) -> None:
+def _stored_surely(store: Callable[[bool], T], node_run_id: int) -> T:
     """`store(again)`, tried again on a new connection while the database connection breaks
     under it (`again`: an earlier try may have been stored, and only its answer lost), up
     to STORE_RETRY_SECONDS. Inside a transaction begun by the caller, nothing can be tried
@@ -264,9 +267,9 @@ def _store_success(run: NodeRun, claim: str, performed, node, fields: dict, adde
                     locked.advance(completed=run)
         return None
     if _settles_alone(run.execution, node, ended):
-        stored = _store_alone(run, claim, fields, added, flags)
-        if stored is not None:
-            if stored.moved == 1 and not stored.others:  # the last node run to end: the run may be done
+        alone = _store_alone(run, claim, fields, added, flags)
+        if alone is not None:
+            if alone.moved == 1 and not alone.others:  # the last node run to end: the run may be done
                 with transaction.atomic():
                     run.status, run.output = NodeRun.Status.SUCCESS, performed.output
                     LockedRun.lock(run.execution).advance(completed=run)

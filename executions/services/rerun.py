@@ -264,7 +264,9 @@ def _past_runs(source: Execution, graph: Graph) -> tuple[list[PastRun], dict[str
     """The past run's node runs in order, light (what a re-run decides by, keyed by their
     ids), read a chunk at a time: their records stay in the database, which copies them.
     With them, the agent version each node last ran with the agent the workflow gives it."""
-    runs, versions, names = [], {}, {}
+    runs: list[PastRun] = []
+    versions: dict[str, int] = {}
+    names: dict[str, str] = {}
     rows = source.node_runs.order_by("sequence", "id").values_list(
         "pk", "node_id", "status", "kind", "agent_id", "agent_version_id")
     for pk, node_id, status, kind, agent_id, version_id in rows.iterator(chunk_size=READ_CHUNK):
@@ -328,7 +330,8 @@ def _gate_records(runs: list[PastRun], graph: Graph, outputs: dict) -> dict[str,
     if not keys:
         return {}
     rows = NodeRun.objects.filter(pk__in=keys, gate__isnull=False).order_by("sequence", "id")
-    return dict(rows.values_list("node_id", "gate"))
+    # The latest run of each node last (their order), so its record is the one kept.
+    return {node_id: gate for node_id, gate in rows.values_list("node_id", "gate") if gate is not None}
 
 
 def _record_decisions(execution: Execution, decided: dict[str, dict]) -> None:
@@ -377,7 +380,7 @@ def _copy_runs(execution: Execution, keys: list[int], edited: dict[str, Any], *,
     rows (`copy_rows`): their records never come into this process."""
     now = timezone.now()
     # Each copy starts a step of the new run (a state machine's steps taken count them).
-    sql = {"reused_from": ("r.id", []), "sequence": ("k.position + %s", [after]),
+    sql: dict[str, tuple[str, list[Any]]] = {"reused_from": ("r.id", []), "sequence": ("k.position + %s", [after]),
            "step": ("k.position + %s", [after])}
     if edited:
         names = list(edited)
@@ -386,7 +389,7 @@ def _copy_runs(execution: Execution, keys: list[int], edited: dict[str, Any], *,
         sql["status"] = (f"CASE WHEN {among} THEN %s ELSE r.status END", [*names, NodeRun.Status.SUCCESS])
         given = [db_values(NodeRun, {"output": edited[name]})[0] for name in names]
         sql["output"] = ("CASE r.node_id " + " ".join(["WHEN %s THEN %s"] * len(names)) + " ELSE r.output END",
-                         [value for pair in zip(names, given) for value in pair])
+                         [value for pair in zip(names, given, strict=True) for value in pair])
     return copy_rows(NodeRun, keys, copied=COPIED, sql=sql, values={
         "execution": execution.pk, "kind": NodeRun.Kind.REUSED, "tokens_in": 0, "tokens_out": 0, "duration_ms": 0,
         "started_at": now, "completed_at": now})
@@ -414,7 +417,7 @@ def _rebuilt_state(runs: list[PastRun], edited: dict[str, Any], typed: list[str]
             last[run.node_id] = (position, run.key)
     last.update({node_id: (len(runs) + offset, None) for offset, node_id in enumerate(typed)})
     keys = [key for node_id, (_, key) in last.items() if node_id not in edited]
-    stored = {}
+    stored: dict[int, Any] = {}
     for start in range(0, len(keys), READ_CHUNK):
         stored.update(NodeRun.objects.filter(pk__in=keys[start:start + READ_CHUNK]).values_list("pk", "output"))
     state: dict = {}

@@ -71,10 +71,12 @@ class LockedRun:
         step = next_step(plan, policy, reads.progress(), None if completed is None else _outcome(completed, retryable))
         claimed = None
         if step.skipped:  # the failed node is passed over: what follows, follows its skipped run
+            assert completed is not None, "only a node run that ended is passed over"
             completed = self.add_node_run(step.skipped, agent_id=completed.agent_id, kind="manual",
                                           attempt=completed.attempt, status=NodeRun.Status.SKIPPED)
             reads.last_sequence = None  # a run was added since
         if step.decision:
+            assert completed is not None, "a state machine's transition is taken on a node run's outcome"
             NodeRun.objects.filter(pk=completed.pk).update(decision=step.decision.as_dict())
         if step.action == "start":
             claimed = self.start_nodes(plan, list(step.nodes), graph, last=reads.last_sequence, steps=reads.steps,
@@ -83,13 +85,15 @@ class LockedRun:
             self.add_node_run(step.nodes[0], agent_id=step.agent, kind=step.action, attempt=step.attempt,
                               delay=step.delay)
         elif step.action == "escalate":
+            assert completed is not None, "a node run that ended is escalated"
+            assert graph.settings.escalate_to is not None, "the engine escalates only to the agent the workflow names"
             change_status(execution, Execution.STATES, Execution.Status.ESCALATED, escalation={
                 "node_id": completed.node_id, "node_run": completed.pk, "error_code": completed.error_code,
                 "error": completed.error, "escalate_to": graph.settings.escalate_to.agent_id,
                 "at": timezone.now().isoformat(),
             }, paused_at=timezone.now())
         elif step.action == "end":
-            self.end(step.status, step.reason)
+            self.end(step.end_status, step.reason)
         if graph.has_gates and step.action in ("start", "wait"):
             self.pause_at_gates()
         return claimed
@@ -110,7 +114,7 @@ class LockedRun:
                   if graph.nodes[node_id].gate is not None}
         inline = chain is not None and chain.open()
         first = next((node_id for node_id in node_ids if node_id not in opened), None) if inline else None
-        claim = f"{chain.worker}/{uuid.uuid4().hex[:8]}" if first is not None else ""
+        claim = f"{chain.worker}/{uuid.uuid4().hex[:8]}" if chain is not None and first is not None else ""
         runs = insert_rows([
             NodeRun(execution=execution, node_id=node_id, agent_id=plan.agents[node_id],
                     agent_version_id=pinned.get(node_id) or graph.versions.get(plan.agents[node_id]), kind="first",
@@ -198,6 +202,7 @@ def plan_and_policy(execution: Execution, graph: Graph) -> tuple[Plan, Policy]:
     node, run once: no retry, no fallback agent, no person to escalate to."""
     if not execution.trial:
         return graph.plan, _policy(graph)
+    assert execution.rerun is not None, "a trial is made from a re-run's settings"
     node_id = execution.rerun["from_node"]
     return (Plan("par", [node_id], agents={node_id: graph.plan.agents[node_id]}),
             Policy(max_steps=1, max_wall_seconds=graph.settings.max_wall_seconds))

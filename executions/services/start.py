@@ -74,7 +74,7 @@ def execution_resume(*, execution: Execution, output: Any, actor=None) -> Execut
         locked = _escalated(execution)
         execution = locked.execution
         graph = execution_graph(execution)
-        node = graph.nodes[execution.escalation["node_id"]]
+        node = graph.nodes[_escalation(execution)["node_id"]]
         gate = None
         if node.gate is not None:
             gate = gate_output_given(node_id=node.node_id, gate=_gate_record(execution, node), output=output,
@@ -98,7 +98,7 @@ def execution_retry(*, execution: Execution, actor=None) -> Execution:
     with transaction.atomic():
         locked = _escalated(execution)
         execution = locked.execution
-        node = execution_graph(execution).nodes[execution.escalation["node_id"]]
+        node = execution_graph(execution).nodes[_escalation(execution)["node_id"]]
         locked.resume(timezone.now(), escalation=None)
         locked.add_node_run(node.node_id, agent_id=node.agent_id, kind="first", attempt=1)
     return execution
@@ -109,7 +109,7 @@ def execution_abort(*, execution: Execution, actor=None) -> Execution:
         locked = _escalated(execution)
         execution = locked.execution
         who = getattr(actor, "username", "") or "someone"
-        locked.end(Execution.Status.FAILED, f"aborted by {who} after escalation at '{execution.escalation['node_id']}'")
+        locked.end(Execution.Status.FAILED, f"aborted by {who} after escalation at '{_escalation(execution)['node_id']}'")
     return execution
 
 
@@ -128,6 +128,12 @@ def _escalated(execution: Execution) -> LockedRun:
         raise IllegalTransition(f"execution {execution.execution_id} is {execution.status}, not escalated",
                                 code="CONFLICT")
     return locked
+
+
+def _escalation(execution: Execution) -> dict[str, Any]:
+    """The record of an escalated run's escalation: written with the status, cleared on resuming."""
+    assert execution.escalation is not None, "an escalated run records its escalation"
+    return execution.escalation
 
 
 def execution_start_by_id(*, workflow_id: str, input: Any = None, actor=None, version: int | None = None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
@@ -49,7 +50,7 @@ def node_runs_sweep(*, now=None) -> dict:
     their time-out as their `on_timeout` says."""
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.NODE_STALE_SECONDS)
-    report = {"requeued": [], "redispatched": [], "failed": [], "ended": [], "evaluations": [],
+    report: dict[str, list[Any]] = {"requeued": [], "redispatched": [], "failed": [], "ended": [], "evaluations": [],
               "gates_timed_out": gates_time_out(now=now), "copies_resent": rerun_copies_resend(stale=stale)}
     for run in NodeRun.objects.filter(status=NodeRun.Status.RUNNING, heartbeat_at__lt=stale,
                                       execution__status=Execution.Status.RUNNING).select_related("execution"):
@@ -70,13 +71,13 @@ def node_runs_sweep(*, now=None) -> dict:
         else:
             with transaction.atomic():
                 # What the silent worker spent and claimed from the run's max_cost ends with its claim.
-                locked = LockedRun.lock(run.execution).execution
+                execution = LockedRun.lock(run.execution).execution
                 ended, flags = claims_ended(run.pk, run.worker)
                 if transition(NodeRun, run.pk, NodeRun.Status.RUNNING, NodeRun.Status.PENDING,
                               where={"worker": run.worker}, worker="", heartbeat_at=now,
                               dispatches=models.F("dispatches") + 1, **ended) == 1:
                     if flags:
-                        Execution.objects.filter(pk=locked.pk).update(**flags)
+                        Execution.objects.filter(pk=execution.pk).update(**flags)
                     report["requeued"].append(run.pk)
                     dispatch_after_commit(run.pk)
         # The silent worker's claim no longer holds, but a backend process it started (the
@@ -103,11 +104,11 @@ def node_runs_sweep(*, now=None) -> dict:
             report["evaluations"].append(execution_pk)
             evaluate_after_commit(execution_pk)
     for execution in Execution.objects.filter(status=Execution.Status.RUNNING).select_related("workflow"):
-        ended = wall_time_end(execution, now)
-        if ended:
+        wall_end = wall_time_end(execution, now)
+        if wall_end:
             with transaction.atomic():
                 locked = LockedRun.lock(execution)
                 if locked.execution.status == Execution.Status.RUNNING:
-                    locked.end(ended.status, ended.reason)
+                    locked.end(wall_end.end_status, wall_end.reason)
                     report["ended"].append(locked.execution.execution_id)
     return report

@@ -79,3 +79,20 @@ def test_it_prints_json(bench_env):
         assert figure["ratio"] == sorted(s["ratio"] for s in figure["samples"])[1]
         assert figure["per_node_s"] == sorted(s["per_node_s"] for s in figure["samples"])[1]
     assert left_behind() == (0, 0, 0, 0, 0)
+
+
+def test_it_tells_a_workers_exit_code_and_refuses_to_ask_before_it_started():
+    import subprocess
+    import sys
+
+    from benchmarks.execution import BenchmarkFailed, Worker
+
+    worker = Worker(None, "bench-q-1", {})
+    try:
+        with pytest.raises(BenchmarkFailed, match="before it was started"):
+            worker.exited()
+        worker.process = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+        worker.process.wait(timeout=30)
+        assert worker.exited() == 3
+    finally:
+        worker.log_path.unlink(missing_ok=True)

@@ -105,6 +105,16 @@ def test_it_refuses_an_illegal_move_naming_the_machine_from_and_to_and_writes_no
 
 
 @pytest.mark.django_db
+def test_it_refuses_to_move_a_model_that_declares_no_state_machine_naming_it():
+    workflow = Workflow.objects.create(workflow_id="w", name="W", topology="seq")
+    for move in (lambda: transition(Workflow, workflow.pk, "draft", "active"),
+                 lambda: transition_all(Workflow.objects.all(), "draft", "active"),
+                 lambda: claim_row(Workflow, workflow.pk, "draft", "active")):
+        with pytest.raises(TypeError, match="Workflow declares no state machine"):
+            move()
+
+
+@pytest.mark.django_db
 def test_it_moves_every_row_of_a_queryset_in_the_from_statuses_only():
     first = _run("pending")
     running = NodeRun.objects.create(execution=first.execution, node_id="n", agent=first.agent, status="running")

@@ -186,6 +186,15 @@ def test_a_run_past_its_wall_time_ends_whatever_the_node_did():
     assert wall_time_exceeded(Policy(max_wall_seconds=60), 60) is None
 
 
+def test_it_gives_the_status_an_end_step_ends_with_and_refuses_any_other_step():
+    ended = wall_time_exceeded(Policy(max_wall_seconds=60), 61)
+    assert ended is not None and ended.end_status == "failed"
+    assert Step("end", status="success").end_status == "success"
+    for step in (Step("wait"), Step("start", nodes=("a",)), Step("end")):
+        with pytest.raises(ValueError, match=f"a '{step.action}' step does not end the run"):
+            _ = step.end_status
+
+
 def test_a_branch_that_finished_while_the_run_waited_for_a_person_goes_on_after_it():
     # a → c and b → d; b failed and waited for a person while a finished (its success
     # stored, nothing advanced) and c's run was cancelled by the worker that took it.
