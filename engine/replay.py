@@ -117,7 +117,7 @@ def descendants(plan: Plan, node_id: str) -> set[str]:
 
 def shape_changes(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """How the workflow's shape (topology, nodes, what each node reads and depends on,
-    transitions; see `executions.services.graph`) changed since a run recorded it."""
+    transitions; see `executions.run_graphs`) changed since a run recorded it."""
     changes = []
     if recorded["topology"] != current["topology"]:
         changes.append(f"its topology was {recorded['topology']}, it is {current['topology']} now")

@@ -51,10 +51,10 @@ from engine.evaluation import (
 from executions.documents import evaluation_document
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.prompts import skills
+from executions.run_graphs import execution_graph
 from executions.schemas import EvaluationDocument
 from executions.selectors import EVALUATED, run_evaluation
 from executions.services.budget import judge_budget
-from executions.services.graph import execution_graph
 from workflows.contracts import contract_results
 from workflows.models import Workflow
 

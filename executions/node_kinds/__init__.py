@@ -32,5 +32,5 @@ def kind_of(agent) -> str:
 
 
 def perform(run: NodeRun, graph, node: Node) -> Performed:
-    """Perform `run` as its kind says. `graph` is the workflow's `executions.services.graph.Graph`."""
+    """Perform `run` as its kind says. `graph` is the workflow's `executions.run_graphs.Graph`."""
     return KINDS[kind_of(run.agent)](run, graph, node)

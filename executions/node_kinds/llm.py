@@ -30,7 +30,7 @@ from workflows.models import Contract, Node
 
 def perform(run: NodeRun, graph, node: Node) -> Performed:
     """Perform a node of the kind `llm`: one prompt, or one per batch,
-    to the agent's backend. `graph` is the workflow's `executions.services.graph.Graph`: its plan,
+    to the agent's backend. `graph` is the workflow's `executions.run_graphs.Graph`: its plan,
     nodes and contracts."""
     plan = graph.plan
     execution = run.execution

@@ -1,6 +1,5 @@
 """Writes for executions, one module per concern (imports run down this list, never up):
 
-- graph.py: the graph of the workflow version a run runs, as running it reads it, cached per process
 - budget.py: a run's cost limit, kept for every call made for it (its node runs' and its judge's)
 - inline.py: the next node of a chain, run by the worker that made it ready
 - run.py: the run core, LockedRun: a run locked, advanced, its nodes started, ended
@@ -11,11 +10,12 @@
 - rerun.py: re-run a past run from one of its nodes; try one node alone
 - document_import.py: an execution recorded elsewhere, imported
 
-Evaluations are written by quality/evaluations.py, which builds on these. The names other
+Each reads the graph of the workflow version a run runs from executions/run_graphs.py (a read,
+cached per process). Evaluations are written by quality/evaluations.py, which builds on these. The names other
 code uses are importable from here."""
+from executions.run_graphs import Graph, execution_graph, workflow_graph
 from executions.services.document_import import execution_import_document
 from executions.services.gates import gate_decide, gates_pending, gates_pending_ids, gates_time_out
-from executions.services.graph import Graph, execution_graph, workflow_graph
 from executions.services.node_run import heartbeat, node_run_execute
 from executions.services.rerun import execution_rerun, node_try, rerun_copy
 from executions.services.start import (

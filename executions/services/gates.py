@@ -26,7 +26,7 @@ from core.roles import Forbidden, roles_of
 from core.status_writes import lock_row, transition
 from engine import gates
 from executions.models import Execution, NodeRun
-from executions.services.graph import check_contracts_of, execution_graph
+from executions.run_graphs import check_contracts_of, execution_graph
 from executions.services.run import LockedRun
 
 ENDED = (Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED)

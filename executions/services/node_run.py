@@ -30,8 +30,8 @@ from engine.steps import nothing_follows, wall_time_exceeded
 from executions import node_kinds
 from executions.models import Execution, NodeRun
 from executions.node_errors import NodeFailure
+from executions.run_graphs import execution_graph
 from executions.services.budget import claims_ended, node_run_budget
-from executions.services.graph import execution_graph
 from executions.services.inline import INLINE_SECONDS, MAX_INLINE, Chain, Claimed
 from executions.services.run import (
     LockedRun,

@@ -40,8 +40,8 @@ from core.status_writes import change_status
 from core.tasks import send_after_commit
 from engine.replay import PastRun, RerunRefused, shape_changes, split
 from executions.models import Execution, NodeRun
+from executions.run_graphs import Graph, check_contracts_of, execution_graph, run_graph
 from executions.services.gates import gate_output_given
-from executions.services.graph import Graph, check_contracts_of, execution_graph, run_graph
 from executions.services.run import LockedRun, mapped_state
 from executions.services.start import new_execution_id
 from workflows.models import Workflow

@@ -30,7 +30,7 @@ from engine.scheduling import Plan
 from engine.steps import Outcome, Policy, Progress, Step, bounded, next_step, wall_time_exceeded
 from executions.models import Execution, NodeRun
 from executions.output_readers import latest_outputs, needed_outputs
-from executions.services.graph import Graph, execution_graph
+from executions.run_graphs import Graph, execution_graph
 from executions.services.inline import Chain, Claimed
 
 

@@ -11,8 +11,8 @@ from core.errors import DocumentError, IllegalTransition, WorkflowInvalid
 from core.jsonutil import check_storable
 from core.status_writes import transition_all
 from executions.models import Execution, NodeRun
+from executions.run_graphs import check_contracts_of, execution_graph, run_graph
 from executions.services.gates import gate_output_given
-from executions.services.graph import check_contracts_of, execution_graph, run_graph
 from executions.services.run import LockedRun
 from workflows.models import Workflow
 
