@@ -1,5 +1,5 @@
 """Evaluating runs of the demo workflows, driven in this process (the worker's task is
-`executions.evaluate`; the real worker does it in tests/executions/test_evaluation_worker.py)."""
+`executions.evaluate`; the real worker does it in tests/quality/test_evaluation_worker.py)."""
 from unittest import mock
 
 import pytest
