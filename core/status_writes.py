@@ -184,15 +184,9 @@ def lock_row(model: type[M], pk: Any = _PK, /, *, missing_ok: bool = False, writ
     `written=False` takes it that way all the same (SELECT … FOR UPDATE; on SQLite, whose
     writer locks the whole database, a read), for a lock that changes nothing such a
     question counts and must not send it the long way round: a model call's budget."""
-    if connection.get_autocommit():  # as select_for_update: a lock outside a transaction would hold nothing
-        raise TransactionManagementError("lock_row cannot be used outside of a transaction.")
     if pk is not _PK:
         where = {model._meta.pk.name: pk, **where}
-    if not where:
-        raise TypeError("lock_row: name the row to lock, by its primary key or its columns' values")
-    with cursor() as locking:
-        locking.execute(_lock_sql(model, connection.vendor, tuple(where), written), db_values(model, where))
-        row = locking.fetchone()
+    row = _locked(model, where, written, None)
     if row is None:
         if missing_ok:
             return None
@@ -360,16 +354,44 @@ def _others_sql(model: type[models.Model], key: str, statuses: int) -> str:
             f"IN ({in_status}) AND {quoted_pk(model)} <> %s)")
 
 
+def lock_values(model: type[models.Model], pk: Any, names: tuple[str, ...], /, *, written: bool = True) -> tuple:
+    """The values of the fields `names` of the row `pk`, read under its lock, taken as lock_row
+    takes it: for a holder that needs a few columns, not the whole row (a run's `state`,
+    `input` and `calls` can be large). DoesNotExist when there is no such row."""
+    row = _locked(model, {model._meta.pk.name: pk}, written, names)
+    if row is None:
+        raise model.DoesNotExist(  # type: ignore[attr-defined]  # every concrete model has one
+            f"{model._meta.object_name} matching pk={pk!r} does not exist.")
+    return read_values(model, names, row)
+
+
+def _locked(model: type[models.Model], where: dict[str, Any], written: bool,
+            returning: tuple[str, ...] | None) -> tuple | None:
+    """The row whose columns have the values of `where`, locked (see lock_row): the columns of
+    `returning`, or every column (None); None when there is no such row."""
+    if connection.get_autocommit():  # as select_for_update: a lock outside a transaction would hold nothing
+        raise TransactionManagementError("a row cannot be locked outside of a transaction.")
+    if not where:
+        raise TypeError("lock_row: name the row to lock, by its primary key or its columns' values")
+    with cursor() as locking:
+        locking.execute(_lock_sql(model, connection.vendor, tuple(where), written, returning), db_values(model, where))
+        row: tuple | None = locking.fetchone()
+    return row
+
+
 @cache
-def _lock_sql(model: type[models.Model], vendor: str, where: tuple[str, ...], written: bool = True) -> str:
+def _lock_sql(model: type[models.Model], vendor: str, where: tuple[str, ...], written: bool = True,
+              returning: tuple[str, ...] | None = None) -> str:
     """UPDATE of the row whose `where` columns have the values given that changes nothing,
-    returning the row; not `written`, SELECT … FOR UPDATE of it (a plain SELECT on SQLite)."""
+    returning the row (the columns of `returning`, or all); not `written`, SELECT … FOR
+    UPDATE of it (a plain SELECT on SQLite)."""
     table, pk = connection.ops.quote_name(model._meta.db_table), quoted_pk(model)
     conditions = " AND ".join(f"{column(model, name)} = %s" for name in where)
+    read = columns(model, vendor) if returning is None else ", ".join(column(model, name) for name in returning)
     if not written:
         locking = " FOR UPDATE" if connection.features.has_select_for_update else ""
-        return f"SELECT {columns(model, vendor)} FROM {table} WHERE {conditions}{locking}"
-    return f"UPDATE {table} SET {pk} = {pk} WHERE {conditions} RETURNING {columns(model, vendor)}"
+        return f"SELECT {read} FROM {table} WHERE {conditions}{locking}"
+    return f"UPDATE {table} SET {pk} = {pk} WHERE {conditions} RETURNING {read}"
 
 
 def _guard(rows: Rows, from_statuses: str | Iterable[str], to_status: str) -> Guard | None:

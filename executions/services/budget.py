@@ -19,7 +19,7 @@ from django.db.models.functions import Coalesce
 
 from agents.backends.base import BackendError
 from agents.backends.metering import Budget
-from core.status_writes import lock_row
+from core.status_writes import lock_values
 from executions.models import Execution, NodeRun
 
 
@@ -85,13 +85,12 @@ def _budget(execution_pk: int, max_cost: int, claimed_on_row, node: int | None =
 
 def _spent_and_claimed(execution_pk: int, *, lock: bool = False) -> tuple[int, int]:
     """What the run has spent and what its calls in flight claim, in units; `lock`: under the
-    run's row lock, held to the end of the transaction (`lock_row(written=False)`: the row's
+    run's row lock, held to the end of the transaction (`lock_values(written=False)`: the row's
     version is left as it is, which a worker storing a result relies on, see
     core.status_writes.transition_under). The running node runs are summed in a statement of their
     own, so that on PostgreSQL it sees every claim committed before the lock was had."""
     if lock:
-        locked = lock_row(Execution, execution_pk, written=False)
-        spent, claimed = locked.cost, locked.cost_reserved
+        spent, claimed = lock_values(Execution, execution_pk, ("cost", "cost_reserved"), written=False)
     else:
         spent, claimed = Execution.objects.filter(pk=execution_pk).values_list("cost", "cost_reserved").get()
     running = NodeRun.objects.filter(execution_id=execution_pk, status=NodeRun.Status.RUNNING).aggregate(

@@ -15,6 +15,7 @@ from core.status_writes import (
     change_status,
     claim_row,
     lock_row,
+    lock_values,
     touch_row,
     transition,
     transition_all,
@@ -200,6 +201,25 @@ def test_it_locks_a_row_by_writing_to_it_inside_a_transaction_only():
             assert _version(Execution, run.execution_id) != version
         with pytest.raises(Execution.DoesNotExist):
             lock_row(Execution, run.execution_id + 1000)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_locks_a_row_reading_only_the_columns_asked_for():
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
+
+    run = _run()
+    Execution.objects.filter(pk=run.execution_id).update(cost=7, state={"draft": "x" * 10_000})
+    with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+        version = _version(Execution, run.execution_id)
+        assert lock_values(Execution, run.execution_id, ("cost", "cost_reserved"), written=False) == (7, 0)
+        if connection.vendor == "postgresql":  # locked without a new version of the row
+            assert _version(Execution, run.execution_id) == version
+            assert "FOR UPDATE" in queries[-2]["sql"]
+        with pytest.raises(Execution.DoesNotExist):
+            lock_values(Execution, run.execution_id + 1000, ("cost",))
+    locking = [query["sql"] for query in queries if '"cost_reserved"' in query["sql"]]
+    assert locking and all('"state"' not in sql for sql in locking)  # the large columns stay in the database
 
 
 def _version(model, pk):
