@@ -186,14 +186,8 @@ def lock_row(model: type[M], pk: Any = _PK, /, *, missing_ok: bool = False, writ
     question counts and must not send it the long way round: a model call's budget."""
     if pk is not _PK:
         where = {model._meta.pk.name: pk, **where}
-    row = _locked(model, where, written, None)
-    if row is None:
-        if missing_ok:
-            return None
-        named = ", ".join(f"{name}={value!r}" for name, value in where.items())
-        raise model.DoesNotExist(  # type: ignore[attr-defined]  # every concrete model has one
-            f"{model._meta.object_name} matching {named} does not exist.")
-    return from_row(model, row)
+    row = _locked(model, where, written, None, missing_ok=missing_ok)
+    return None if row is None else from_row(model, row)
 
 
 class Under(NamedTuple):
@@ -359,16 +353,14 @@ def lock_values(model: type[models.Model], pk: Any, names: tuple[str, ...], /, *
     takes it: for a holder that needs a few columns, not the whole row (a run's `state`,
     `input` and `calls` can be large). DoesNotExist when there is no such row."""
     row = _locked(model, {model._meta.pk.name: pk}, written, names)
-    if row is None:
-        raise model.DoesNotExist(  # type: ignore[attr-defined]  # every concrete model has one
-            f"{model._meta.object_name} matching pk={pk!r} does not exist.")
+    assert row is not None, "a missing row raises DoesNotExist"
     return read_values(model, names, row)
 
 
 def _locked(model: type[models.Model], where: dict[str, Any], written: bool,
-            returning: tuple[str, ...] | None) -> tuple | None:
+            returning: tuple[str, ...] | None, *, missing_ok: bool = False) -> tuple | None:
     """The row whose columns have the values of `where`, locked (see lock_row): the columns of
-    `returning`, or every column (None); None when there is no such row."""
+    `returning`, or every column (None). No such row: DoesNotExist, or None with `missing_ok`."""
     if connection.get_autocommit():  # as select_for_update: a lock outside a transaction would hold nothing
         raise TransactionManagementError("a row cannot be locked outside of a transaction.")
     if not where:
@@ -376,6 +368,10 @@ def _locked(model: type[models.Model], where: dict[str, Any], written: bool,
     with cursor() as locking:
         locking.execute(_lock_sql(model, connection.vendor, tuple(where), written, returning), db_values(model, where))
         row: tuple | None = locking.fetchone()
+    if row is None and not missing_ok:
+        named = ", ".join(f"{name}={value!r}" for name, value in where.items())
+        raise model.DoesNotExist(  # type: ignore[attr-defined]  # every concrete model has one
+            f"{model._meta.object_name} matching {named} does not exist.")
     return row
 
 
