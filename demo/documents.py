@@ -278,6 +278,22 @@ PARALLEL_ANALYSIS = {
     "evaluation": {"judge_agent": "Judge", "quality_gate": {"completeness": 1.0, "overall_score": 0.7}},
 }
 
+# A workflow that runs another as one of its nodes (engine/subworkflows.py): the analysis is
+# a child run of parallel_analysis, whose report the summary reads from the child's outputs.
+REPOSITORY_REVIEW = {
+    "workflow_id": "repository_review",
+    "name": "Repository review (runs parallel_analysis as a node)",
+    "topology": "seq",
+    "nodes": [
+        {"id": "analysis", "agent_ref": "Orchestrator", "subworkflow": {"workflow_ref": "parallel_analysis"},
+         "input_mapping": {"repository": "$.input.repository"},
+         "output_mapping": {"report": "$.nodes.task_d"}},
+        {"id": "summary", "agent_ref": "Report_Synthesizer", "input_mapping": {"report": "$.state.report"}},
+    ],
+    "error_handling": {"retry_count": 0, "fallback_agent": None, "escalate_to": None},
+    "domain": "software_engineering",
+}
+
 RELEASE_REVIEW = {
     "workflow_id": "release_review",
     "name": "Release review (state machine)",
@@ -339,7 +355,7 @@ GAME24: dict[str, Any] = {
     "evaluation": {"quality_gate": {"accuracy": 1.0}},
 }
 
-DOCUMENTS = [*AGENTS, BLUEPRINT, THESIS_CHAIN, PARALLEL_ANALYSIS, RELEASE_REVIEW, GAME24]
+DOCUMENTS = [*AGENTS, BLUEPRINT, THESIS_CHAIN, PARALLEL_ANALYSIS, REPOSITORY_REVIEW, RELEASE_REVIEW, GAME24]
 
 PAPER_TITLE = "Attention Is All You Need (a short reading copy)"
 PAPER_SECTIONS = [

@@ -22,6 +22,7 @@ from engine.conditions import ConditionError, parse_condition
 from engine.gates import gate_problems
 from engine.jsonpath import PathError, compile_path
 from engine.scheduling import unhonoured
+from engine.subworkflows import References, subworkflow_problems
 
 SUCCESS_ACTIONS = {"continue", "end"}
 FAILURE_ACTIONS = {"escalate", "abort", "skip"}
@@ -32,7 +33,10 @@ class _Problems(list[Any]):
         self.append({"where": where, "node": node, "transition": transition, "code": code, "message": message})
 
 
-def validate_workflow(document: dict[str, Any], known_agents: Iterable[str]) -> list[dict[str, Any]]:
+def validate_workflow(document: dict[str, Any], known_agents: Iterable[str],
+                      workflows: References | None = None) -> list[dict[str, Any]]:
+    """Every problem of the document. `workflows` looks up the stored workflows that its
+    sub-workflow nodes run (engine/subworkflows.py); None checks those nodes alone."""
     agents = set(known_agents)
     problems = _Problems()
     nodes = document["nodes"]
@@ -50,6 +54,9 @@ def validate_workflow(document: dict[str, Any], known_agents: Iterable[str]) -> 
             problems.add(f"{where}.agent_ref", "UNKNOWN_AGENT", f"agent '{node['agent_ref']}' does not exist", node=node["id"])
         _check_mappings(node, known_nodes, problems)
         for at, code, message in gate_problems(node, escalate_to=document.get("error_handling", {}).get("escalate_to")):
+            problems.add(at, code, message, node=node["id"])
+        for at, code, message in subworkflow_problems(node, workflow_id=document.get("workflow_id", ""),
+                                                      references=workflows):
             problems.add(at, code, message, node=node["id"])
 
     for index, transition in enumerate(document.get("transitions", [])):

@@ -118,6 +118,7 @@ def execution_head(execution: Execution, results: list[dict[str, Any]] | None) -
         "quality_gate": execution.quality_gate,
         "rerun_of": execution.rerun_of.execution_id if execution.rerun_of is not None else None,
         "rerun": execution.rerun,
+        "parent": parent_of(execution),
         "copying": execution.copy_progress,
         "trial": execution.trial,
         "reruns": list(execution.reruns.order_by("created_at", "id").values_list("execution_id", flat=True)),
@@ -125,6 +126,23 @@ def execution_head(execution: Execution, results: list[dict[str, Any]] | None) -
         "cost_complete": execution.cost_complete,
         "calls": execution.calls,
     }
+
+
+def parent_of(execution: Execution) -> dict[str, Any] | None:
+    """A child run's parent (engine/subworkflows.py): the run and the node run that started it."""
+    run = execution.parent_node_run
+    if run is None:
+        return None
+    return {"execution_id": run.execution.execution_id, "node_id": run.node_id, "node_run_id": run.pk}
+
+
+def child_of(run: NodeRun) -> dict[str, Any] | None:
+    """The child run a sub-workflow node's run started (None: it started none)."""
+    child = run.children.select_related("workflow").order_by("-id").first()
+    if child is None:
+        return None
+    return {"execution_id": child.execution_id, "workflow_id": child.workflow.workflow_id, "status": child.status,
+            "cost": usd(child.cost)}
 
 
 def execution_record(execution: Execution, *, node_run_ids: bool = False) -> dict[str, Any]:

@@ -72,6 +72,12 @@ class Execution(models.Model):
     # is pending until they all are): what is copied and how far the copy has got
     # (executions/services/rerun.py); None otherwise.
     copying = models.JSONField(null=True, blank=True)
+    # A child run: the node run of a sub-workflow node (engine/subworkflows.py) that started
+    # it, and how many runs deep it is (0: started by a person or the API), held to
+    # SUBWORKFLOW_MAX_DEPTH. The parent's node settles when the child ends.
+    parent_node_run = models.ForeignKey("NodeRun", null=True, blank=True, on_delete=models.CASCADE,
+                                        related_name="children")
+    depth = models.PositiveSmallIntegerField(default=0)
     # node id → the pk of the AgentVersion its runs use (a re-run's pins); others use the latest.
     agent_versions = models.JSONField(default=dict, blank=True)
     # A node tried alone (`node_try`): one node run, no evaluation, no derive rules, not listed

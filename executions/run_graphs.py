@@ -17,6 +17,7 @@ from core.errors import DocumentError, NotFound
 from engine.scheduling import Plan
 from engine.validation import dependency_edges, validate_workflow
 from executions.models import Execution
+from executions.node_kinds import kind_of
 from workflows.contracts import contract_results
 from workflows.documents import workflow_document
 from workflows.models import Contract, Node, Workflow, WorkflowVersion
@@ -53,7 +54,9 @@ class Graph:
     contracts: list  # Contract rows from one of the workflow's agents
     settings: Settings
     writes_state: bool  # some node has an output_mapping
-    has_gates: bool  # some node is a gate (engine/gates.py): the run may wait for people
+    kinds: dict  # node id → its NodeKind (executions/node_kinds), as its own agent runs it
+    has_gates: bool  # some node is decided by people (a gate, engine/gates.py): the run may wait for them
+    runs_workflows: bool  # some node runs another workflow as a child run (engine/subworkflows.py)
     problems: list  # what validation refuses today, in a workflow stored under earlier rules (a run is refused)
     shape: dict  # what a re-run checks has not changed since the run it starts from (engine.replay.shape_changes)
 
@@ -112,7 +115,7 @@ def _graph(workflow: Workflow, document: dict[str, Any]) -> Graph:
                   input_mapping=node.get("input_mapping", {}), output_mapping=node.get("output_mapping", {}),
                   output_schema=node.get("output_schema", ""), compress=node.get("compress", False),
                   compress_model=node.get("compress_model", "flash"), compress_ratio=node.get("compress_ratio", 0.3),
-                  layout=node.get("layout"), gate=node.get("gate"))
+                  layout=node.get("layout"), gate=node.get("gate"), subworkflow=node.get("subworkflow"))
              for position, node in enumerate(document["nodes"])]
     transitions = [{"from": t["from"], "to": t["to"], "condition": t.get("condition"),
                     "on_success": t.get("on_success"), "on_failure": t.get("on_failure")}
@@ -140,8 +143,11 @@ def _graph(workflow: Workflow, document: dict[str, Any]) -> Graph:
     shape = {"topology": document["topology"], "transitions": transitions,
              "nodes": {node["id"]: {"agent": node["agent_ref"], "input_mapping": node.get("input_mapping", {}),
                                     "depends_on": plan.dependencies(node["id"])} for node in document["nodes"]}}
-    return Graph(plan, {n.node_id: n for n in nodes}, agents, versions, contracts, settings,
-                 writes_state=any(n.output_mapping for n in nodes), has_gates=any(n.gate is not None for n in nodes),
+    kinds = {node.node_id: kind_of(node) for node in nodes}
+    return Graph(plan, {n.node_id: n for n in nodes}, agents, versions, contracts, settings, kinds=kinds,
+                 writes_state=any(n.output_mapping for n in nodes),
+                 has_gates=any(kind.decided_by_people for kind in kinds.values()),
+                 runs_workflows=any(kind.name == "subworkflow" for kind in kinds.values()),
                  problems=validate_workflow({**document, **checked}, set(by_ref)), shape=shape)
 
 

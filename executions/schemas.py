@@ -185,6 +185,19 @@ class ExecutionDocument(Shape):
     results: Omittable[list[ExecutionResult]] = None
 
 
+class ParentOut(Schema):
+    execution_id: str
+    node_id: str
+    node_run_id: int
+
+
+class ChildRunOut(Schema):
+    execution_id: str
+    workflow_id: str
+    status: str
+    cost: str = Field(..., description="USD, exact: what the child run cost, rolled up into this node run")
+
+
 class NodeRunLightOut(Record):
     """One attempt of one node, light: what a table row, a timeline bar or an attempt's
     heading shows. The whole record: `full=true`, or the node run by its id."""
@@ -220,6 +233,9 @@ class NodeRunLightOut(Record):
 class NodeRunOut(NodeRunLightOut):
     """One attempt of one node, whole, with what inspection shows: the §7.2 context record
     (`context_management`), resolution failures, compression and the transition taken."""
+
+    child_run: ChildRunOut | None = Field(None, description="a sub-workflow node's run: the child run it started "
+                                                            "(its record: GET /api/executions/{execution_id})")
 
     error_details: dict[str, Any] | None = Field(..., description="the failure's figures, e.g. BUDGET_EXCEEDED's")
     context_management: dict[str, Any] | None
@@ -355,6 +371,8 @@ class ExecutionOut(ExecutionDocument):
     quality_gate: dict[str, Any] | None = Field(
         None, description="once evaluated, when the workflow has a gate: passed, the failed scores, the evaluation_id")
     rerun_of: str | None = Field(..., description="a re-run: the execution it was re-run from")
+    parent: ParentOut | None = Field(None, description="a child run: the run and the sub-workflow node's run that "
+                                                       "started it")
     rerun: dict[str, Any] | None = Field(
         ..., description="a re-run or trial: from_node (and step, in a state machine), the nodes reused (each once; "
                          "a re-run: `copies`, how many node runs it copies) and edited, "

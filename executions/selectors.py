@@ -22,6 +22,7 @@ from core.errors import NotFound
 from core.jsonutil import iso
 from core.snapshots import read_snapshot
 from executions.documents import (
+    child_of,
     evaluation_document,
     execution_head,
     node_run_record,
@@ -89,7 +90,8 @@ def _summaries(rows: list[dict]) -> list[dict[str, Any]]:
 
 
 def execution_get(execution_id: str) -> Execution:
-    execution = (Execution.objects.select_related("workflow", "rerun_of", "workflow_version")
+    execution = (Execution.objects.select_related("workflow", "rerun_of", "workflow_version",
+                                                  "parent_node_run__execution")
                  .defer("workflow_version__document").filter(execution_id=execution_id).first())
     if execution is None:
         raise NotFound(f"execution '{execution_id}' does not exist", details={"where": "execution_id"})
@@ -128,7 +130,7 @@ def node_run_get(execution: Execution, node_run_id: int) -> dict[str, Any]:
     if run is None:
         raise NotFound(f"execution '{execution.execution_id}' has no node run {node_run_id}",
                        details={"where": "node_run_id"})
-    return node_run_record(run, with_id=True)
+    return {**node_run_record(run, with_id=True), "child_run": child_of(run)}
 
 
 def thought_tree_get(execution: Execution, node_run_id: int) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from django.conf import settings
 
 from executions.services.node_run import node_run_execute
 from executions.services.rerun import rerun_copy as rerun_copy_service
+from executions.services.subworkflows import child_ended as child_ended_service
 from executions.services.sweep import node_runs_sweep_exclusive
 
 
@@ -25,3 +26,8 @@ def rerun_copy(execution_pk: int) -> str:
 def sweep() -> dict:
     return node_runs_sweep_exclusive()
 
+
+
+@shared_task(name="executions.child_ended", ignore_result=True)
+def child_ended(execution_pk: int) -> str:
+    return child_ended_service(child_pk=execution_pk)

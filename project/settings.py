@@ -320,6 +320,9 @@ RERUN_COPY_CHUNK = env_int("RERUN_COPY_CHUNK", 5_000)
 if RERUN_COPY_INLINE_MAX < 0 or RERUN_COPY_CHUNK < 1:
     raise ValueError(f"RERUN_COPY_INLINE_MAX ({RERUN_COPY_INLINE_MAX}) cannot be negative and RERUN_COPY_CHUNK "
                      f"({RERUN_COPY_CHUNK}) must be at least 1")
+# A sub-workflow node's child run may itself run workflows, this many runs deep at most
+# (a run started by a person is 0 deep): deeper, the node fails with SUBWORKFLOW_TOO_DEEP.
+SUBWORKFLOW_MAX_DEPTH = env_int("SUBWORKFLOW_MAX_DEPTH", 5)
 SWEEP_EVERY_SECONDS = env_float("SWEEP_EVERY_SECONDS", 10.0)
 # A sweep holds a lock in Redis, so two beats (two machines) never sweep at once; a sweep
 # that died holding it frees it after this many seconds.

@@ -144,11 +144,13 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
                 Execution.objects.filter(pk=locked.pk).update(
                     calls=locked.calls + [call.as_dict() for call in meter.calls],
                     cost=F("cost") + meter.cost - meter.settled, cost_complete=locked.cost_complete and meter.complete)
-            # The agents that ran a node here: a re-run's copies are the past run's work, and a
-            # gate's decision is a person's, not its stand-in agent's.
+            # The agents that ran a node here: a re-run's copies are the past run's work, a
+            # gate's decision is a person's, a sub-workflow's work its child run's; none is
+            # the work of the agent on record for the node.
             agents: dict[int, Agent] = {}
             for run in runs:
-                if run.kind not in NodeRun.COPIES and run.gate is None:
+                kind = graph.kinds.get(run.node_id)
+                if run.kind not in NodeRun.COPIES and kind is not None and kind.calls_agent:
                     agents.setdefault(run.agent_id, run.agent)
             for agent in agents.values():
                 mine = [run for run in runs if run.agent_id == agent.pk]

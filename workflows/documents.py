@@ -34,8 +34,9 @@ def node_document(node) -> dict[str, Any]:
         document["output_schema"] = node.output_schema
     if node.layout is not None:
         document["layout"] = node.layout
-    if node.gate is not None:
-        document["gate"] = node.gate
+    for kind in ("gate", "subworkflow"):  # what kind of node it is (executions/node_kinds)
+        if getattr(node, kind) is not None:
+            document[kind] = getattr(node, kind)
     return document
 
 

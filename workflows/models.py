@@ -113,6 +113,8 @@ class Node(models.Model):
     layout = models.JSONField(null=True, blank=True)
     # A gate (engine/gates.py): the run stops here for a person to approve, reject or edit.
     gate = models.JSONField(null=True, blank=True)
+    # A sub-workflow node (engine/subworkflows.py): the node runs another workflow as a child run.
+    subworkflow = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["workflow", "position"]

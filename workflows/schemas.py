@@ -88,6 +88,12 @@ class GateDocument(Shape):
         None, description="the decision a time-out makes (default reject); escalate sends the run to escalate_to")
 
 
+class SubworkflowDocument(Shape):
+    workflow_ref: Identifier = Field(..., description="the workflow the child run runs")
+    version: Omittable[Annotated[int, between(1, 2**31 - 1)]] = Field(
+        None, description="that version of it; left out, its latest when the child starts")
+
+
 class NodeDocument(Shape):
     id: Identifier
     agent_ref: Identifier
@@ -101,6 +107,8 @@ class NodeDocument(Shape):
     layout: Layout | None = Field(None, description="the node's position in the graph editor")
     gate: Omittable[GateDocument] = Field(
         None, description="the run stops here for a person to approve, reject or edit its named inputs")
+    subworkflow: Omittable[SubworkflowDocument] = Field(
+        None, description="the node runs this workflow as a child run, its named inputs as the child's input")
 
 
 class TransitionDocument(Shape):

@@ -16,6 +16,7 @@ from core.errors import DocumentError, NotFound, SwitchyardError, WorkflowInvali
 from core.jsonutil import check_shape
 from core.status_writes import lock_row
 from engine.json_schema import check_schema
+from engine.subworkflows import refs_of
 from engine.validation import validate_workflow
 from workflows.documents import blueprint_document, task_chain_defaults, workflow_document
 from workflows.models import Blueprint, BlueprintAgent, Contract, Node, Transition, Workflow, WorkflowVersion
@@ -56,7 +57,22 @@ def _graph_problems(document: dict[str, Any]) -> list[dict[str, Any]]:
     if isinstance(document.get("evaluation", {}).get("judge_agent"), str):
         referenced.add(document["evaluation"]["judge_agent"])
     known = Agent.objects.filter(agent_id__in=referenced).values_list("agent_id", flat=True)
-    return validate_workflow(document, known)
+    return validate_workflow(document, known, workflow_references)
+
+
+def workflow_references(workflow_id: str, version: int | None) -> list[tuple[str, int | None]] | None:
+    """The workflows that the sub-workflow nodes of `workflow_id` run (engine/subworkflows.py),
+    as its version `version` has them (None: its latest version, else the workflow as it is
+    now); None when that workflow or version does not exist."""
+    versions = WorkflowVersion.objects.filter(workflow__workflow_id=workflow_id)
+    if version is not None:
+        document = versions.filter(number=version).values_list("document", flat=True).first()
+    else:
+        document = versions.order_by("-number").values_list("document", flat=True).first()
+        if document is None:
+            workflow = Workflow.objects.filter(workflow_id=workflow_id).first()
+            document = workflow and workflow_document(workflow)
+    return None if document is None else refs_of(document["nodes"])
 
 
 COST_LIMITS = ("max_cost", "max_node_cost", "on_budget")
@@ -120,6 +136,7 @@ def workflow_import_document(document: dict[str, Any], *, actor: str = "", sourc
             compress_ratio=node.get("compress_ratio", 0.3),
             layout=node.get("layout"),
             gate=node.get("gate"),
+            subworkflow=node.get("subworkflow"),
         )
         for position, node in enumerate(document["nodes"])
     )

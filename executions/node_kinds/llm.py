@@ -21,7 +21,7 @@ from executions.compression import compress_dependencies
 from executions.context import assemble_node_context
 from executions.models import NodeRun
 from executions.node_errors import NodeFailure
-from executions.node_kinds.base import Performed
+from executions.node_kinds.base import AgentKind, Performed
 from executions.output_readers import latest_outputs, named_inputs, needed_outputs
 from executions.prompts import PROMPT_LIMIT, bounded, counting_encoding, prompt_items, render_prompt, skills
 from workflows.contracts import contract_results
@@ -145,3 +145,13 @@ def check_contracts(node: Node, plan: Plan, output: Any, record: dict, contracts
         if error:
             raise NodeFailure(f"output breaks the contract '{contract.key}' {error}",
                               code="CONTRACT_VIOLATION", retryable=True, record=record)
+
+
+class LlmKind(AgentKind):
+    """The node's agent gets the node's context as a prompt."""
+
+    name = "llm"
+    perform = staticmethod(perform)
+
+
+KIND = LlmKind()

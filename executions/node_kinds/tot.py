@@ -43,7 +43,7 @@ from engine.jsonpath import PathError
 from engine.tot import INVALID_FORMAT, SearchConfig, ToTError, run_tot
 from executions.models import NodeRun, ThoughtSearch
 from executions.node_errors import NodeFailure
-from executions.node_kinds.base import Performed
+from executions.node_kinds.base import AgentKind, Performed
 from executions.output_readers import latest_outputs, needed_outputs
 from executions.prompts import PROMPT_LIMIT, prompt_items, skills
 
@@ -272,3 +272,13 @@ def as_reply(output: Any, request: dict, role: str) -> dict:
         return {**envelope, **output}
     return {**envelope, **{key: output[key] for key in ENVELOPE if key in output},
             "payload": {key: value for key, value in output.items() if key not in ENVELOPE}}
+
+
+class TotKind(AgentKind):
+    """The node's agent orchestrates a Tree-of-Thoughts search, its roles played by other agents."""
+
+    name = "tot"
+    perform = staticmethod(perform_search)
+
+
+KIND = TotKind()

@@ -27,9 +27,7 @@ from core.status_writes import lock_row, transition
 from engine import gates
 from executions.models import Execution, NodeRun
 from executions.run_graphs import check_contracts_of, execution_graph
-from executions.services.run import LockedRun
-
-ENDED = (Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED)
+from executions.services.run import ENDED, LockedRun
 
 
 def gate_decide(*, execution: Execution, node_run_id: int, decision: str, comment: str = "", output: Any = None,

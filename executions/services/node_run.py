@@ -41,6 +41,7 @@ from executions.services.run import (
     run_elapsed,
     wall_time_end,
 )
+from executions.services.subworkflows import child_start
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -130,6 +131,12 @@ def _execute(node_run_id: int, worker: str, claimed: Claimed | None = None,
         crossed = _crossed(meter, performed.record)
         if crossed is not None:
             return "failed", node_failed(run, claim, crossed, meter, chain)
+        if performed.child is not None:  # a sub-workflow node: its work goes on in a child run
+            try:
+                started = child_start(run, claim, performed.child, _fields(performed.record))
+            except NodeFailure as failure:
+                return "failed", node_failed(run, claim, failure, meter, chain)
+            return ("child started" if started else "cancelled"), None
         # Still beating: were the database away for a while as the result is stored, the
         # sweep must not send the node again meanwhile.
         return "success", _node_succeeded(run, claim, performed, node, meter, chain)

@@ -216,9 +216,9 @@ def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = Non
     if node_id not in graph.nodes:
         raise DocumentError(f"node '{node_id}' is not in workflow '{workflow.workflow_id}' "
                             f"(its nodes: {', '.join(graph.plan.nodes)})", where="node_id")
-    if graph.nodes[node_id].gate is not None:
-        raise DocumentError(f"node '{node_id}' is a gate: a person decides it in a run; try the nodes around it",
-                            where="node_id")
+    refusal = graph.kinds[node_id].trial_refusal
+    if refusal:
+        raise DocumentError(f"node '{node_id}' {refusal}", where="node_id")
     if source is not None and source.workflow_id != workflow.pk:
         raise DocumentError(f"execution '{source.execution_id}' is a run of another workflow, not of "
                             f"'{workflow.workflow_id}'", where="execution")
@@ -316,7 +316,7 @@ def _gate_decisions(outputs: dict, graph: Graph, allowed: set[str], past: dict[s
     decided = {}
     for node_id, output in outputs.items():
         node = graph.nodes.get(node_id)
-        if node is None or node.gate is None or node_id not in allowed:
+        if node is None or not graph.kinds[node_id].decided_by_people or node_id not in allowed:
             continue
         decided[node_id] = gate_output_given(node_id=node_id, gate=past.get(node_id) or node.gate, output=output,
                                              actor=actor, given=given, to=to(node_id), where=f"outputs.{node_id}")
@@ -326,7 +326,8 @@ def _gate_decisions(outputs: dict, graph: Graph, allowed: set[str], past: dict[s
 def _gate_records(runs: list[PastRun], graph: Graph, outputs: dict) -> dict[str, dict]:
     """The gate records of those of `runs` (light, keyed by their ids) whose gates are given
     an output here, by node id (the latest run of each), read for those runs alone."""
-    keys = [run.key for run in runs if run.node_id in outputs and getattr(graph.nodes.get(run.node_id), "gate", None)]
+    keys = [run.key for run in runs if run.node_id in outputs and run.node_id in graph.kinds
+            and graph.kinds[run.node_id].decided_by_people]
     if not keys:
         return {}
     rows = NodeRun.objects.filter(pk__in=keys, gate__isnull=False).order_by("sequence", "id")
@@ -351,9 +352,9 @@ def _pins(asked: dict, graph: Graph, runs: set[str] | frozenset[str], *, refusal
             raise DocumentError(f"node '{node_id}' is not in the workflow", where=where)
         if node_id not in runs:
             raise DocumentError(f"node '{node_id}' {refusal}: only a node that runs can be pinned", where=where)
-        if graph.nodes[node_id].gate is not None:
-            raise DocumentError(f"node '{node_id}' is a gate: a person decides it and its agent is never called, so "
-                                "it has no version to pin", where=where)
+        if not graph.kinds[node_id].calls_agent:
+            raise DocumentError(f"node '{node_id}' {graph.kinds[node_id].described} and its agent is never called, "
+                                "so it has no version to pin", where=where)
         if not isinstance(name, str) or not name:
             raise DocumentError(f"is a version name of the node's agent, or '{CURRENT}'", where=where)
         check_storable(name, where=where)  # it is looked up in the database

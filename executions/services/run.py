@@ -22,14 +22,12 @@ from agents.models import AgentVersion
 from core.rows import cursor, insert_rows
 from core.status_writes import change_status, lock_row, transition_all
 from core.tasks import send_after_commit, send_all_after_commit
-from engine import gates
 from engine.context.errors import RefError
 from engine.context.resolution import select_path
 from engine.replay import ROUND_STARTS
 from engine.scheduling import Plan
 from engine.steps import Outcome, Policy, Progress, Step, bounded, next_step, wall_time_exceeded
 from executions.models import Execution, NodeRun
-from executions.output_readers import latest_outputs, needed_outputs
 from executions.run_graphs import Graph, execution_graph
 from executions.services.inline import Chain, Claimed
 
@@ -68,7 +66,8 @@ class LockedRun:
         graph = execution_graph(execution)
         plan, policy = plan_and_policy(execution, graph)
         reads = _Reads(execution)
-        step = next_step(plan, policy, reads.progress(), None if completed is None else _outcome(completed, retryable))
+        step = next_step(plan, policy, reads.progress(),
+                         None if completed is None else _outcome(completed, retryable, graph))
         claimed = None
         if step.skipped:  # the failed node is passed over: what follows, follows its skipped run
             assert completed is not None, "only a node run that ended is passed over"
@@ -110,8 +109,11 @@ class LockedRun:
         now = timezone.now()
         last = _last_sequence(execution) if last is None else last
         pinned = execution.agent_versions
-        opened = {node_id: _gate_opened(execution, graph, node_id, now) for node_id in node_ids
-                  if graph.nodes[node_id].gate is not None}
+        opened = {}  # the nodes whose runs open without a worker (a gate waits for a person)
+        for node_id in node_ids:
+            opening = graph.kinds[node_id].opening(execution, graph, graph.nodes[node_id], now)
+            if opening is not None:
+                opened[node_id] = opening
         inline = chain is not None and chain.open()
         first = next((node_id for node_id in node_ids if node_id not in opened), None) if inline else None
         claim = f"{chain.worker}/{uuid.uuid4().hex[:8]}" if chain is not None and first is not None else ""
@@ -141,9 +143,9 @@ class LockedRun:
                    or AgentVersion.objects.filter(agent_id=agent_id).values_list("pk", flat=True).first())  # latest
         graph = execution_graph(execution)
         opened = {}
-        if status == NodeRun.Status.PENDING and graph.nodes[node_id].gate is not None:  # a gate asked again
-            opened = _gate_opened(execution, graph, node_id, now)
-            status = opened.pop("status")
+        if status == NodeRun.Status.PENDING:  # a gate asked again opens waiting, as it did the first time
+            opened = graph.kinds[node_id].opening(execution, graph, graph.nodes[node_id], now) or {}
+            status = opened.pop("status", status)
         run = NodeRun.objects.create(
             execution=execution, node_id=node_id, agent_id=agent_id, agent_version_id=version,
             kind=kind, attempt=attempt, sequence=sequence, status=status,
@@ -192,9 +194,30 @@ class LockedRun:
         if status != Execution.Status.SUCCESS:
             transition_all(execution.node_runs, (NodeRun.Status.PENDING, NodeRun.Status.WAITING),
                            NodeRun.Status.CANCELLED, completed_at=now)
+            self.cancel_children(status)
+        if execution.parent_node_run_id is not None:  # a child run: its parent's node settles (services/subworkflows.py)
+            send_after_commit("executions.child_ended", execution.pk)
         # A cancelled run is not judged, nor is a node tried alone.
         if status in (Execution.Status.SUCCESS, Execution.Status.FAILED) and not execution.trial:
             evaluate_after_commit(execution.pk)
+
+
+    def cancel_children(self, status: str) -> None:
+        """Cancel the child runs still going of the run's sub-workflow nodes, and theirs in
+        turn: the run ended `status` without them. Locked after the run, as a child's lock
+        always is."""
+        execution = self.execution
+        if not execution_graph(execution).runs_workflows:
+            return
+        going = Execution.objects.filter(parent_node_run__execution=execution).exclude(status__in=ENDED)
+        for child in going.select_related("workflow"):
+            locked = LockedRun.lock(child)
+            if locked.execution.status not in ENDED:
+                locked.end(Execution.Status.CANCELLED,
+                           f"its parent run {execution.execution_id} ended {status} while it ran")
+
+
+ENDED = (Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED)
 
 
 def plan_and_policy(execution: Execution, graph: Graph) -> tuple[Plan, Policy]:
@@ -272,28 +295,10 @@ class _Reads:
         return {node_id: status for node_id, status, _ in rows}  # the latest run of each node wins
 
 
-def _outcome(run: NodeRun, retryable: bool) -> Outcome:
-    decided = run.gate and run.gate.get("decision") and {key: run.gate.get(key) for key in GATE_DECISION}
+def _outcome(run: NodeRun, retryable: bool, graph: Graph) -> Outcome:
     return Outcome(run.node_id, run.status, kind=run.kind, attempt=run.attempt, agent=run.agent_id,
                    retryable=retryable, error_code=run.error_code, error=run.error, output=run.output,
-                   gate=decided or None)
-
-
-GATE_DECISION = ("decision", "comment", "decided_by", "timed_out")  # what a transition's condition reads as `gate`
-
-
-def _gate_opened(execution: Execution, graph: Graph, node_id: str, now) -> dict:
-    """The fields of a gate's node run as it opens: waiting, with the data it shows read now
-    from the run, and its time-out (engine/gates.py)."""
-    node = graph.nodes[node_id]
-    scope = {"input": execution.input, "state": execution.state,
-             "nodes": latest_outputs(execution, needed_outputs(node, graph.plan))}
-    shown, missing = gates.shown_data(node.input_mapping, scope)
-    asked = gates.settings_of(node.gate)
-    timeout = asked["timeout_seconds"]
-    return {"status": NodeRun.Status.WAITING, "started_at": now,
-            "decide_by": now + timedelta(seconds=timeout) if timeout else None,
-            "gate": {**asked, "shown": shown, "missing": missing, "decision": None}}
+                   gate=graph.kinds[run.node_id].decision(run))
 
 
 def _unpaused(execution: Execution, now) -> dict:

@@ -18,9 +18,11 @@ from workflows.models import Workflow
 
 
 def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None,
-                    execution_id: str | None = None, version: int | None = None) -> Execution:
+                    execution_id: str | None = None, version: int | None = None,
+                    parent: NodeRun | None = None, depth: int = 0) -> Execution:
     """Create a run of the workflow's version `version` (by default its latest) and dispatch
-    its first nodes (after commit)."""
+    its first nodes (after commit). `parent`: the sub-workflow node's run whose child run
+    this is, `depth` runs deep (services/subworkflows.py)."""
     if input is not None and not isinstance(input, dict):
         raise DocumentError("the input of a run is a JSON object", where="input")
     check_storable(input, where="input")
@@ -35,6 +37,7 @@ def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None
             workflow=workflow, workflow_version=workflow_version, status=Execution.Status.RUNNING,
             input=input or {}, state={}, domain=_domain_of(input, graph.settings.domain),
             started_at=now, created_by=actor if getattr(actor, "pk", None) else None,
+            parent_node_run=parent, depth=depth,
         )
         LockedRun.lock(execution).advance(completed=None)
     return execution
@@ -76,7 +79,7 @@ def execution_resume(*, execution: Execution, output: Any, actor=None) -> Execut
         graph = execution_graph(execution)
         node = graph.nodes[_escalation(execution)["node_id"]]
         gate = None
-        if node.gate is not None:
+        if graph.kinds[node.node_id].decided_by_people:
             gate = gate_output_given(node_id=node.node_id, gate=_gate_record(execution, node), output=output,
                                      actor=actor, given="resume", where="output",
                                      to="resume the run past it: retry the node to ask its deciders again")

@@ -1,6 +1,7 @@
 """Crash safety: node runs whose worker went silent or whose message was lost are sent again,
 lost evaluations sent again, runs past their wall time ended, the copies of large re-runs whose worker
-died sent again; and gates past their time-out decided."""
+died sent again, the end of a child run sent again to its parent's node; and gates past
+their time-out decided."""
 from __future__ import annotations
 
 import logging
@@ -22,6 +23,7 @@ from executions.services.gates import gates_time_out
 from executions.services.node_run import node_failed, time_limit_failure
 from executions.services.rerun import rerun_copies_resend
 from executions.services.run import LockedRun, dispatch_after_commit, evaluate_after_commit, wall_time_end
+from executions.services.subworkflows import children_ended_resend
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +53,8 @@ def node_runs_sweep(*, now=None) -> dict:
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.NODE_STALE_SECONDS)
     report: dict[str, list[Any]] = {"requeued": [], "redispatched": [], "failed": [], "ended": [], "evaluations": [],
-              "gates_timed_out": gates_time_out(now=now), "copies_resent": rerun_copies_resend(stale=stale)}
+              "gates_timed_out": gates_time_out(now=now), "copies_resent": rerun_copies_resend(stale=stale),
+              "children_ended": children_ended_resend(stale=stale)}
     for run in NodeRun.objects.filter(status=NodeRun.Status.RUNNING, heartbeat_at__lt=stale,
                                       execution__status=Execution.Status.RUNNING).select_related("execution"):
         hard = settings.NODE_HARD_TIME_LIMIT_SECONDS

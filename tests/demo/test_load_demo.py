@@ -22,7 +22,8 @@ def test_it_loads_the_demo_and_is_idempotent(workspace, capsys):
     assert "created: workflow release_review" in first
     call_command("load_demo")
     assert "0 changed" in capsys.readouterr().out
-    assert set(Workflow.objects.values_list("workflow_id", flat=True)) == {"thesis_reading", "parallel_analysis", "release_review", "game24"}
+    assert set(Workflow.objects.values_list("workflow_id", flat=True)) == {
+        "thesis_reading", "parallel_analysis", "repository_review", "release_review", "game24"}
     assert Agent.objects.filter(backend="builtin").count() == Agent.objects.count() >= 19
 
 

@@ -60,7 +60,8 @@ def test_it_sweeps_again_once_the_lock_of_a_dead_sweep_expires(queue, settings):
     assert node_runs_sweep_exclusive() == SKIPPED
     time.sleep(1.3)
     assert node_runs_sweep_exclusive() == {"requeued": [], "redispatched": [], "failed": [], "ended": [],
-                                           "evaluations": [], "gates_timed_out": [], "copies_resent": []}
+                                           "evaluations": [], "gates_timed_out": [], "copies_resent": [],
+                                           "children_ended": []}
 
 
 def test_it_starts_a_run_while_redis_is_away_and_the_sweep_sends_its_nodes(api, in_process, queue, settings, caplog):
