@@ -213,8 +213,15 @@ class LockedRun:
         for child in going.select_related("workflow"):
             locked = LockedRun.lock(child)
             if locked.execution.status not in ENDED:
-                locked.end(Execution.Status.CANCELLED,
-                           f"its parent run {execution.execution_id} ended {status} while it ran")
+                locked.cancel(f"its parent run {execution.execution_id} ended {status} while it ran")
+
+    def cancel(self, reason: str) -> None:
+        """Stop the run: its pending node runs and open gates are cancelled, and its running
+        ones, whose results are dropped when they come."""
+        self.end(Execution.Status.CANCELLED, reason)
+        # What a running node run claimed from the run's max_cost ends with it.
+        transition_all(self.execution.node_runs, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED,
+                       completed_at=timezone.now(), cost_reserved=0)
 
 
 ENDED = (Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED)

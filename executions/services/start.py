@@ -9,7 +9,6 @@ from django.utils import timezone
 
 from core.errors import DocumentError, IllegalTransition, WorkflowInvalid
 from core.jsonutil import check_storable
-from core.status_writes import transition_all
 from executions.models import Execution, NodeRun
 from executions.run_graphs import check_contracts_of, execution_graph, run_graph
 from executions.services.gates import gate_output_given
@@ -59,10 +58,7 @@ def execution_cancel(*, execution: Execution, actor=None) -> Execution:
         locked = LockedRun.lock(execution)
         execution = locked.execution
         who = getattr(actor, "username", "") or "someone"
-        locked.end(Execution.Status.CANCELLED, f"cancelled by {who}")
-        # What a running node run claimed from the run's max_cost ends with it.
-        transition_all(execution.node_runs, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED,
-                       completed_at=timezone.now(), cost_reserved=0)
+        locked.cancel(f"cancelled by {who}")
     return execution
 
 
