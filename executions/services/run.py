@@ -142,7 +142,7 @@ class LockedRun:
         version = (kind != "fallback" and execution.agent_versions.get(node_id)  # pinned by a re-run
                    or AgentVersion.objects.filter(agent_id=agent_id).values_list("pk", flat=True).first())  # latest
         graph = execution_graph(execution)
-        opened = {}
+        opened: dict = {}
         if status == NodeRun.Status.PENDING:  # a gate asked again opens waiting, as it did the first time
             opened = graph.kinds[node_id].opening(execution, graph, graph.nodes[node_id], now) or {}
             status = opened.pop("status", status)
