@@ -22,6 +22,7 @@ from engine.replay import descendants
 from engine.scheduling import Plan
 from engine.validation import dependency_edges
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
+from executions.node_kinds import chosen
 from executions.selectors import run_evaluation
 from workflows.models import Workflow, WorkflowVersion
 from workflows.selectors import ID_PATTERN
@@ -62,8 +63,10 @@ def workflow_choices() -> list[tuple[str, str]]:
 
 
 def workflow_graph(workflow: Workflow, version_id: int | None = None) -> dict[str, Any]:
-    """The workflow as the page draws it: nodes (with their agent and saved layout, and
-    whether each is a gate, a person's step: `gates` has their settings) and edges — the
+    """The workflow as the page draws it: nodes (with their agent and saved layout, the
+    `shape` their kind is drawn as (executions/node_kinds: "agent", "gate", "workflow"),
+    whether each is a gate, a person's step: `gates` has their settings, and for a
+    sub-workflow node the workflow it runs: `subworkflow`) and edges — the
     order of a chain, transitions with their conditions, and the task outputs a node reads
     (`data` edges), each pair once. With `version_id`, the graph of that version
     (a run's page draws the version the run ran); two queries either way."""
@@ -74,9 +77,10 @@ def workflow_graph(workflow: Workflow, version_id: int | None = None) -> dict[st
         topology = workflow.topology
         nodes = [{"id": node["node_id"], "agent": node["agent__agent_id"], "agent_name": node["agent__name"],
                   "layout": node["layout"], "compress": node["compress"], "input_mapping": node["input_mapping"] or {},
-                  "gate": node["gate"]}
+                  "gate": node["gate"], "subworkflow": node["subworkflow"]}
                  for node in workflow.nodes.order_by("position", "id").values(
-                     "node_id", "agent__agent_id", "agent__name", "layout", "compress", "input_mapping", "gate")]
+                     "node_id", "agent__agent_id", "agent__name", "layout", "compress", "input_mapping", "gate",
+                     "subworkflow")]
         transitions = [{"from": t["from_node"], "to": t["to_node"], "condition": t["condition"],
                         "on_failure": t["on_failure"]}
                        for t in workflow.transitions.order_by("position", "id").values(
@@ -88,7 +92,8 @@ def workflow_graph(workflow: Workflow, version_id: int | None = None) -> dict[st
                      .values_list("agent_id", "name"))
         nodes = [{"id": node["id"], "agent": node["agent_ref"], "agent_name": names.get(node["agent_ref"], ""),
                   "layout": node.get("layout"), "compress": node.get("compress", False),
-                  "input_mapping": node.get("input_mapping") or {}, "gate": node.get("gate")}
+                  "input_mapping": node.get("input_mapping") or {}, "gate": node.get("gate"),
+                  "subworkflow": node.get("subworkflow")}
                  for node in document["nodes"]]
     ids = [node["id"] for node in nodes]
     edges: list[dict[str, Any]] = []
@@ -112,12 +117,23 @@ def workflow_graph(workflow: Workflow, version_id: int | None = None) -> dict[st
         "workflow_id": workflow.workflow_id,
         "version": number,
         "topology": topology,
-        "nodes": [{**{key: node[key] for key in ("id", "agent", "agent_name", "layout", "compress")},
-                   "gate": node["gate"] is not None} for node in nodes],
+        "nodes": [drawn_node(node) for node in nodes],
         "edges": edges,
         # The gates (engine/gates.py), as this version sets them: node id → the gate's settings.
         "gates": {node["id"]: person_gates.settings_of(node["gate"]) for node in nodes if node["gate"] is not None},
     }
+
+
+def drawn_node(node: dict[str, Any]) -> dict[str, Any]:
+    """A node as the graph draws it: its shape is its kind's (`node_kinds.chosen`, the one
+    place a node's kind is told from its fields), and a sub-workflow node names the workflow
+    (and version: None, the latest when the child starts) it runs."""
+    child = node["subworkflow"]
+    return {**{key: node[key] for key in ("id", "agent", "agent_name", "layout", "compress")},
+            "gate": node["gate"] is not None,
+            "shape": chosen(gate=node["gate"], subworkflow=child).shape,
+            "subworkflow": None if child is None else {"workflow_ref": child["workflow_ref"],
+                                                       "version": child.get("version")}}
 
 
 def gate_deciders(graph: dict[str, Any], username: str, roles: list[str]) -> dict[str, dict[str, Any]]:
@@ -134,12 +150,15 @@ RERUNS_SHOWN = 20
 
 
 def execution_with_reruns(execution_id: str) -> tuple[Execution | None, list[Execution], bool]:
-    """A run (with its workflow and the run it was re-run from), its newest re-runs, and
+    """A run (with its workflow, the run it was re-run from, and for a child run the
+    sub-workflow node's run that started it, with its run), its newest re-runs, and
     whether it has more than those: one query, the run's row and its re-runs' rows together
-    (the run first), so that the page costs no more queries for being a re-run or having them."""
+    (the run first), so that the page costs no more queries for being a re-run, a child run
+    or having re-runs."""
     if not is_identifier(execution_id):
         return None, [], False
-    rows: list[Execution] = list(Execution.objects.select_related("workflow", "rerun_of")
+    rows: list[Execution] = list(Execution.objects.select_related("workflow", "rerun_of",
+                                                                  "parent_node_run__execution")
                 .filter(Q(execution_id=execution_id) | Q(rerun_of__execution_id=execution_id))
                 .annotate(is_the_run=Case(When(execution_id=execution_id, then=Value(0)), default=Value(1)))
                 .order_by("is_the_run", "-created_at", "-id")[:RERUNS_SHOWN + 2])

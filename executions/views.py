@@ -86,6 +86,7 @@ def execution_detail(request, execution_id: str):
         "gate": page_selectors.gate_summary(execution.quality_gate),
         "awaiting_evaluation": evaluation is None and _scored_soon(execution),
         "graph": graph,
+        "has_subworkflows": any(node["shape"] == "workflow" for node in graph["nodes"]),
         "progress": page_selectors.progress(graph, states),
         "counts": counts,
         "active": execution.status in page_selectors.ACTIVE,

@@ -17,6 +17,10 @@
 // from. A gate's run (a person's step) shows what it asks, the data shown, who may decide
 // and its time-out, and to those who may decide it (the server says who: `gates`) a form
 // that posts the decision to POST /api/executions/{id}/node-runs/{node_run_id}/decision.
+// A sub-workflow node (executions/node_kinds/subworkflow.py) is drawn as a folder with the
+// workflow it runs under its id; its run's panel links to the child run that did its work
+// (its workflow, status and cost, rolled up into the node's), and a child run's page says,
+// above, which run and node it is part of (the server draws that note).
 // What the run cost is shown beside its tokens (cost.js): its total in the header (with the
 // judge's calls), each node's in the graph's label and tooltip, the timeline and the table,
 // and each node run's calls in its panel; a run stopped by its budget (BUDGET_EXCEEDED)
@@ -90,12 +94,19 @@
     return state ? state.status : "none";
   }
 
+  // The graph's nodes by id, each with the shape its kind is drawn as (page_selectors.py):
+  // "agent", "gate" or "workflow" (a sub-workflow node, whose child run does its work).
+  const graphNodes = new Map(data.graph.nodes.map((node) => [node.id, node]));
+  const runsWorkflow = (nodeId) => (graphNodes.get(nodeId) || {}).shape === "workflow";
+
   // What a node's runs cost together (the summary adds it exactly): {value (USD decimal),
-  // complete, called (whether any of them called a model), tokens in and out, runs}.
+  // complete, called (whether any of them called a model, or, for a sub-workflow node, its
+  // child runs' cost was rolled up into them: once one has ended), tokens in and out, runs}.
   function costOf(nodeId) {
     const node = page.nodes.get(nodeId);
     if (!node) return { value: money.decimal(0n), complete: true, called: false, tokensIn: 0, tokensOut: 0, runs: 0 };
-    return { value: node.cost, complete: node.cost_complete, called: node.called, tokensIn: node.tokens_in,
+    const rolledUp = runsWorkflow(nodeId) && !GOING.has(node.latest.status);
+    return { value: node.cost, complete: node.cost_complete, called: node.called || rolledUp, tokensIn: node.tokens_in,
       tokensOut: node.tokens_out, runs: node.runs };
   }
 
@@ -104,10 +115,15 @@
     return `${complete === false ? "≥ " : ""}${money.text(value)}`;
   }
 
-  // A node run's cost, or a dash when it called no model (a gate, a copy, a run not yet done).
+  // A node run's cost, or a dash when it called no model (a gate, a copy, a run not yet done)
+  // and no child run's cost was rolled up into it (a sub-workflow node's).
   function runCost(run) {
-    return run.called ? money.shown(run.cost, run.cost_complete)
+    return run.called || hasCost(run) ? money.shown(run.cost, run.cost_complete)
       : el("span", { class: "muted", title: "No model call" }, "—");
+  }
+
+  function hasCost(run) {
+    return /[1-9]/.test(String(run.cost || ""));
   }
 
   // Each node's latest run, in the order they were made.
@@ -129,20 +145,33 @@
     waiting: [cssVar("--waiting", "#7b4fc9"), "#57358f", "#ffffff"],
   };
   const GATE_LINE = "a person decides"; // the third line of a gate's label in the graph
+  // A sub-workflow node is a folder: a box with a tab on its top left (cytoscape's polygon
+  // points run from -1 to 1 across the node's box).
+  const FOLDER_POINTS = "-1 -1 -0.25 -1 -0.15 -0.72 1 -0.72 1 1 -1 1";
+
+  /** The line under a sub-workflow node's id: the workflow it runs, and its version if pinned. */
+  function workflowLine(node) {
+    const child = node.subworkflow || {};
+    return `runs ${child.workflow_ref}${child.version ? ` v${child.version}` : ""}`;
+  }
 
   // A node's label and size: its id and agent, "a person decides" for a gate (drawn as a
-  // hexagon), and once it has called a model, what its runs cost.
+  // hexagon), the workflow a sub-workflow node runs under its id (drawn as a folder), and
+  // once it has called a model (or rolled up its child run's cost), what its runs cost.
   function nodeBox(node, cost) {
-    const lines = [node.id, String(node.agent), ...(node.gate ? [GATE_LINE] : []), ...(cost ? [cost] : [])];
+    const folder = node.shape === "workflow";
+    const lines = [node.id, ...(folder ? [workflowLine(node)] : []), String(node.agent), ...(node.gate ? [GATE_LINE] : []),
+      ...(cost ? [cost] : [])];
     const longest = Math.max(...lines.map((line) => line.length));
     return { label: lines.join("\n"), width: Math.max(90, longest * 7.4 + 26) + (node.gate ? 34 : 0),
-      height: (node.gate ? 58 : 42) + (cost ? 14 : 0) };
+      height: (node.gate ? 58 : folder ? 66 : 42) + (cost ? 14 : 0) };
   }
 
   function graphElements() {
     const nodes = data.graph.nodes.map((node) => ({
       group: "nodes",
-      data: { id: node.id, status: nodeStatusFromServer(node.id), gate: node.gate ? "yes" : "no", ...nodeBox(node, "") },
+      data: { id: node.id, status: nodeStatusFromServer(node.id), gate: node.gate ? "yes" : "no", drawnAs: node.shape,
+        ...nodeBox(node, "") },
       position: node.layout ? { x: node.layout.x, y: node.layout.y } : undefined,
     }));
     const edges = data.graph.edges.map((edge, index) => ({
@@ -180,6 +209,8 @@
       })),
       { selector: 'node[status = "running"]', style: { "border-width": 4, "border-style": "double" } },
       { selector: 'node[gate = "yes"]', style: { shape: "hexagon" } },
+      { selector: 'node[drawnAs = "workflow"]', style: { shape: "polygon", "shape-polygon-points": FOLDER_POINTS,
+        "text-margin-y": 4 } },
       { selector: 'node[status = "waiting"]', style: { "border-width": 4 } },
       { selector: "node.selected", style: { "overlay-color": "#2f6fdb", "overlay-opacity": 0.16, "overlay-padding": 7 } },
       { selector: "edge", style: {
@@ -1063,7 +1094,33 @@
     const thoughtTree = thoughtTrees.has(run.node_run_id) ? el("p", { class: "thought-tree-link" },
       el("a", { class: "button small-button", href: thoughtTrees.get(run.node_run_id) }, "Thought tree"),
       el("span", { class: "muted small" }, " this run's Tree-of-Thoughts search: its tree, scores and messages")) : null;
+    if (runsWorkflow(run.node_id) && !COPIES.has(run.kind)) return nodeRun.workflowRecord(run, childRunBlock(run), copyOrigin(run));
     return nodeRun.record(run, run.gate ? gateBlock(run) : null, copyOrigin(run), thoughtTree);
+  }
+
+  // A sub-workflow node's run hands its work to a child run (a run of another workflow):
+  // a link to its page, with its workflow, status and what it cost (rolled up into this run).
+  function childRunBlock(run) {
+    const child = run.child_run;
+    const node = graphNodes.get(run.node_id) || {};
+    const title = el("h4", {}, "Child run");
+    if (!child) {
+      const why = GOING.has(run.status) ? `Not started yet: the node's run is ${run.status}.`
+        : `None: this run started no child run${run.error_code ? " (see its error below)" : ""}.`;
+      return el("section", { class: "child-run", "data-child-run": "" }, title,
+        el("p", { class: "muted small" }, `It runs workflow ${(node.subworkflow || {}).workflow_ref || "?"}. ${why}`));
+    }
+    return el("section", { class: "child-run", "data-child-run": child.execution_id }, title,
+      el("dl", { class: "facts compact-facts" },
+        nodeRun.fact("Run", el("a", { class: "mono child-run-link", href: `/executions/${encodeURIComponent(child.execution_id)}/` },
+          child.execution_id)),
+        nodeRun.fact("Workflow", el("a", { class: "mono child-run-workflow", href: `/workflows/${encodeURIComponent(child.workflow_id)}/` },
+          child.workflow_id), (node.subworkflow || {}).version ? el("span", { class: "muted" }, ` version ${node.subworkflow.version}`) : ""),
+        nodeRun.fact("Status", el("span", { class: `badge ${child.status} child-run-status` }, child.status)),
+        nodeRun.fact("Cost", el("span", { class: "child-run-cost" }, money.text(child.cost)),
+          GOING.has(child.status) ? el("span", { class: "muted small" }, " so far") : "")),
+      el("p", { class: "muted small" }, "Its tokens and cost are counted in this node's run once it ends; its output is ",
+        el("code", {}, "{state, nodes}"), ": the child's final state and its last nodes' outputs."));
   }
 
   // An attempt's heading (from its light record) and, once opened, its whole record.
@@ -1204,6 +1261,8 @@
       el("div", { class: "row panel-head" },
         el("h2", {}, "Node ", el("span", { class: "mono" }, nodeId)), badge(status === "none" ? "not run" : status, status === "none" ? "pending" : ""),
         node && node.gate ? el("span", { class: "gate-tag", title: "The run stops here for a person to approve, reject or edit" }, "gate: a person decides") : null,
+        node && node.shape === "workflow" ? el("span", { class: "workflow-tag", title: "Its run hands its work to a child run of this workflow" },
+          workflowLine(node), node.subworkflow.version ? "" : " (its latest version)") : null,
         el("span", { class: "muted" }, node ? `agent ${node.agent}` : ""),
         cost.called ? el("span", { class: "node-cost small", title: "What this node's runs cost together" },
           `cost ${costLine(cost.value, cost.complete)}${cost.runs > 1 ? ` over ${fmt.n(cost.runs)} runs` : ""}`) : null,

@@ -3,7 +3,9 @@
 // duration), its error, its model calls (each with its purpose, backend and model, tokens
 // and cost: cost.js), the context budget, the actions, resolution failures, compression, the
 // transition taken, the inputs as resolved, the prompt (collapsed) and the output. A gate's
-// run (a person's step) called no agent: it shows what ran, the transition and the output.
+// run (a person's step) called no agent: it shows what ran, the transition and the output;
+// a sub-workflow node's run neither: it shows the child run it started, what ran, the
+// child's input and the output (workflowRecord).
 // Built with switchyard.el, so model text is always shown as text.
 (function () {
   "use strict";
@@ -89,5 +91,32 @@
         : el("pre", { class: "output" }, fmt.json(run.output))));
   }
 
-  window.switchyard.nodeRun = { record, fact };
+  /** A sub-workflow node's run: its agent is on record and never called, so no context nor
+   *  prompt; `child` (an element: the child run it started, linked) comes first, then what
+   *  ran, the child's input (the node's named inputs as resolved), the transition taken and
+   *  the output: the child's final state and its last nodes' outputs. Its tokens and cost
+   *  are the child run's, rolled up when it ended. */
+  function workflowRecord(run, child, ...notes) {
+    const section = (title, ...content) => el("section", { class: "attempt-section" }, el("h4", {}, title), ...content);
+    return el("div", { class: "attempt-body" },
+      ...notes,
+      child,
+      el("dl", { class: "facts compact-facts" },
+        fact("Kind · attempt", `${run.kind} · #${run.attempt}`),
+        fact("Status", el("span", { class: `badge ${run.status}` }, run.status)),
+        fact("Agent", el("span", { class: "mono" }, run.agent_ref), el("span", { class: "muted" }, " (on record; never called)")),
+        fact("Tokens in / out", `${fmt.n(run.tokens_in)} / ${fmt.n(run.tokens_out)}`, el("span", { class: "muted small" }, " (the child run's)")),
+        fact("Cost", el("span", { class: "run-cost" }, cost.shown(run.cost, run.cost_complete)), el("span", { class: "muted small" }, " (the child run's)")),
+        fact("Duration", run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : "—"),
+        fact("Started · ended", `${fmt.time(run.started_at) || "—"} · ${fmt.time(run.completed_at) || "—"}`)),
+      run.error_code || run.error ? el("p", { class: "error attempt-error" }, run.error_code ? el("code", {}, run.error_code) : "", " ", run.error || "") : null,
+      (run.resolution_failures || []).length ? section("Resolution failures", budget.failures(run.resolution_failures)) : null,
+      run.decision ? section("Transition taken", decisionBlock(run.decision)) : null,
+      section("The child's input (the node's named inputs)", budget.inputs(run.resolved_inputs)),
+      section("Output", run.output === null || run.output === undefined
+        ? el("p", { class: "muted small" }, run.status === "running" ? "Not yet: the child run is going." : "No output.")
+        : el("pre", { class: "output" }, fmt.json(run.output))));
+  }
+
+  window.switchyard.nodeRun = { record, workflowRecord, fact };
 })();

@@ -172,9 +172,15 @@
     });
   }
 
+  /** Whether a node's agent is called when it runs: a node drawn as an agent's (page_selectors.py). */
+  function callsAgent(node) {
+    return node.shape === "agent";
+  }
+
   function versionsTable(form, plan, versions) {
-    // A gate's agent stands for the people who decide it and is never called: it has no version to pick.
-    const called = plan.again.filter((nodeId) => !form.graph.nodes.find((node) => node.id === nodeId).gate);
+    // A gate's agent stands for the people who decide it, a sub-workflow node's is on record
+    // only: neither is called, so neither has a version to pick (only an agent's node, by its shape).
+    const called = plan.again.filter((nodeId) => callsAgent(form.graph.nodes.find((node) => node.id === nodeId)));
     const rows = called.map((nodeId) => {
       const agent = form.graph.nodes.find((node) => node.id === nodeId).agent;
       const known = versions.get(agent);
@@ -364,7 +370,7 @@
         });
         if (still()) draw(form);
       }
-      const called = graph.nodes.filter((node) => !node.gate).map((node) => node.id);
+      const called = graph.nodes.filter(callsAgent).map((node) => node.id);
       const again = outline(form).again.filter((id) => called.includes(id));
       const [versions, ran] = await Promise.all([agentVersions(graph, again), versionsInThisRun(form, again),
         readOutputs(form, outline(form))]);

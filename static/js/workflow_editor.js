@@ -7,7 +7,11 @@
 // POST /api/workflows or PUT /api/workflows/{id}, runs with POST /api/executions.
 // Node positions are saved in each node's `layout` ({x, y}); a workflow whose nodes have
 // none (an imported one) is laid out automatically, left to right. A node's `gate` (a
-// person's step, engine/gates.py) is edited as JSON and drawn as a hexagon. The limits of a
+// person's step, engine/gates.py) is edited as JSON and drawn as a hexagon. A node's
+// `subworkflow` (engine/subworkflows.py: it runs another stored workflow as a child run) is
+// added with "Add workflow as a node" (a workflow of GET /api/workflows, a version of
+// GET /api/workflows/{id}/versions or the latest), changed or removed in the node's settings,
+// and drawn as a folder with the workflow's id under the node's. The limits of a
 // run include what it, and each node run, may spend on model calls (max_cost, max_node_cost:
 // USD as text, kept exact) and what a run whose budget is reached does (on_budget).
 (function () {
@@ -80,6 +84,8 @@
     checked: false,
     agents: [],
     agentsById: new Map(),
+    workflows: [], // the stored workflows a node may run (GET /api/workflows), this one left out
+    versions: new Map(), // workflow id → its version numbers, newest first (read when first needed)
     panelFields: [],
   };
 
@@ -104,6 +110,11 @@
       compress_ratio: String(document.compress_ratio ?? 0.3),
       // The gate as typed: "" is no gate. Kept as text so that a half-typed one is not lost.
       gateText: document.gate === undefined || document.gate === null ? "" : JSON.stringify(document.gate, null, 2),
+      // The workflow it runs as a child run, its version as typed ("" = the latest when the
+      // child starts); null: a node whose agent does its work.
+      subworkflow: document.subworkflow ? { workflow_ref: document.subworkflow.workflow_ref || "",
+        version: document.subworkflow.version === undefined || document.subworkflow.version === null
+          ? "" : String(document.subworkflow.version) } : null,
       layout: document.layout || null,
     };
   }
@@ -261,8 +272,22 @@
       + '"deciders": {"roles": ["approver"]}}, or nothing for a node that is not a gate');
     if (gate.error) problem(`${base}.gate`, gate.error);
     else if (gate.value !== undefined) document.gate = gate.value;
+    if (node.subworkflow) document.subworkflow = subworkflowDocument(node.subworkflow, base, problem);
     const position = cy && cy.getElementById(node.key).length ? cy.getElementById(node.key).position() : node.layout;
     if (position) document.layout = { x: Math.round(position.x), y: Math.round(position.y) };
+    return document;
+  }
+
+  /** A sub-workflow node's `subworkflow`: the workflow it runs, and its version when one is
+   * pinned (left out: the latest when the child starts). */
+  function subworkflowDocument(child, base, problem) {
+    const document = { workflow_ref: child.workflow_ref.trim() };
+    if (!document.workflow_ref) problem(`${base}.subworkflow.workflow_ref`, "pick the workflow this node runs");
+    const version = String(child.version).trim();
+    if (version !== "") {
+      if (/^[1-9]\d{0,8}$/.test(version)) document.version = Number(version);
+      else problem(`${base}.subworkflow.version`, `'${version}' is not a version number (1, 2, …); empty: the latest`);
+    }
     return document;
   }
 
@@ -293,6 +318,9 @@
     } },
     { selector: "node.start", style: { "border-width": 3, "border-color": "#2c8a4b" } },
     { selector: "node.gate", style: { shape: "hexagon", width: 200, height: 70, "background-color": "#f5f0fd", "border-color": "#7b4fc9" } },
+    // A sub-workflow node: a folder (a box with a tab on its top left; polygon points run from -1 to 1).
+    { selector: "node.workflow", style: { shape: "polygon", "shape-polygon-points": "-1 -1 -0.25 -1 -0.15 -0.72 1 -0.72 1 1 -1 1",
+      width: 210, height: 74, "text-max-width": 196, "text-margin-y": 5, "background-color": "#eef6fa", "border-color": "#2f6f8f" } },
     { selector: "node.invalid", style: { "border-color": "#c23b3b", "background-color": "#fff1f1", "border-width": 3 } },
     { selector: "node.chosen", style: { "overlay-color": "#2f6fdb", "overlay-opacity": 0.12, "overlay-padding": 6 } },
     { selector: "node.source", style: { "border-style": "dashed", "border-width": 4 } },
@@ -322,7 +350,14 @@
 
   function nodeLabel(node) {
     const start = state.topology === "state_machine" && state.nodes[0] === node ? "▶ " : "";
-    return `${start}${node.id}\n${node.agent_ref || "(no agent)"}${isGate(node) ? "\na person decides" : ""}`;
+    const child = node.subworkflow ? `\n${workflowLine(node.subworkflow)}` : "";
+    return `${start}${node.id}${child}\n${node.agent_ref || "(no agent)"}${isGate(node) ? "\na person decides" : ""}`;
+  }
+
+  /** The line under a sub-workflow node's id: the workflow it runs, and its version if pinned. */
+  function workflowLine(child) {
+    const version = String(child.version).trim();
+    return `runs ${child.workflow_ref.trim() || "(no workflow)"}${version ? ` v${version}` : ""}`;
   }
 
   /** Whether a node is a gate (a person's step): its gate field holds something. */
@@ -355,6 +390,7 @@
       }
       cy.getElementById(node.key).toggleClass("start", state.topology === "state_machine" && index === 0);
       cy.getElementById(node.key).toggleClass("gate", isGate(node));
+      cy.getElementById(node.key).toggleClass("workflow", Boolean(node.subworkflow) && !isGate(node));
     });
     $("canvas-empty").hidden = state.nodes.length > 0;
   }
@@ -519,6 +555,14 @@
     search.classList.remove("invalid");
     search.value = "";
     const node = nodeFromDocument({ id: uniqueNodeId(agent.agent_id), agent_ref: agent.agent_id });
+    placeNode(node);
+    hint(`Added “${node.id}”. ${state.nodes.length > 1 ? "Press Connect, then click two nodes to link them." : "Add another, then connect them."}`);
+    select({ kind: "node", key: node.key });
+    changed();
+  }
+
+  /** Add `node` to the graph, right of the rightmost node, and keep it in view. */
+  function placeNode(node) {
     node.layout = newNodePosition();
     state.nodes.push(node);
     drawNodes();
@@ -532,9 +576,38 @@
     } else if (x < extent.x1 || x > extent.x2 || y < extent.y1 || y > extent.y2) {
       fitGraph();
     }
-    hint(`Added “${node.id}”. ${state.nodes.length > 1 ? "Press Connect, then click two nodes to link them." : "Add another, then connect them."}`);
+  }
+
+  /** A node that runs the workflow picked in the toolbar (at the version picked, or its
+   * latest), with the first agent on record for it: the person may change either. */
+  function addWorkflowNode() {
+    const pick = $("workflow-pick");
+    const workflowRef = pick.value;
+    if (!workflowRef) {
+      pick.classList.add("invalid");
+      hint("Pick a workflow first: the node runs it as a child run.", true);
+      pick.focus();
+      return;
+    }
+    const agent = defaultAgent();
+    if (!agent) {
+      hint("No agent is known yet: a node names the agent on record for it. Try again once the agents are read.", true);
+      return;
+    }
+    pick.classList.remove("invalid");
+    const version = $("workflow-version-pick").value;
+    const node = nodeFromDocument({ id: uniqueNodeId(workflowRef), agent_ref: agent.agent_id,
+      subworkflow: { workflow_ref: workflowRef, ...(version ? { version: Number(version) } : {}) } });
+    placeNode(node);
+    hint(`Added “${node.id}”: it runs ${workflowRef} (${version ? `version ${version}` : "its latest version"}) as a child run; `
+      + `its agent on record is ${agent.agent_id}. Give it inputs: they are the child run's input.`);
     select({ kind: "node", key: node.key });
     changed();
+  }
+
+  /** The agent on record for a new sub-workflow node (never called): the first active one. */
+  function defaultAgent() {
+    return ui.agents.find((agent) => agent.status === "active") || ui.agents[0] || null;
   }
 
   function newNodePosition() {
@@ -839,6 +912,7 @@
         node.output_schema = value;
         changed();
       }, { placeholder: "e.g. knowledge_atoms" }), where(".output_schema")),
+      ...subworkflowSection(node),
       el("h3", {}, "Gate: a person decides"),
       field("Gate (JSON; empty: not a gate)", gate, where(".gate"), "The run stops at this node until one of the deciders "
         + "approves its named inputs, rejects them or passes on an edit: prompt, decisions (approve, reject, edit), "
@@ -867,6 +941,70 @@
       parts.push(el("p", {}, el("button", { type: "button", class: "danger", onclick: deleteSelected }, "Delete this node")));
     }
     return parts;
+  }
+
+  /** A sub-workflow node's settings: the workflow it runs and its version (the latest, or
+   * one pinned), and a button that makes it a plain node again (its agent does the work). */
+  function subworkflowSection(node) {
+    const child = node.subworkflow;
+    if (!child) return [];
+    const where = (suffix) => () => `nodes[${node.id}].subworkflow${suffix}`;
+    const others = ui.workflows.map((workflow) => workflow.workflow_id);
+    const workflowSelect = el("select", { "data-field": "subworkflow-ref", onchange: (event) => {
+      child.workflow_ref = event.target.value;
+      child.version = "";
+      changed({ labels: true });
+      renderPanel();
+    } },
+    ...(child.workflow_ref ? [] : [el("option", { value: "", selected: true }, "pick a workflow")]),
+    ...ui.workflows.map((workflow) => el("option", { value: workflow.workflow_id, selected: workflow.workflow_id === child.workflow_ref },
+      `${workflow.workflow_id} · ${workflow.name}`)),
+    child.workflow_ref && !others.includes(child.workflow_ref)
+      ? el("option", { value: child.workflow_ref, selected: true }, `${child.workflow_ref}${ui.workflows.length ? " (not among the stored workflows)" : ""}`) : null);
+    const versionSelect = el("select", { "data-field": "subworkflow-version", onchange: (event) => {
+      child.version = event.target.value;
+      changed({ labels: true });
+    } }, ...versionOptions(child.workflow_ref, child.version));
+    if (child.workflow_ref && !ui.versions.has(child.workflow_ref)) {
+      loadVersions(child.workflow_ref).then(() => {
+        if (document.body.contains(versionSelect)) versionSelect.replaceChildren(...versionOptions(child.workflow_ref, child.version));
+      }, (error) => hint(`The versions of ${child.workflow_ref} could not be read: ${error.message}`, true));
+    }
+    const whole = el("div", { class: "field-problem" });
+    ui.panelFields.push({ where: where(""), control: workflowSelect, message: whole });
+    const href = child.workflow_ref ? config.urls.workflow.replace(config.slots.workflow, encodeURIComponent(child.workflow_ref)) : null;
+    return [
+      el("h3", {}, "Runs a workflow"),
+      el("p", { class: "help small muted" }, "This node runs another workflow as a child run: its named inputs are the child's "
+        + "input, and its output is {state, nodes}: the child's final state and its last nodes' outputs (read them in the "
+        + "output mapping, e.g. $.nodes.<last node id>). The agent above is on record for the node and never called."),
+      el("div", { class: "two" },
+        field("Workflow", workflowSelect, where(".workflow_ref")),
+        field("Version", versionSelect, where(".version"))),
+      whole,
+      el("p", { class: "row" },
+        href ? el("a", { class: "small", href, "data-field": "subworkflow-link" }, `Open ${child.workflow_ref}`) : null,
+        el("span", { class: "spacer" }),
+        editable ? el("button", { type: "button", "data-field": "subworkflow-remove", onclick: () => {
+          node.subworkflow = null;
+          changed({ labels: true });
+          renderPanel();
+          hint(`“${node.id}” is a plain node again: its agent ${node.agent_ref} does its work.`);
+        } }, "Make it a plain node") : null),
+    ];
+  }
+
+  function versionOptions(workflowRef, chosenVersion) {
+    const numbers = ui.versions.get(workflowRef) || [];
+    const chosenText = String(chosenVersion).trim();
+    const options = [el("option", { value: "", selected: chosenText === "" }, "the latest, when the child starts")];
+    for (const number of numbers) {
+      options.push(el("option", { value: String(number), selected: String(number) === chosenText }, `version ${number}`));
+    }
+    if (chosenText && !numbers.map(String).includes(chosenText)) {
+      options.push(el("option", { value: chosenText, selected: true }, `version ${chosenText}${ui.versions.has(workflowRef) ? " (not stored)" : ""}`));
+    }
+    return options;
   }
 
   function previewLink(node) {
@@ -1328,6 +1466,57 @@
     }
   }
 
+  // -- workflows a node may run ---------------------------------------------------------------
+
+  /** The stored workflows, but this one (a workflow does not run itself). */
+  async function loadWorkflows() {
+    const pick = $("workflow-pick");
+    try {
+      const page = await api.get("/workflows?limit=500");
+      const own = state.savedId || state.workflow_id.trim();
+      ui.workflows = page.items.filter((workflow) => workflow.workflow_id !== own);
+      if (pick) {
+        pick.replaceChildren(el("option", { value: "" }, ui.workflows.length ? "pick a workflow" : "no other workflow stored"),
+          ...ui.workflows.map((workflow) => el("option", { value: workflow.workflow_id }, `${workflow.workflow_id} · ${workflow.name}`)));
+        pick.disabled = !ui.workflows.length;
+      }
+      const selected = ui.selected && ui.selected.kind === "node" ? nodeByKey(ui.selected.key) : null;
+      if (selected && selected.subworkflow) renderPanel();
+    } catch (error) {
+      if (pick) pick.replaceChildren(el("option", { value: "" }, "workflows could not be loaded"));
+      hint(`The workflow list could not be loaded: ${error.message}`, true);
+    }
+  }
+
+  /** A workflow's version numbers, newest first, read once. */
+  async function loadVersions(workflowId) {
+    if (ui.versions.has(workflowId)) return ui.versions.get(workflowId);
+    try {
+      const page = await api.get(`/workflows/${encodeURIComponent(workflowId)}/versions?limit=500`);
+      ui.versions.set(workflowId, page.items.map((version) => version.number));
+    } catch (error) {
+      if (error.status !== 404) throw error;
+      ui.versions.set(workflowId, []);
+    }
+    return ui.versions.get(workflowId);
+  }
+
+  async function pickedWorkflow() {
+    const ref = $("workflow-pick").value;
+    const versionPick = $("workflow-version-pick");
+    $("workflow-pick").classList.remove("invalid");
+    versionPick.replaceChildren(el("option", { value: "" }, "its latest version"));
+    versionPick.disabled = !ref;
+    if (!ref) return;
+    try {
+      const numbers = await loadVersions(ref);
+      if ($("workflow-pick").value !== ref) return; // another was picked meanwhile
+      versionPick.append(...numbers.map((number) => el("option", { value: String(number) }, `version ${number}`)));
+    } catch (error) {
+      hint(`The versions of ${ref} could not be read: ${error.message}`, true);
+    }
+  }
+
   // -- wiring -----------------------------------------------------------------------------------
 
   $("validate-button").addEventListener("click", () => {
@@ -1340,6 +1529,8 @@
   $("fit-button").addEventListener("click", fitGraph);
   if (editable) {
     $("add-node-button").addEventListener("click", addNode);
+    $("add-workflow-node-button").addEventListener("click", addWorkflowNode);
+    $("workflow-pick").addEventListener("change", pickedWorkflow);
     $("agent-search").addEventListener("keydown", (event) => {
       if (event.key === "Enter") {
         event.preventDefault();
@@ -1377,6 +1568,7 @@
   renderPanel();
   updateDirty();
   loadAgents();
+  loadWorkflows();
   if (state.nodes.length) validateNow();
   else listProblems();
 

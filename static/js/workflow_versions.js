@@ -31,6 +31,9 @@
     { selector: "node.removed", style: { "border-style": "dashed", "background-color": "#fff1f1" } },
     { selector: "edge.removed", style: { "line-style": "dashed" } },
     { selector: "node.gate", style: { shape: "hexagon", width: 200, height: 66 } }, // a person's step
+    // A sub-workflow node (it runs another workflow as a child run): a folder, a box with a tab.
+    { selector: "node.workflow", style: { shape: "polygon", "shape-polygon-points": "-1 -1 -0.25 -1 -0.15 -0.72 1 -0.72 1 1 -1 1",
+      width: 210, height: 70, "text-max-width": 196, "text-margin-y": 4 } },
   ];
   let cy = null;
 
@@ -60,8 +63,11 @@
       const kind = added.has(node.id) ? "added" : removed.has(node.id) ? "removed" : changed.has(node.id) ? "changed" : "same";
       const fields = changed.has(node.id) ? `\n(${changed.get(node.id).join(", ")})` : "";
       const gate = node.gate ? "\na person decides" : "";
-      return { group: "nodes", classes: node.gate ? `${kind} gate` : kind,
-               data: { id: `n:${node.id}`, label: `${node.id}\n${node.agent_ref}${gate}${fields}` } };
+      const child = node.subworkflow
+        ? `\nruns ${node.subworkflow.workflow_ref}${node.subworkflow.version ? ` v${node.subworkflow.version}` : ""}` : "";
+      const shape = node.gate ? " gate" : node.subworkflow ? " workflow" : "";
+      return { group: "nodes", classes: `${kind}${shape}`,
+               data: { id: `n:${node.id}`, label: `${node.id}${child}\n${node.agent_ref}${gate}${fields}` } };
     });
     const kindOf = new Map();
     const key = (t) => `${t.from}→${t.to}#${t.index}`;

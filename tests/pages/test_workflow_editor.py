@@ -21,7 +21,7 @@ from workflows.models import Workflow
 from workflows.services import workflow_import_document
 
 EDITING_CONTROLS = ["add-node-button", "agent-search", "connect-button", "delete-button", "save-button", "run-button",
-                    "run-dialog"]
+                    "run-dialog", "workflow-pick", "workflow-version-pick", "add-workflow-node-button"]
 
 
 def script_json(html: str, element_id: str):
