@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 
-from agents.models import Agent, AgentVersion, DeriveRequest
+from agents.models import Agent, AgentVersion
 from core.admin_documents import DocumentAdmin
 
 
@@ -39,13 +39,3 @@ class AgentVersionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
-
-
-@admin.register(DeriveRequest)
-class DeriveRequestAdmin(DocumentAdmin):
-    kind_name = "derive_request"
-    list_display = ["derive_request_id", "parent_agent", "trigger", "new_name", "status", "result_agent", "created_at", "decided_by"]
-    list_filter = ["status", "trigger", "created_at"]
-    search_fields = ["derive_request_id", "parent_agent__agent_id", "new_name", "domain_focus"]
-    list_select_related = ["parent_agent", "result_agent", "decided_by"]
-    date_hierarchy = "created_at"

@@ -1,7 +1,7 @@
-"""Agents (core-data-structures §2.1) with their versions and lineage, and derive requests (§6).
+"""Agents (core-data-structures §2.1) with their versions and lineage; derive requests' (§6)
+operations are in `quality/derive_requests/api.py`.
 
-Everyone signed in reads; authors create, edit and deprecate agents and raise derive
-requests; approvers approve or reject them.
+Everyone signed in reads; authors create, edit and deprecate agents.
 """
 from typing import Any
 
@@ -9,18 +9,9 @@ from ninja import Body, Query, Router, Status
 from ninja.pagination import paginate
 
 from agents import selectors, services
-from agents.schemas import (
-    AgentDetailOut,
-    AgentDocument,
-    AgentFilters,
-    AgentVersionContentOut,
-    DecisionIn,
-    DeriveRequestFilters,
-    DeriveRequestIn,
-    DeriveRequestOut,
-)
+from agents.schemas import AgentDetailOut, AgentDocument, AgentFilters, AgentVersionContentOut
 from core.api_support import Page, responses
-from core.roles import APPROVER, AUTHOR, require_role
+from core.roles import AUTHOR, require_role
 
 router = Router(tags=["agents"])
 # Agent answers use exclude_unset so each document passes through exactly as agent_document
@@ -84,47 +75,3 @@ def agents_deprecate(request, agent_id: str):
     require_role(request.user, AUTHOR, to="deprecate agents")
     agent = services.agent_deprecate(agent=selectors.agent_get(agent_id))
     return selectors.agent_detail(agent.agent_id)
-
-
-@router.get("/derive-requests", response=responses(200, list[DeriveRequestOut]), summary="Derive requests, newest first")
-@paginate(Page)
-def derive_requests_list(request, filters: DeriveRequestFilters = Query(...)):
-    return selectors.derive_request_list(**filters.dict())
-
-
-@router.get("/derive-requests/{derive_request_id}", response=responses(200, DeriveRequestOut),
-            summary="A derive request")
-def derive_requests_detail(request, derive_request_id: str):
-    return selectors.derive_request_full_document(selectors.derive_request_get(derive_request_id))
-
-
-@router.post("/derive-requests", response=responses(201, DeriveRequestOut),
-             summary="Raise a derive request by hand (authors); it starts pending")
-def derive_requests_create(request, payload: DeriveRequestIn):
-    require_role(request.user, AUTHOR, to="raise derive requests")
-    created = services.derive_request_create(
-        derive_request_id=payload.derive_request_id, parent_agent_id=payload.parent_agent_id,
-        trigger=payload.trigger, trigger_context=payload.trigger_context,
-        **payload.specialization.model_dump(exclude_unset=True), user=request.user,
-    )
-    return Status(201, selectors.derive_request_full_document(created))
-
-
-@router.post("/derive-requests/{derive_request_id}/approve", response=responses(200, DeriveRequestOut),
-             summary="Approve a pending derive request (approvers)")
-def derive_requests_approve(request, derive_request_id: str, payload: DecisionIn):
-    require_role(request.user, APPROVER, to="approve derive requests")
-    decided = services.derive_request_approve(
-        request=selectors.derive_request_get(derive_request_id), user=request.user, comment=payload.comment
-    )
-    return selectors.derive_request_full_document(decided)
-
-
-@router.post("/derive-requests/{derive_request_id}/reject", response=responses(200, DeriveRequestOut),
-             summary="Reject a pending derive request (approvers)")
-def derive_requests_reject(request, derive_request_id: str, payload: DecisionIn):
-    require_role(request.user, APPROVER, to="reject derive requests")
-    decided = services.derive_request_reject(
-        request=selectors.derive_request_get(derive_request_id), user=request.user, comment=payload.comment
-    )
-    return selectors.derive_request_full_document(decided)

@@ -1,17 +1,16 @@
-"""The kinds of documents this app brings to core's document registry: agents and derive requests."""
+"""The kind of document this app brings to core's document registry: agents (derive requests'
+kind is registered by `quality.derive_requests`)."""
 from __future__ import annotations
 
-from agents.documents import agent_document, derive_request_document
-from agents.models import Agent, DeriveRequest
-from agents.services import agent_import_document, check_stated_children, derive_request_import_document
+from agents.documents import agent_document
+from agents.models import Agent
+from agents.services import agent_import_document, check_stated_children
 from core.documents import Kind, register_kind
 
 
 def register_document_kinds() -> None:
     register_kind(Kind("agent", "agent_id", Agent, "agent_id", agent_import_document, agent_document,
                        arrange=parents_first, check_after=check_stated_children))
-    register_kind(Kind("derive_request", "derive_request_id", DeriveRequest, "derive_request_id",
-                       derive_request_import_document, derive_request_document))
 
 
 def parents_first(documents: list[tuple[int | None, dict]]) -> list[tuple[int | None, dict]]:

@@ -1,5 +1,5 @@
-"""Exports of agents and derive requests in their JSON forms (core-data-structures §2.1 and
-§6); the shapes themselves are in `agents/schemas.py`.
+"""Exports of agents in their JSON form (core-data-structures §2.1); the shape itself is in
+`agents/schemas.py`. Derive requests' (§6) are in `quality/derive_requests/documents.py`.
 """
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from agents.models import Agent, DeriveRequest
+from agents.models import Agent
 from core.jsonutil import iso
 from engine.shapes import Identifier
 
@@ -90,21 +90,4 @@ def agent_document(agent: Agent) -> dict[str, Any]:
         "context_limits": context_limits_document(agent),
         # The encoding its tokens are counted in: its model's, as the catalogue names it now.
         "runtime": {field: getattr(agent, field) for field in RUNTIME_FIELDS} | {"encoding": agent.token_encoding},
-    }
-
-
-def derive_request_document(request: DeriveRequest) -> dict[str, Any]:
-    return {
-        "derive_request_id": request.derive_request_id,
-        "parent_agent_id": request.parent_agent.agent_id,
-        "trigger": request.trigger,
-        "trigger_context": request.trigger_context,
-        "specialization": {
-            "new_name": request.new_name,
-            "domain_focus": request.domain_focus,
-            "additional_skills": request.additional_skills,
-            "additional_constraints": request.additional_constraints,
-        },
-        "status": request.status,
-        "result_agent_id": request.result_agent.agent_id if request.result_agent is not None else None,
     }

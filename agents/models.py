@@ -1,7 +1,12 @@
-"""Agents (core-data-structures §2.1) with lineage and immutable versions, and derive requests (§6).
+"""Agents (core-data-structures §2.1) with lineage and immutable versions, and the rows of
+derive requests (§6).
 
 Lineage is stored as a parent link; `root` and `level` are derived from it by the
 services and never edited by hand, and `children_ids` is the reverse of `parent`.
+
+Derive requests keep their rows here, with their tables and admin pages; everything that
+raises, decides or shows them is `quality/derive_requests/` (its rules read runs, which
+agents sits below).
 """
 from __future__ import annotations
 
@@ -132,6 +137,9 @@ class AgentVersion(models.Model):
 
 
 class DeriveRequest(models.Model):
+    """A request to derive a specialised child of `parent_agent` (§6); its services, rules,
+    pages and API are in `quality/derive_requests/`."""
+
     class Trigger(models.TextChoices):
         QUALITY_ISSUE = "quality_issue"
         CAPABILITY_GAP = "capability_gap"

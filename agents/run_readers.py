@@ -1,6 +1,5 @@
-"""What agents' pages show of runs: the runs an agent took part in, the evaluations of it
-and of those runs, and which ids in a derive request's evidence name a stored run or
-evaluation.
+"""What agents' pages show of runs: the runs an agent took part in, and the evaluations of
+it and of those runs.
 
 Runs and evaluations are executions' rows, and executions is built on agents (a node run
 points at its agent), so agents never imports it: executions hands over its readers from
@@ -25,8 +24,6 @@ Window = Callable[[Agent, int], dict[str, Any]]
 class RunReaders:
     agent_executions: Window    # the runs the agent ran a node of
     agent_evaluations: Window   # evaluations of the agent, and of those runs
-    # strings that may be ids → {"execution": those naming a stored run, "evaluation": … an evaluation}
-    known_ids: Callable[[set[str]], dict[str, set[str]]]
 
 
 _registered: RunReaders | None = None

@@ -1,18 +1,17 @@
-"""The shapes of agents (core-data-structures §2.1) and derive requests (§6), and what the
-agents router takes and gives besides.
+"""The shapes of agents (core-data-structures §2.1), and what the agents router takes and
+gives besides; the derive-request shapes (§6) are in `quality/derive_requests/schemas.py`.
 
 The document shapes are written once, here: the JSON Schema an imported or posted document
 is checked against is generated from them (`engine.json_schema.document_schema`), and the
-router answers with them, so `agent_document` / `derive_request_document` fill the same
-shapes the OpenAPI schema describes. Keys beyond the seed (`context_limits` from
-data-transfer-protocol §6.1 and `runtime`) describe what running the agent needs.
+router answers with them, so `agent_document` fills the same shapes the OpenAPI schema
+describes. Keys beyond the seed (`context_limits` from data-transfer-protocol §6.1 and
+`runtime`) describe what running the agent needs.
 """
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
-from pydantic import ConfigDict
 
 from engine.shapes import ID_PATTERN, MAX_COLUMN_INT, Identifier, Omittable, Shape, Text, between
 
@@ -20,8 +19,6 @@ NO_NUL = r"^[^\x00]*$"
 
 AgentType = Literal["meta", "business"]
 AgentStatus = Literal["active", "inactive", "deprecated"]
-Trigger = Literal["quality_issue", "capability_gap", "frequency_threshold"]
-DeriveStatus = Literal["pending", "approved", "rejected"]
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Tokens = Annotated[int, between(0, MAX_COLUMN_INT)]
 PositiveTokens = Annotated[int, between(1, MAX_COLUMN_INT)]
@@ -132,65 +129,3 @@ class AgentVersionContentOut(Schema):
     created_by: str
     content: dict[str, Any] = Field(..., description="what the version froze: name, type, prompt_config, "
                                                       "capabilities, constraints, runtime, context_limits")
-
-
-# --- derive requests ----------------------------------------------------------------
-
-class DeriveRequestFilters(Schema):
-    status: DeriveStatus | None = None
-    trigger: Trigger | None = None
-    parent_agent_id: str | None = Field(None, pattern=ID_PATTERN)
-
-
-class Specialization(Shape):
-    new_name: Name
-    domain_focus: Omittable[Annotated[str, Field(max_length=200)]] = None
-    additional_skills: Omittable[list[str]] = None
-    additional_constraints: Omittable[list[str]] = None
-
-
-class DeriveRequestIn(Shape):
-    """A derive request as a person raises it; the §6 document without what the server sets
-    (other keys are ignored)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    derive_request_id: Omittable[Identifier] = Field(None, description="generated when absent")
-    parent_agent_id: Identifier
-    trigger: Trigger
-    trigger_context: Omittable[dict[str, Any]] = None
-    specialization: Specialization
-
-
-class DeriveRequestDocument(DeriveRequestIn):
-    """A derive request as core-data-structures §6."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    derive_request_id: Identifier
-    status: Omittable[DeriveStatus] = None
-    result_agent_id: Identifier | None = None
-
-
-class DecisionIn(Schema):
-    comment: str = Field("", max_length=5000)
-
-
-class DeriveRequestEventOut(Schema):
-    event: str = Field(..., description="raised, approved, rejected, child_created or child_failed")
-    status: DeriveStatus = Field(..., description="the request's status after the event")
-    actor: str = Field(..., description="a username, or rule:<trigger> for a request a rule raised")
-    at: str
-    comment: str
-
-
-class DeriveRequestOut(DeriveRequestDocument):
-    """A derive request as core-data-structures §6, plus who raised and who decided it."""
-
-    created_at: str
-    created_by: str
-    decided_by: str | None = Field(..., description="the approver's username; null while pending")
-    decided_at: str | None
-    comment: str
-    result_error: str = Field("", description="why creating the child agent failed, if it did")
-    history: list[DeriveRequestEventOut] = Field(default_factory=list, description="every event, oldest first")

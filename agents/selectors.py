@@ -1,4 +1,5 @@
-"""Reads for agents and derive requests, rendered in their seed shapes."""
+"""Reads for agents, rendered in their seed shape; derive requests' are in
+`quality/derive_requests/selectors.py`."""
 from __future__ import annotations
 
 import difflib
@@ -6,11 +7,10 @@ import json
 import re
 from typing import Any
 
-from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
+from django.db.models import Q, QuerySet
 
-from agents.documents import ID, agent_document, derive_request_document
+from agents.documents import ID, agent_document
 from agents.models import Agent, AgentVersion, DeriveRequest
-from agents.run_readers import run_readers
 from core.api_support import Rendered
 from core.errors import NotFound, echo
 from core.jsonutil import iso
@@ -77,44 +77,6 @@ def agent_version_get(agent_id: str, version: str) -> dict[str, Any]:
                        details={"agent_id": agent_id, "version": echo(version)})
     return {"agent_id": agent.agent_id, "version": frozen.version, "created_at": iso(frozen.created_at),
             "created_by": frozen.created_by, "content": frozen.content}
-
-
-def derive_request_full_document(request: DeriveRequest) -> dict[str, Any]:
-    """The §6 document, plus who raised it, who decided it, when, and why."""
-    return derive_request_document(request) | {
-        "created_at": iso(request.created_at),
-        "created_by": request.created_by,
-        "decided_by": request.decided_by.get_username() if request.decided_by is not None else None,
-        "decided_at": iso(request.decided_at),
-        "comment": request.comment,
-        "result_error": request.result_error,
-        "history": [{"event": event.kind, "status": event.status, "actor": event.actor, "at": iso(event.at),
-                     "comment": event.comment} for event in request.events.all()],
-    }
-
-
-def _derive_requests() -> QuerySet:
-    return DeriveRequest.objects.select_related("parent_agent", "result_agent", "decided_by").prefetch_related("events")
-
-
-def derive_request_list(*, status: str | None = None, trigger: str | None = None,
-                        parent_agent_id: str | None = None) -> Rendered:
-    requests = _derive_requests()
-    if status:
-        requests = requests.filter(status=status)
-    if trigger:
-        requests = requests.filter(trigger=trigger)
-    if parent_agent_id:
-        requests = requests.filter(parent_agent__agent_id=parent_agent_id)
-    return Rendered(requests.order_by("-created_at", "-id"),
-                    lambda rows: [derive_request_full_document(row) for row in rows])
-
-
-def derive_request_get(derive_request_id: str) -> DeriveRequest:
-    found = _derive_requests().filter(derive_request_id=derive_request_id).first() if _ID.fullmatch(derive_request_id) else None
-    if found is None:
-        raise NotFound(f"no derive request '{derive_request_id}'", details={"derive_request_id": derive_request_id})
-    return found
 
 
 # --- reads for the pages --------------------------------------------------------------
@@ -207,93 +169,3 @@ def agent_derive_requests(agent: Agent, *, limit: int = PAGE_WINDOW) -> dict[str
                   .order_by("-created_at", "-id")[:limit])
     origin = DeriveRequest.objects.filter(result_agent=agent).order_by("-decided_at", "-id").first()
     return {"raised": raised, "origin": origin}
-
-
-def derive_request_queue(*, status: str = "", trigger: str = "") -> QuerySet:
-    """Derive requests for the queue: pending ones first (they wait for a person), then
-    the decided ones, each newest first."""
-    waiting = Case(When(status=DeriveRequest.Status.PENDING, then=Value(0)), default=Value(1),
-                   output_field=IntegerField())
-    requests = (DeriveRequest.objects.select_related("parent_agent", "result_agent", "decided_by")
-                .annotate(waiting=waiting).order_by("waiting", "-created_at", "-id"))
-    if status:
-        requests = requests.filter(status=status)
-    if trigger:
-        requests = requests.filter(trigger=trigger)
-    return requests
-
-
-# What the ids in a trigger's evidence can point at, by the names a trigger_context uses.
-EVIDENCE_KINDS = ("execution", "agent", "evaluation")
-EVIDENCE_LIMIT = 500  # strings looked up as ids; an evidence bigger than this is shown, just not linked
-
-
-def _evidence_kind_of(key: str) -> str | None:
-    """The kind of id a key names: `execution_ids`, `failed_execution` → execution."""
-    key = key.lower()
-    return next((kind for kind in EVIDENCE_KINDS if kind in key), None)
-
-
-def derive_request_evidence(trigger_context: Any) -> dict[str, Any]:
-    """The trigger's context made readable: a tree of items (`text`, `link`, `list`, `table`,
-    `fields`) where every string that names a stored execution, agent or evaluation is a link.
-
-    1. Walk the context and collect the strings that could be ids (at most EVIDENCE_LIMIT).
-    2. Look them up: one query per kind, so the size of the evidence never adds queries.
-    3. Build the tree: an object becomes labelled fields, a list of objects sharing keys a
-       table, a list of scalars a list; scalars that are known ids become links, preferring
-       the kind the key names (an `execution_id` links to the run even if an agent shares it).
-    """
-    candidates: set[str] = set()
-    stack = [trigger_context]
-    while stack and len(candidates) < EVIDENCE_LIMIT:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str) and _ID.fullmatch(item):
-            candidates.add(item)
-    known = {
-        "agent": set(Agent.objects.filter(agent_id__in=candidates).values_list("agent_id", flat=True)),
-        **run_readers().known_ids(candidates),  # runs and evaluations: executions' rows
-    } if candidates else {kind: set() for kind in EVIDENCE_KINDS}
-
-    def scalar(value: Any, key: str = "") -> dict[str, Any]:
-        if isinstance(value, str):
-            hinted = _evidence_kind_of(key)
-            kinds = ([hinted] if hinted else []) + [k for k in EVIDENCE_KINDS if k != hinted]
-            for kind in kinds:
-                if value in known[kind]:
-                    return {"type": "link", "kind": kind, "id": value}
-            return {"type": "text", "text": value}
-        if isinstance(value, bool):
-            return {"type": "text", "text": "yes" if value else "no"}
-        if value is None:
-            return {"type": "text", "text": "—"}
-        if isinstance(value, float):
-            return {"type": "text", "text": f"{value:.3g}"}
-        return {"type": "text", "text": str(value)}
-
-    def build(value: Any, key: str = "", depth: int = 0) -> dict[str, Any]:
-        if depth > 6:  # deeper than a person reads: show it as JSON
-            return {"type": "json", "text": json.dumps(value, indent=2, ensure_ascii=False)}
-        if isinstance(value, dict):
-            return {"type": "fields", "fields": [{"label": _label(k), "value": build(v, k, depth + 1)}
-                                                  for k, v in value.items()]}
-        if isinstance(value, list):
-            if value and all(isinstance(row, dict) for row in value):
-                columns = list(dict.fromkeys(k for row in value for k in row))
-                if len(columns) <= 8 and all(not isinstance(v, (dict, list)) for row in value for v in row.values()):
-                    return {"type": "table", "columns": [_label(c) for c in columns],
-                            "rows": [[scalar(row.get(c), c) if c in row else {"type": "text", "text": ""}
-                                      for c in columns] for row in value]}
-            singular = key[:-1] if key.endswith("s") else key
-            return {"type": "list", "items": [build(item, singular, depth + 1) for item in value]}
-        return scalar(value, key)
-
-    return build(trigger_context if trigger_context is not None else {})
-
-
-def _label(key: Any) -> str:
-    return str(key).replace("_", " ")

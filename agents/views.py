@@ -1,11 +1,10 @@
-"""The agent and derive-request pages. Reads come from `agents.selectors`, and the runs and
-evaluations an agent's page lists from `agents.run_readers` (executions registers them).
-The one write made here (the edit form) goes through `agents.services.agent_update`, the
-service the API's PUT uses. Approving, rejecting and raising derive requests happen in the
-page's script, through the API."""
+"""The agent pages (the derive-request pages are in `quality/derive_requests/views.py`).
+Reads come from `agents.selectors`, and the runs and evaluations an agent's page lists from
+`agents.run_readers` (executions registers them). The one write made here (the edit form)
+goes through `agents.services.agent_update`, the service the API's PUT uses. Raising a
+derive request from an agent's page happens in the page's script, through the API."""
 from __future__ import annotations
 
-import json
 from typing import Any, cast
 
 from django import forms
@@ -249,57 +248,3 @@ def agent_edit(request, agent_id: str):
         "prompt_fields": [form[key] for key in PROMPT_LABELS],
         "capability_fields": [form[key] for key in CAPABILITY_LABELS],
     })
-
-
-# --- derive requests -----------------------------------------------------------------
-
-def derive_request_list(request):
-    filters = {key: request.GET.get(key, "").strip() for key in ("status", "trigger")}
-    requests = selectors.derive_request_queue(**filters)
-    return render(request, "agents/derive_request_list.html", {
-        **paginate(request, requests), "filters": filters,
-        "statuses": DeriveRequest.Status.choices, "triggers": DeriveRequest.Trigger.choices,
-    })
-
-
-EVIDENCE_URLS = {"execution": "executions:detail", "agent": "agents:detail", "evaluation": "evaluations:detail"}
-# What each event of a request's history is called on its page (derive_requests.js: the same).
-EVENT_LABELS = {"raised": "Raised", "approved": "Approved", "rejected": "Rejected",
-                "child_created": "Child agent created", "child_failed": "Creating the child agent failed"}
-
-
-def _rule(actor: str) -> str:
-    """The trigger a rule acted for ("rule:quality_issue" → "quality issue"); "" for a person."""
-    return actor.removeprefix("rule:").replace("_", " ") if actor.startswith("rule:") else ""
-
-
-def derive_request_detail(request, derive_request_id: str):
-    derive_request = _found(selectors.derive_request_get, derive_request_id)
-    document = selectors.derive_request_full_document(derive_request)
-    return render(request, "agents/derive_request_detail.html", {
-        "item": derive_request,
-        "evidence": _with_urls(selectors.derive_request_evidence(derive_request.trigger_context)),
-        "evidence_json": json.dumps(derive_request.trigger_context, indent=2, ensure_ascii=False),
-        "document": document,
-        "history": [{"kind": event.kind, "label": EVENT_LABELS.get(event.kind, event.kind), "actor": event.actor,
-                     "rule": _rule(event.actor), "at": event.at, "comment": event.comment}
-                    for event in derive_request.events.all()],
-        "raised_by_rule": _rule(derive_request.created_by),
-    })
-
-
-def _with_urls(item: dict[str, Any]) -> dict[str, Any]:
-    """Give each link of the evidence tree its address."""
-    stack = [item]
-    while stack:
-        node = stack.pop()
-        kind = node.get("type")
-        if kind == "link":
-            node["url"] = reverse(EVIDENCE_URLS[node["kind"]], args=[node["id"]])
-        elif kind == "fields":
-            stack.extend(field["value"] for field in node["fields"])
-        elif kind == "list":
-            stack.extend(node["items"])
-        elif kind == "table":
-            stack.extend(cell for row in node["rows"] for cell in row)
-    return item

@@ -35,15 +35,5 @@ def agent_evaluations(agent: Agent, limit: int) -> dict[str, Any]:
     return {"rows": list(evaluations.order_by("-created_at", "-id")[:limit]), "total": evaluations.count()}
 
 
-def known_ids(candidates: set[str]) -> dict[str, set[str]]:
-    """Which of the strings are ids of stored runs, and which of stored evaluations: one query each."""
-    return {
-        "execution": set(Execution.objects.filter(execution_id__in=candidates).values_list("execution_id", flat=True)),
-        "evaluation": set(Evaluation.objects.filter(evaluation_id__in=candidates)
-                          .values_list("evaluation_id", flat=True)),
-    }
-
-
 def register_agent_run_readers() -> None:
-    register_run_readers(RunReaders(agent_executions=agent_executions, agent_evaluations=agent_evaluations,
-                                    known_ids=known_ids))
+    register_run_readers(RunReaders(agent_executions=agent_executions, agent_evaluations=agent_evaluations))

@@ -72,10 +72,12 @@ def _add_routers() -> None:
     from core.api import router as core_router
     from executions.api import router as executions_router
     from quality.api import router as quality_router
+    from quality.derive_requests.api import router as derive_requests_router
     from workflows.api import router as workflows_router
 
     api.add_router("/", core_router)
     api.add_router("/", agents_router)
+    api.add_router("/", derive_requests_router)
     api.add_router("/", workflows_router)
     api.add_router("/", executions_router)
     api.add_router("/", quality_router)

@@ -106,7 +106,8 @@ INSTALLED_APPS = [
     "workflows",
     "executions",
     "knowledge",
-    "quality",  # evaluations, quality gates and the derive-request triggers
+    "quality",  # evaluations and quality gates
+    "quality.derive_requests",  # derive requests: raising, deciding, the derived child, their API and pages
     "benchmarks",  # the benchmark_* commands and the large runs they write
     "demo",  # the demo workflows, `load_demo` and the builtin skills only they use
     "axes",  # sign-in rate limiting (see LOGIN_FAILURE_LIMIT)

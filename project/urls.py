@@ -2,10 +2,11 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from agents.urls import agent_patterns, derive_request_patterns
+from agents.urls import agent_patterns
 from executions.urls import execution_patterns
 from project import views as project_views
 from project.api import api
+from quality.derive_requests.urls import derive_request_patterns
 from quality.urls import evaluation_patterns
 from workflows.urls import blueprint_patterns, workflow_patterns
 

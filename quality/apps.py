@@ -2,9 +2,9 @@ from django.apps import AppConfig
 
 
 class QualityConfig(AppConfig):
-    """Evaluations, quality gates and the derive-request triggers: what a run's outcome says
-    about the workflow and its agents. Above executions (whose rows it reads and scores),
-    below the demo."""
+    """Evaluations and quality gates: what a run's outcome says about the workflow and its
+    agents. Above executions (whose rows it reads and scores), below the demo. Derive
+    requests, which the evaluations raise, are the app `quality.derive_requests`."""
 
     default_auto_field = "django.db.models.BigAutoField"
     name = "quality"

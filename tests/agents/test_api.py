@@ -3,8 +3,9 @@ import pytest
 
 from agents.documents import agent_document
 from agents.models import Agent, AgentVersion, DeriveRequest
-from agents.services import agent_import_document, derive_request_import_document
+from agents.services import agent_import_document
 from core.errors import DocumentError
+from quality.derive_requests.services import derive_request_import_document
 
 pytestmark = pytest.mark.django_db
 

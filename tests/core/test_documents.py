@@ -271,7 +271,7 @@ def test_it_knows_every_kind_in_import_order_from_the_apps_that_own_them():
 
     assert [kind.name for kind in KINDS] == list(IMPORT_ORDER) == list(KINDS_BY_NAME)
     owners = {kind.name: kind.importer.__module__.split(".")[0] for kind in KINDS}
-    assert owners == {"agent": "agents", "derive_request": "agents", "blueprint": "workflows",
+    assert owners == {"agent": "agents", "derive_request": "quality", "blueprint": "workflows",
                       "workflow": "workflows", "task_chain": "workflows", "execution": "executions",
                       "evaluation": "quality", "thought_tree": "executions"}
 

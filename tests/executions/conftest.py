@@ -135,7 +135,7 @@ def in_process(tmp_path, settings):
     call_command("load_demo", stdout=open(os.devnull, "w"))
     with mock.patch("executions.tasks.run_node.apply_async") as run_node, \
             mock.patch("quality.tasks.evaluate.apply_async") as evaluate, \
-            mock.patch("quality.tasks.raise_derive_requests.apply_async") as raise_derive_requests, \
+            mock.patch("quality.derive_requests.tasks.raise_derive_requests.apply_async") as raise_derive_requests, \
             mock.patch("executions.tasks.child_ended.apply_async") as child_ended:
         yield SimpleNamespace(run_node=run_node, evaluate=evaluate, raise_derive_requests=raise_derive_requests,
                               child_ended=child_ended)

@@ -23,7 +23,7 @@ def no_tasks(settings):
     """Nothing sent to a worker: the test runs the nodes (drain) and the evaluation itself."""
     settings.NODE_RETRY_BACKOFF_SECONDS = 0
     with mock.patch("executions.tasks.run_node.apply_async"), mock.patch("quality.tasks.evaluate.apply_async"), \
-            mock.patch("quality.tasks.raise_derive_requests.apply_async"):
+            mock.patch("quality.derive_requests.tasks.raise_derive_requests.apply_async"):
         yield
 
 

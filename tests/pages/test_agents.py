@@ -12,6 +12,7 @@ from agents import services
 from agents.models import Agent, AgentVersion, DeriveRequest
 from core.errors import DocumentError
 from executions.models import Evaluation, Execution, NodeRun
+from quality.derive_requests import services as derive_request_services
 from tests.pages.conftest import signed_in
 from workflows.models import Workflow
 
@@ -182,9 +183,9 @@ def test_it_reads_the_agent_page_in_the_same_number_of_queries_however_much_ther
                    completeness=0.5, efficiency=0.5, overall_score=0.5, passed=False, action="revise")
         for n in range(60)])
     for n in range(25):  # decided, as one agent has one pending request per trigger at most
-        raised = services.derive_request_create(parent_agent_id="Scholar", trigger="quality_issue",
+        raised = derive_request_services.derive_request_create(parent_agent_id="Scholar", trigger="quality_issue",
                                                 new_name=f"Child {n}", user=api.author.user)
-        services.derive_request_reject(request=raised, user=api.approver.user)
+        derive_request_services.derive_request_reject(request=raised, user=api.approver.user)
     assert queries() == small
     with django_assert_max_num_queries(16):
         response = viewer.get("/agents/Scholar/")

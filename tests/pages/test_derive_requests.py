@@ -12,8 +12,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from agents import services
 from agents.models import DeriveRequest, DeriveRequestEvent
+from quality.derive_requests import services
 from tests.pages.test_agents import derive, evaluation, finished_run, signed_in
 
 pytestmark = pytest.mark.django_db
@@ -243,7 +243,7 @@ def test_it_shows_why_the_child_agent_could_not_be_made_without_a_reload(page_fo
     from playwright.sync_api import expect
 
     request = raise_request(api.author.user)
-    with mock.patch("agents.tasks.derive_child.apply_async"):  # no worker: the test plays its part
+    with mock.patch("quality.derive_requests.tasks.derive_child.apply_async"):  # no worker: the test plays its part
         services.derive_request_approve(request=request, user=api.approver.user, comment="go")
     page = page_for(api.viewer.user)
     errors = watch_errors(page)

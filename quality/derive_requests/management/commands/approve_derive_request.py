@@ -12,10 +12,10 @@ import time
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from agents import selectors, services
-from agents.derivation import derive_request_create_child
 from agents.models import DeriveRequest
 from core.errors import SwitchyardError
+from quality.derive_requests import selectors, services
+from quality.derive_requests.child_agent import derive_request_create_child
 
 BAD_INPUT, REFUSED = 2, 1
 

@@ -7,8 +7,8 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from agents import selectors
 from agents.models import DeriveRequest
+from quality.derive_requests import selectors
 
 
 class Command(BaseCommand):

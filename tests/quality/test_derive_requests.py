@@ -13,13 +13,14 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from agents.derivation import derive_request_create_child, derive_requests_awaiting_child
 from agents.models import Agent, DeriveRequest
-from agents.services import agent_import_document, derive_request_approve, derive_request_create, derive_request_reject
+from agents.services import agent_import_document
 from core.errors import IllegalTransition
 from core.roles import Forbidden
 from executions.models import Evaluation, Execution, NodeRun
-from quality.derive_triggers import derive_requests_raise
+from quality.derive_requests.child_agent import derive_request_create_child, derive_requests_awaiting_child
+from quality.derive_requests.services import derive_request_approve, derive_request_create, derive_request_reject
+from quality.derive_requests.triggers import derive_requests_raise
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db
@@ -166,7 +167,7 @@ def test_it_never_raises_a_second_pending_request_for_the_same_agent_and_trigger
 
 
 def test_it_raises_requests_for_the_agents_of_an_evaluated_run(scholar, settings):
-    from quality.tasks import raise_derive_requests
+    from quality.derive_requests.tasks import raise_derive_requests
 
     settings.DERIVE_CAPABILITY_GAP_FAILURES = 1
     execution = node_runs(scholar, 1, status="failed", error_code="CAPABILITY_GAP", details={"missing_tools": ["x"]})
@@ -224,7 +225,7 @@ def test_it_creates_the_child_once_after_approval(scholar, author, approver, dja
 
 def test_it_sends_again_an_approval_whose_message_was_lost(scholar, author, approver, settings,
                                                           django_capture_on_commit_callbacks):
-    from agents.tasks import sweep
+    from quality.derive_requests.tasks import sweep
 
     request = by_hand(scholar, author)
     with django_capture_on_commit_callbacks():  # never run: the message was lost with a Redis restart
@@ -367,7 +368,7 @@ def test_it_creates_one_child_when_two_workers_get_the_task_at_once(author, appr
 
     from django.db import connection
 
-    from agents.tasks import derive_child
+    from quality.derive_requests.tasks import derive_child
 
     parent = make_agent("scholar")
     request = by_hand(parent, author)

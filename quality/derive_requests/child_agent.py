@@ -1,9 +1,10 @@
 """Derivation (core-data-structures §6): the creation of the specialised child agent once
 a derive request is approved.
 
-The rules that raise requests read runs and evaluations, so they live with them, in
-`quality.derive_triggers`. Nothing is created until a person approves: the approval
-enqueues `agents.derive_child`, which creates the child exactly once.
+Nothing is created until a person approves (`services.derive_request_approve`): the
+approval enqueues `agents.derive_child` (`tasks.py`), which creates the child exactly once,
+through agents' own import (`agents.services.agent_import_document`), so the child's
+lineage and first version are derived as any agent's are.
 """
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from django.utils import timezone
 
 from agents.documents import agent_document
 from agents.models import Agent, DeriveRequest, DeriveRequestEvent
-from agents.services import agent_import_document, derive_request_event
+from agents.services import agent_import_document
 from core.errors import SwitchyardError
 from core.status_writes import lock_row
+from quality.derive_requests.services import derive_request_event
 
 
 def child_agent_id(request: DeriveRequest) -> str:

@@ -1,10 +1,10 @@
 """The rules that raise derive requests (core-data-structures §6), read from the runs.
 
-Each rule reads an agent's node runs or evaluations, which is why it lives in the quality
-app, above executions (a run points at an agent; agents imports nothing of executions). Thresholds
-come from settings (`DERIVE_*`), and each rule looks only at evidence newer than the last
-decision on the same agent and trigger, so a rejected request is not raised again from
-the evidence a person already weighed:
+Each rule reads an agent's node runs or evaluations, which is why derive requests live in
+the quality app, above executions (a run points at an agent; agents imports nothing of
+executions). Thresholds come from settings (`DERIVE_*`), and each rule looks only at
+evidence newer than the last decision on the same agent and trigger, so a rejected request
+is not raised again from the evidence a person already weighed:
 
 - `quality_issue`: the mean overall_score of the agent's recent evaluations is below
   the threshold;
@@ -15,7 +15,7 @@ the evidence a person already weighed:
 
 A rule never raises a second pending request for the same agent and trigger (a partial
 unique constraint backs this up). A request raised here waits for a person: approving it
-is agents' business (`agents.derivation` creates the child).
+is `services.derive_request_approve`'s, and `child_agent.py` creates the child.
 """
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ from django.db.models import Count, Max
 from django.utils import timezone
 
 from agents.models import Agent, DeriveRequest, DeriveRequestEvent
-from agents.services import derive_request_event
 from executions.models import Evaluation, NodeRun
+from quality.derive_requests.services import derive_request_event
 
 Trigger = DeriveRequest.Trigger
 
