@@ -201,7 +201,6 @@ class LockedRun:
         if status in (Execution.Status.SUCCESS, Execution.Status.FAILED) and not execution.trial:
             evaluate_after_commit(execution.pk)
 
-
     def cancel_children(self, status: str) -> None:
         """Cancel the child runs still going of the run's sub-workflow nodes, and theirs in
         turn: the run ended `status` without them. Locked after the run, as a child's lock
