@@ -39,6 +39,7 @@ class Settings:
     max_cost: int | None = None  # units of 10⁻¹² USD (agents/backends/metering.py); None: no limit
     max_node_cost: int | None = None
     on_budget: str = "fail"  # or escalate
+    input_schema: dict | None = None  # what a run must be given (engine/inputs.py); None: anything
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ def _graph(workflow: Workflow, document: dict[str, Any]) -> Graph:
         judge_agent=agent_named(evaluation.get("judge_agent")), quality_gate=evaluation.get("quality_gate") or None,
         domain=document.get("domain", ""),
         max_cost=_units(limits.get("max_cost")), max_node_cost=_units(limits.get("max_node_cost")),
-        on_budget=limits.get("on_budget") or "fail")
+        on_budget=limits.get("on_budget") or "fail", input_schema=document.get("input_schema"))
     shape = {"topology": document["topology"], "transitions": transitions,
              "nodes": {node["id"]: {"agent": node["agent_ref"], "input_mapping": node.get("input_mapping", {}),
                                     "depends_on": plan.dependencies(node["id"])} for node in document["nodes"]}}

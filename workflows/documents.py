@@ -69,6 +69,7 @@ def workflow_document(workflow: Workflow) -> dict[str, Any]:
             "judge_agent": workflow.judge_agent.agent_id if workflow.judge_agent is not None else None,
             "quality_gate": workflow.quality_gate or None,
         },
+        **({"input_schema": workflow.input_schema} if workflow.input_schema is not None else {}),
     }
 
 

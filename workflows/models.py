@@ -85,6 +85,8 @@ class Workflow(models.Model):
     domain = models.CharField(max_length=200, blank=True)
     judge_agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     quality_gate = models.JSONField(null=True, blank=True)
+    # What a run must be given (engine/inputs.py): a JSON Schema of its input; None takes any.
+    input_schema = models.JSONField(null=True, blank=True)
     # Where the workflow came from, when it was imported in another shape (e.g. a task chain).
     source_format = models.CharField(max_length=30, default="workflow")
     created_at = models.DateTimeField(default=timezone.now)

@@ -162,6 +162,8 @@ class WorkflowDocument(Shape):
     domain: Omittable[Annotated[str, Field(max_length=200)]] = Field(
         None, description="the knowledge domain its runs work in (a run's input may name another)")
     evaluation: Omittable[WorkflowEvaluation] = None
+    input_schema: Omittable[dict[str, Any]] = Field(
+        None, description="the inputs a run must be given: a JSON Schema of the run's input (engine/inputs.py)")
 
 
 class Task(Shape):

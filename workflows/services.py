@@ -15,6 +15,7 @@ from agents.services import check_storable, get_agent
 from core.errors import DocumentError, NotFound, SwitchyardError, WorkflowInvalid
 from core.jsonutil import check_shape
 from core.status_writes import lock_row
+from engine.inputs import input_schema_problem
 from engine.json_schema import check_schema
 from engine.subworkflows import refs_of
 from engine.validation import validate_workflow
@@ -109,6 +110,7 @@ def workflow_import_document(document: dict[str, Any], *, actor: str = "", sourc
         "domain": document.get("domain", ""),
         "judge_agent": Agent.objects.get(agent_id=evaluation["judge_agent"]) if evaluation.get("judge_agent") else None,
         "quality_gate": evaluation.get("quality_gate") or None,
+        "input_schema": _input_schema(document.get("input_schema")),
     }
     workflow = lock_row(Workflow, missing_ok=True, workflow_id=document["workflow_id"])
     before = workflow_document(workflow) if workflow else None
@@ -161,6 +163,22 @@ def workflow_import_document(document: dict[str, Any], *, actor: str = "", sourc
     Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())
     _append_version(workflow, after, actor=actor, note=note)
     return workflow, "updated"
+
+
+def _input_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A workflow's `input_schema` (engine/inputs.py), refused unless it is a JSON Schema of an object."""
+    if schema is None:
+        return None
+    try:
+        check_schema(schema)
+    except SchemaError as error:
+        path = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in error.path)
+        raise DocumentError(f"is not a valid JSON Schema: {error.message} (at input_schema{path})",
+                            where="input_schema") from error
+    problem = input_schema_problem(schema)
+    if problem:
+        raise DocumentError(problem, where="input_schema")
+    return schema
 
 
 def _append_version(workflow: Workflow, document: dict[str, Any], *, actor: str, note: str) -> WorkflowVersion:

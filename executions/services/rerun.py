@@ -43,7 +43,7 @@ from executions.models import Execution, NodeRun
 from executions.run_graphs import Graph, check_contracts_of, execution_graph, run_graph
 from executions.services.gates import gate_output_given
 from executions.services.run import LockedRun, mapped_state
-from executions.services.start import new_execution_id
+from executions.services.start import input_checked, new_execution_id
 from workflows.models import Workflow
 
 CURRENT = "current"  # pins the agent's latest version
@@ -69,6 +69,7 @@ def execution_rerun(*, source: Execution, from_node: str, step: int | None = Non
                                 "it has ended or waits for a person", code="CONFLICT")
     version, graph = run_graph(source.workflow)  # a re-run runs the latest version
     _check_shape(source, graph)
+    input = input_checked(graph, source.input)  # as that version declares its inputs
     past, ran = _past_runs(source, graph)
     try:
         cut = split(graph.plan, past, from_node, step)
@@ -92,7 +93,7 @@ def execution_rerun(*, source: Execution, from_node: str, step: int | None = Non
         execution = Execution.objects.create(
             execution_id=new_execution_id("exec"), workflow=source.workflow, workflow_version=version,
             status=Execution.Status.RUNNING if inline else Execution.Status.PENDING,
-            input=source.input, state=state, domain=source.domain, started_at=timezone.now() if inline else None,
+            input=input, state=state, domain=source.domain, started_at=timezone.now() if inline else None,
             created_by=_user(actor), rerun_of=source, agent_versions=versions,
             rerun={"from_node": cut.start, "step": cut.step, "reused": _first_seen(reused), "copies": len(keys),
                    "edited": sorted(edited), "pinned": {node_id: v.version for node_id, v in pinned.items()}},

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from core.errors import DocumentError, IllegalTransition, WorkflowInvalid
 from core.jsonutil import check_storable
+from engine.inputs import checked_input
 from executions.models import Execution, NodeRun
 from executions.run_graphs import check_contracts_of, execution_graph, run_graph
 from executions.services.gates import gate_output_given
@@ -29,6 +30,7 @@ def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None
     problems = graph.problems
     if problems:  # run as if its transitions were not written, it would do what they say it must not
         raise WorkflowInvalid(problems, workflow_id=workflow.workflow_id)
+    input = input_checked(graph, input or {})
     with transaction.atomic():
         now = timezone.now()
         execution = Execution.objects.create(
@@ -40,6 +42,16 @@ def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None
         )
         LockedRun.lock(execution).advance(completed=None)
     return execution
+
+
+def input_checked(graph, input: dict) -> dict:
+    """The input a run of `graph` starts with, its declared defaults filled in; refused
+    naming the first input that breaks the workflow's `input_schema` (engine/inputs.py)."""
+    filled, problems = checked_input(graph.settings.input_schema, input)
+    if problems:
+        where, what = problems[0]
+        raise DocumentError(what, where=where, details={"problems": [{"where": w, "message": m} for w, m in problems]})
+    return filled
 
 
 def new_execution_id(prefix: str) -> str:

@@ -67,6 +67,8 @@
       on_budget: (initial.limits || {}).on_budget || "",
     },
     domain: initial.domain || "",
+    // The inputs a run must be given (a JSON Schema), kept as they were saved.
+    input_schema: initial.input_schema ?? null,
     judge_agent: (initial.evaluation || {}).judge_agent || "",
     // score → the minimum a run's evaluation must reach, as typed ("" = no minimum)
     gate: Object.fromEntries(GATE_SCORES.map((score) =>
@@ -209,6 +211,7 @@
       judge_agent: state.judge_agent.trim() || null,
       quality_gate: Object.keys(gate).length ? gate : null,
     };
+    if (state.input_schema !== null) document.input_schema = state.input_schema;
     return { document, problems };
   }
 
