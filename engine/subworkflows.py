@@ -28,6 +28,7 @@ from typing import Any
 References = Callable[[str, int | None], list[tuple[str, int | None]] | None]
 
 FAILED, TOO_DEEP, GONE = "SUBWORKFLOW_FAILED", "SUBWORKFLOW_TOO_DEEP", "SUBWORKFLOW_UNAVAILABLE"
+INPUT_REFUSED = "SUBWORKFLOW_INPUT_REFUSED"  # the child's workflow refused the input the node gave it
 
 
 def refs_of(nodes: Iterable[dict[str, Any]]) -> list[tuple[str, int | None]]:

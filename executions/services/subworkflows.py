@@ -62,9 +62,11 @@ def child_start(run: NodeRun, claim: str, child: ChildRun, record: dict) -> Exec
         try:
             started = execution_start(workflow=workflow, input=child.input, actor=parent.created_by,
                                       version=child.version, parent=held, depth=depth)
-        except SwitchyardError as refused:  # its version gone, or refused as it is stored now
+        except SwitchyardError as refused:  # its input refused, its version gone, or itself refused as stored now
+            refused_input = getattr(refused, "where", "").startswith("input")
             raise NodeFailure(f"workflow '{child.workflow_ref}' cannot run: {refused.message}",
-                              code=subworkflows.GONE, retryable=False, details=refused.details) from None
+                              code=subworkflows.INPUT_REFUSED if refused_input else subworkflows.GONE,
+                              retryable=False, details=refused.details) from None
         NodeRun.objects.filter(pk=run.pk).update(worker="", heartbeat_at=None, **record)
     return started
 

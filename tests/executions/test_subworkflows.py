@@ -201,3 +201,17 @@ def test_a_sub_workflow_node_is_not_tried_alone_nor_pinned_to_an_agent_version()
     settle_all()
     with pytest.raises(DocumentError, match="runs another workflow as a child run and its agent is never called"):
         execution_rerun(source=source, from_node="analysis", agent_versions={"analysis": "current"})
+
+
+def test_a_child_workflow_that_refuses_the_input_the_node_gives_fails_the_node_naming_it():
+    workflow_import_document({**document("needs_x", [{"id": "only", "agent_ref": "Code_Analyzer",
+                                                      "input_mapping": {"x": "$.input.x"}}]),
+                              "input_schema": {"type": "object", "required": ["x"],
+                                               "properties": {"x": {"type": "string", "description": "the x"}}}})
+    workflow_import_document(document("gives_nothing", [runs_workflow("inner", "needs_x")]))
+    parent = execution_start(workflow=Workflow.objects.get(workflow_id="gives_nothing"), input={})
+    settle_all()
+    node = parent.node_runs.get(node_id="inner")
+    assert node.status == "failed" and node.error_code == "SUBWORKFLOW_INPUT_REFUSED"
+    assert "input.x: is required by the workflow (the x)" in node.error
+    assert not Execution.objects.filter(parent_node_run=node).exists()
