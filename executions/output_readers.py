@@ -53,6 +53,13 @@ def latest_outputs(execution, node_ids: set[str] | None = None) -> dict[str, Any
     return outputs
 
 
+def run_scope(execution, node: Node, plan: Plan) -> dict[str, Any]:
+    """What a node's JSONPaths read of its run: the run's input and state, and the latest
+    outputs of the nodes it reads (`$.input…`, `$.state…`, `$.nodes.<id>…`)."""
+    return {"input": execution.input, "state": execution.state,
+            "nodes": latest_outputs(execution, needed_outputs(node, plan))}
+
+
 def named_inputs(node: Node, scope: dict) -> tuple[list[dict], list[dict]]:
     """input_mapping's other keys: a JSONPath over the run (`$.input…`, `$.state…`,
     `$.nodes.<id>…`) or a constant, passed as an inline item under its name; and the

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import cache
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -58,7 +59,8 @@ def _graph_problems(document: dict[str, Any]) -> list[dict[str, Any]]:
     if isinstance(document.get("evaluation", {}).get("judge_agent"), str):
         referenced.add(document["evaluation"]["judge_agent"])
     known = Agent.objects.filter(agent_id__in=referenced).values_list("agent_id", flat=True)
-    return validate_workflow(document, known, workflow_references)
+    # Each stored workflow looked up once, however many of the document's nodes reach it.
+    return validate_workflow(document, known, cache(workflow_references))
 
 
 def workflow_references(workflow_id: str, version: int | None) -> list[tuple[str, int | None]] | None:
@@ -169,16 +171,22 @@ def _input_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     """A workflow's `input_schema` (engine/inputs.py), refused unless it is a JSON Schema of an object."""
     if schema is None:
         return None
-    try:
-        check_schema(schema)
-    except SchemaError as error:
-        path = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in error.path)
-        raise DocumentError(f"is not a valid JSON Schema: {error.message} (at input_schema{path})",
-                            where="input_schema") from error
+    _check_user_schema(schema, where="input_schema")
     problem = input_schema_problem(schema)
     if problem:
         raise DocumentError(problem, where="input_schema")
     return schema
+
+
+def _check_user_schema(schema: Any, *, where: str) -> None:
+    """Refuse a JSON Schema a person wrote (a contract's, a workflow's inputs) that is not
+    one, naming the field and the place inside it."""
+    try:
+        check_schema(schema)
+    except SchemaError as error:
+        path = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in error.path)
+        field = where.rsplit(".", 1)[-1]
+        raise DocumentError(f"is not a valid JSON Schema: {error.message} (at {field}{path})", where=where) from error
 
 
 def _append_version(workflow: Workflow, document: dict[str, Any], *, actor: str, note: str) -> WorkflowVersion:
@@ -263,11 +271,7 @@ def blueprint_import_document(document: dict[str, Any], *, actor: str = ""):
         for side in sides:
             if side not in member_ids:
                 raise DocumentError(f"'{side}' is not one of the blueprint's agents", where=where)
-        try:
-            check_schema(contract["schema"])
-        except SchemaError as error:
-            path = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in error.path)
-            raise DocumentError(f"is not a valid JSON Schema: {error.message} (at schema{path})", where=f"{where}.schema") from error
+        _check_user_schema(contract["schema"], where=f"{where}.schema")
         contracts.append((key, sides, contract))
 
     values = {"name": document["name"], "version": document.get("version", "1.0.0"), "domain": document.get("domain", "")}

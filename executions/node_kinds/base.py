@@ -48,9 +48,9 @@ class NodeKind(Protocol):
         """What a transition's condition reads as `gate` on the run's outcome (None: nothing)."""
 
 
-class AgentKind:
-    """A node whose agent does its work on a worker: it opens pending, and its outcome is
-    read from its status and output alone."""
+class WorkerKind:
+    """A node whose work a worker does (its agent's, unless a kind says otherwise): it opens
+    pending, and its outcome is read from its status and output alone."""
 
     shape = "agent"
     described = "is run by its agent"

@@ -10,7 +10,7 @@ from engine import gates
 from executions.models import NodeRun
 from executions.node_errors import NodeFailure
 from executions.node_kinds.base import Performed
-from executions.output_readers import latest_outputs, needed_outputs
+from executions.output_readers import run_scope
 
 DECISION = ("decision", "comment", "decided_by", "timed_out")  # what a transition's condition reads as `gate`
 
@@ -25,9 +25,7 @@ class GateKind:
 
     def opening(self, execution, graph, node, now: datetime) -> dict:
         """Waiting, with the data it shows read now from the run, and its time-out."""
-        scope = {"input": execution.input, "state": execution.state,
-                 "nodes": latest_outputs(execution, needed_outputs(node, graph.plan))}
-        shown, missing = gates.shown_data(node.input_mapping, scope)
+        shown, missing = gates.shown_data(node.input_mapping, run_scope(execution, node, graph.plan))
         asked = gates.settings_of(node.gate)
         timeout = asked["timeout_seconds"]
         return {"status": NodeRun.Status.WAITING, "started_at": now,

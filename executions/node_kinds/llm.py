@@ -21,8 +21,8 @@ from executions.compression import compress_dependencies
 from executions.context import assemble_node_context
 from executions.models import NodeRun
 from executions.node_errors import NodeFailure
-from executions.node_kinds.base import AgentKind, Performed
-from executions.output_readers import latest_outputs, named_inputs, needed_outputs
+from executions.node_kinds.base import Performed, WorkerKind
+from executions.output_readers import named_inputs, run_scope
 from executions.prompts import PROMPT_LIMIT, bounded, counting_encoding, prompt_items, render_prompt, skills
 from workflows.contracts import contract_results
 from workflows.models import Contract, Node
@@ -39,8 +39,8 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
         backend = get_backend(agent.backend)
     except BackendError as error:  # defined badly, or no longer defined: no retry builds it better
         raise NodeFailure(str(error), code=error.code, retryable=False) from None
-    outputs = latest_outputs(execution, needed_outputs(node, plan))
-    scope = {"input": execution.input, "state": execution.state, "nodes": outputs}
+    scope = run_scope(execution, node, plan)
+    outputs = scope["nodes"]
     record: dict[str, Any] = {"backend": agent.backend, "model": agent.model or ""}
     encoding = counting_encoding(agent)
 
@@ -147,7 +147,7 @@ def check_contracts(node: Node, plan: Plan, output: Any, record: dict, contracts
                               code="CONTRACT_VIOLATION", retryable=True, record=record)
 
 
-class LlmKind(AgentKind):
+class LlmKind(WorkerKind):
     """The node's agent gets the node's context as a prompt."""
 
     name = "llm"

@@ -43,8 +43,8 @@ from engine.jsonpath import PathError
 from engine.tot import INVALID_FORMAT, SearchConfig, ToTError, run_tot
 from executions.models import NodeRun, ThoughtSearch
 from executions.node_errors import NodeFailure
-from executions.node_kinds.base import AgentKind, Performed
-from executions.output_readers import latest_outputs, needed_outputs
+from executions.node_kinds.base import Performed, WorkerKind
+from executions.output_readers import run_scope
 from executions.prompts import PROMPT_LIMIT, prompt_items, skills
 
 ROLES = ("decomposer", "generator", "evaluator", "synthesizer")
@@ -64,9 +64,7 @@ def perform_search(run: NodeRun, graph, node) -> Performed:
     ends without a verified solution fails the node with the protocol's code (not
     retryable: the same search would end the same way)."""
     execution = run.execution
-    scope = {"input": execution.input, "state": execution.state,
-             "nodes": latest_outputs(execution, needed_outputs(node, graph.plan))}
-    problem, task_type, config, role_agents = search_settings(node, scope)
+    problem, task_type, config, role_agents = search_settings(node, run_scope(execution, node, graph.plan))
     calls = RoleCalls(run, node, role_agents)
     task_id = f"{execution.execution_id}.{node.node_id}"
     try:
@@ -274,7 +272,7 @@ def as_reply(output: Any, request: dict, role: str) -> dict:
             "payload": {key: value for key, value in output.items() if key not in ENVELOPE}}
 
 
-class TotKind(AgentKind):
+class TotKind(WorkerKind):
     """The node's agent orchestrates a Tree-of-Thoughts search, its roles played by other agents."""
 
     name = "tot"

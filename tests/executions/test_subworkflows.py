@@ -8,6 +8,7 @@ from executions.models import Execution, NodeRun
 from executions.selectors import execution_detail, execution_get, node_run_get
 from executions.services import execution_cancel, execution_rerun, execution_start, node_runs_sweep, node_try
 from executions.services.subworkflows import child_ended
+from tests.executions.conftest import drain
 from workflows.models import Workflow
 from workflows.services import workflow_import_document, workflow_problems
 
@@ -129,12 +130,7 @@ def test_the_sweep_never_sends_a_node_whose_work_is_a_child_run_again_and_resend
     report = node_runs_sweep(now=later)
     assert node_run.pk not in report["requeued"] + report["redispatched"]
     # The child ends; its message to the parent is lost (recorded, not sent, here).
-    NodeRun.objects.filter(execution=child, status="pending").update(available_at=timezone.now())
-    for pending in child.node_runs.filter(status="pending"):
-        node_run_execute(node_run_id=pending.pk, worker="test")
-    while child.node_runs.filter(status="pending").exists():
-        node_run_execute(node_run_id=child.node_runs.filter(status="pending").first().pk, worker="test")
-    child.refresh_from_db()
+    child = drain(child)
     assert child.status == "success"
     sent = [call.args[0] for call in demo.child_ended.call_args_list]
     assert (child.pk,) in sent
