@@ -252,9 +252,15 @@ class ProblemOut(_Document):
     message: str
 
 
+class WarningOut(ProblemOut):
+    code: str = Field(..., description="OUTPUT_UNREAD (nothing reads a node's output), EDGE_UNUSED (a transition "
+                                       "whose target reads nothing of its source)")
+
+
 class ValidationOut(Schema):
-    valid: bool
-    problems: list[ProblemOut]
+    valid: bool = Field(..., description="no problems: a save would be taken (warnings or not)")
+    problems: list[ProblemOut] = Field(..., description="each refuses a save")
+    warnings: list[WarningOut] = Field(..., description="allowed, but probably not meant; never refuse a save")
 
 
 # -- a node's context plan -------------------------------------------------------------
