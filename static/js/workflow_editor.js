@@ -28,8 +28,9 @@
   const FAILURE_ACTIONS = ["escalate", "abort", "skip"];
   const RESERVED_INPUTS = ["data_references", "transfer_config"];
   const VALIDATE_DELAY_MS = 350;
-  // Node labels are 13 px at zoom 1: never zoomed out below 10 px (a larger graph is panned).
-  const LABEL_PX = 13;
+  // The smallest labels (the edges') are 12 px at zoom 1, the nodes' 13: never zoomed out so
+  // far that they are under 10 px (a larger graph is panned instead).
+  const LABEL_PX = 12;
   const MIN_ZOOM = 10 / LABEL_PX;
   // What a named input reads of another node: `$.nodes.<id>…` or `$.nodes['<id>']…`
   // (engine/dataflow.py reads them the same way).
@@ -340,7 +341,7 @@
     { selector: "node.source", style: { "border-style": "dashed", "border-width": 4 } },
     { selector: "edge", style: {
       width: 2, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#5d6878",
-      "target-arrow-color": "#5d6878", "arrow-scale": 1.1, label: "data(label)", "font-size": 11,
+      "target-arrow-color": "#5d6878", "arrow-scale": 1.1, label: "data(label)", "font-size": LABEL_PX,
       "text-wrap": "wrap", "text-max-width": 140, "text-background-color": "#ffffff",
       "text-background-opacity": 0.9, "text-background-padding": 2, color: "#1d2430",
       "text-rotation": "none", "control-point-step-size": 50,
@@ -895,7 +896,7 @@
     else if (ui.selected && ui.selected.kind === "transition" && transitionByKey(ui.selected.key)) {
       content = transitionPanel(transitionByKey(ui.selected.key));
     } else content = workflowPanel();
-    panel.replaceChildren(...content);
+    panel.replaceChildren(...content.filter((part) => part !== null));
     showFieldProblems();
   }
 

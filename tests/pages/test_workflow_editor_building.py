@@ -22,8 +22,9 @@ def author_page(api, page_for, settings, tmp_path):
     settings.WORKSPACE_ROOT = tmp_path
     call_command("load_demo", stdout=io.StringIO())
     page, errors = watched(page_for, api.author.user)
+    page.on("console", lambda message: errors.append(f"warning: {message.text}") if message.type == "warning" else None)
     yield page
-    assert errors == []
+    assert errors == []  # script errors, console errors and warnings
 
 
 def new_workflow(page, workflow_id, topology):
@@ -98,6 +99,7 @@ def test_it_warns_of_edges_that_pass_nothing_saves_anyway_and_offers_the_input_t
 
     # The transition's settings say it too, and offer the input that would read the source.
     panel = page.locator("#editor-panel")
+    assert "null" not in panel.inner_text()
     expect(panel.locator("[data-transition-warnings] .warning")).to_contain_text("EDGE_UNUSED")
     assert panel.locator("[data-field=offer-input-name]").input_value() == "code_analyzer"
 
@@ -185,10 +187,11 @@ def test_it_marks_the_transition_that_closes_a_cycle_not_a_node(author_page):
     click_node(page, "scholar")
     click_node(page, "validator")
     page.wait_for_selector("#editor-panel p.mono:text-is('scholar → validator')")
-    click_node(page, "validator")
-    click_node(page, "scholar")
-    page.wait_for_selector("#editor-panel p.mono:text-is('validator → scholar')")
     page.keyboard.press("Escape")
+    click_node(page, "validator")  # closed from the node's settings
+    page.select_option(".connect-row select", "scholar")
+    page.click(".connect-row button")
+    page.wait_for_selector("#editor-panel p.mono:text-is('validator → scholar')")
 
     expect(page.locator("#problems-summary")).to_contain_text("1 problem")
     [closing] = edge_classes(page, "validator", "scholar")
@@ -286,7 +289,8 @@ def test_it_never_zooms_a_large_graph_out_below_readable_labels(author_page):
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto("/workflows/release_review/")
     page.wait_for_selector("#problems-summary:has-text('No problems')")
-    label_px = "window.workflowEditor.cy.zoom() * 13"  # the nodes' labels are 13 px at zoom 1
+    label_px = "window.workflowEditor.cy.zoom() * 12"  # the smallest labels (the edges') are 12 px at zoom 1
+    assert page.evaluate("window.workflowEditor.cy.edges().first().style('font-size')") == "12px"
     assert page.evaluate(label_px) >= 9.99
     # Shown from its start node, the rest panned to.
     draft = page.evaluate(f"window.workflowEditor.cy.getElementById('{node_key(page, 'draft')}').renderedBoundingBox()")
