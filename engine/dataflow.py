@@ -22,6 +22,11 @@ The warnings:
 - EDGE_UNUSED: a transition of a seq or a dag whose target reads nothing of its source.
   There a transition only makes its target wait; in a state machine it chooses the next
   node, which is its purpose whatever data passes.
+- READ_NOT_AWAITED: a named input over `$.nodes.<id>` of a node that does not wait for that
+  node, so that it may run first and find nothing there: in a dag, `<id>` is not upstream
+  of it (no chain of transitions or task_output references leads from there); in a seq,
+  `<id>` comes after it; in a par, every node runs at once. (A task_output reference is a
+  dependency itself, and one no topology can honour is validation's ORDER problem.)
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ from engine.conditions import ConditionError, parse_condition
 
 OUTPUT_UNREAD = "OUTPUT_UNREAD"
 EDGE_UNUSED = "EDGE_UNUSED"
+READ_NOT_AWAITED = "READ_NOT_AWAITED"
 RESERVED_INPUTS = ("data_references", "transfer_config")
 
 ALL = "*"  # a path that reads every node's output, or the whole state
@@ -135,8 +141,49 @@ def last_nodes(document: dict[str, Any]) -> set[str]:
     return last
 
 
+def upstream_of(node_id: str, depends: dict[str, list[str]]) -> set[str]:
+    """Every node done before `node_id` runs: its dependencies, theirs, and so on."""
+    seen: set[str] = set()
+    todo = list(depends.get(node_id, []))
+    while todo:
+        upstream = todo.pop()
+        if upstream not in seen:
+            seen.add(upstream)
+            todo.extend(depends.get(upstream, []))
+    return seen
+
+
+def _not_awaited(document: dict[str, Any], depends: dict[str, list[str]]) -> list[dict[str, Any]]:
+    topology = document["topology"]
+    if topology == "state_machine":
+        return []  # what ran before a node depends on the path the run took
+    ids = [node["id"] for node in document["nodes"]]
+    warnings = []
+    for position, node in enumerate(document["nodes"]):
+        node_id = node["id"]
+        for name, value in (node.get("input_mapping") or {}).items():
+            source = _named(_NODE_PATH, value) if name not in RESERVED_INPUTS and isinstance(value, str) else None
+            if source in (None, ALL, node_id) or source not in ids:
+                continue
+            if topology == "dag" and source not in upstream_of(node_id, depends):
+                why = f"it does not wait for '{source}' (connect {source} → {node_id})"
+            elif topology == "seq" and ids.index(source) > position:
+                why = f"'{source}' comes after it in the sequence"
+            elif topology == "par":
+                why = "par nodes all run at once (use a dag)"
+            else:
+                continue
+            warnings.append({
+                "where": f"nodes[{node_id}].input_mapping.{name}", "node": node_id, "transition": None,
+                "code": READ_NOT_AWAITED,
+                "message": f"input '{name}' reads $.nodes.{source}, but {why}: it may run first and find nothing there",
+            })
+    return warnings
+
+
 def dataflow_warnings(document: dict[str, Any]) -> list[dict[str, Any]]:
-    """OUTPUT_UNREAD for each node, then EDGE_UNUSED for each transition, in document order."""
+    """OUTPUT_UNREAD for each node, READ_NOT_AWAITED for each input, then EDGE_UNUSED for
+    each transition, in document order."""
     nodes = document["nodes"]
     by_id = {node["id"]: node for node in nodes}
     depends = dependencies(document)
@@ -161,6 +208,7 @@ def dataflow_warnings(document: dict[str, Any]) -> list[dict[str, Any]]:
                        "node, whose output is the run's result",
         })
 
+    warnings.extend(_not_awaited(document, depends))
     if document["topology"] in ("seq", "dag"):
         for index, transition in enumerate(transitions):
             source, target = by_id.get(transition["from"]), by_id.get(transition["to"])

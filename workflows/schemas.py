@@ -254,7 +254,8 @@ class ProblemOut(_Document):
 
 class WarningOut(ProblemOut):
     code: str = Field(..., description="OUTPUT_UNREAD (nothing reads a node's output), EDGE_UNUSED (a transition "
-                                       "whose target reads nothing of its source)")
+                                       "whose target reads nothing of its source), READ_NOT_AWAITED (an input "
+                                       "reads a node its node does not wait for)")
 
 
 class ValidationOut(Schema):

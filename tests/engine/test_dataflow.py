@@ -70,3 +70,20 @@ def test_it_leaves_dangling_and_looping_transitions_to_validation():
     nodes = [node("a"), node("b", x="$.nodes.a")]
     assert warned(workflow("dag", nodes, [{"from": "a", "to": "b"}, {"from": "a", "to": "ghost"},
                                           {"from": "b", "to": "b"}])) == []
+
+
+def test_it_warns_of_an_input_that_reads_a_node_it_does_not_wait_for():
+    nodes = [node("a"), node("b"), node("c", x="$.nodes.a.text")]
+    [warning] = dataflow_warnings(workflow("dag", nodes))
+    assert (warning["where"], warning["node"], warning["code"]) == ("nodes[c].input_mapping.x", "c", "READ_NOT_AWAITED")
+    assert warning["message"] == ("input 'x' reads $.nodes.a, but it does not wait for 'a' (connect a → c): "
+                                  "it may run first and find nothing there")
+    # Waiting for it through another node is waiting for it.
+    chained = warned(workflow("dag", nodes, [{"from": "a", "to": "b"}, {"from": "b", "to": "c"}]))
+    assert "READ_NOT_AWAITED" not in [code for _, code in chained]
+    assert warned(workflow("seq", nodes)) == [("nodes[b]", "OUTPUT_UNREAD")]  # a comes before c
+    assert ("nodes[a].input_mapping.x", "READ_NOT_AWAITED") in warned(
+        workflow("seq", [node("a", x="$.nodes.c"), node("b"), node("c")]))
+    assert warned(workflow("par", nodes)) == [("nodes[c].input_mapping.x", "READ_NOT_AWAITED")]
+    assert warned(workflow("state_machine", nodes, [{"from": "a", "to": "b"}, {"from": "b", "to": "c"}])) == [
+        ("nodes[b]", "OUTPUT_UNREAD")]

@@ -224,6 +224,16 @@ def test_it_draws_the_inputs_that_read_another_node_as_reads_the_output_of_edges
     assert page.evaluate(f"{reference}.style('line-style')") == "dotted"
     assert page.evaluate(f"{reference}.style('line-color')") == "rgb(31,138,138)"  # the legend's swatch
 
+    # In a par the node would not wait for the one it reads: a warning, amber, on it.
+    page.click("text=← Workflow settings")
+    page.select_option("#editor-panel select", "par")
+    badge = page.locator(".warning-badge[data-warning-node=knowledge_vault]")
+    badge.wait_for()
+    assert "READ_NOT_AWAITED: input 'atoms' reads $.nodes.scholar, but par nodes all run at once" in \
+        badge.get_attribute("title")
+    page.select_option("#editor-panel select", "seq")
+    expect(badge).to_have_count(0)
+
     # Renamed, the node it reads takes the input along; emptied, the edge goes.
     click_node(page, "scholar")
     page.fill("[data-field=node-id]", "reader")
