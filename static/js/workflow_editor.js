@@ -5,8 +5,12 @@
 // the same API as programs: agents from GET /api/agents, problems from
 // POST /api/workflows/{id}/validate (debounced, as the person types), saving with
 // POST /api/workflows or PUT /api/workflows/{id}, runs with POST /api/executions.
+// The validation answers problems (red; they refuse a save) and warnings (amber; data that
+// flows nowhere, engine/dataflow.py; the save goes through).
 // Node positions are saved in each node's `layout` ({x, y}); a workflow whose nodes have
-// none (an imported one) is laid out automatically, left to right. A node's `gate` (a
+// none (an imported one) is laid out automatically, left to right, and so, after each
+// connection, are the nodes the editor placed (a node moved by hand stays). The graph is
+// never zoomed out so far that its labels are under 10 px: a larger one is panned. A node's `gate` (a
 // person's step, engine/gates.py) is edited as JSON and drawn as a hexagon. A node's
 // `subworkflow` (engine/subworkflows.py: it runs another stored workflow as a child run) is
 // added with "Add workflow as a node" (a workflow of GET /api/workflows, a version of
@@ -40,7 +44,8 @@
   const TOPOLOGY_HELP = {
     seq: "Nodes run one after another, in the order they are listed (move a node earlier or later in its settings).",
     par: "All nodes run at once; none may depend on another.",
-    dag: "A node runs once the nodes it depends on are done: its incoming transitions and the task_output references it reads.",
+    dag: "A node runs once the nodes it depends on are done: its incoming transitions and the task_output references it reads. "
+      + "It reads their outputs through its inputs ($.nodes.<id>) or those references; a transition alone passes nothing.",
     state_machine: "The run starts at the first node (▶); after each node, the first transition whose condition holds leads on.",
   };
 
