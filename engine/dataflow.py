@@ -22,6 +22,9 @@ The warnings:
 - EDGE_UNUSED: a transition of a seq or a dag whose target reads nothing of its source.
   There a transition only makes its target wait; in a state machine it chooses the next
   node, which is its purpose whatever data passes.
+
+A gate (engine/gates.py) is left out of both as a source: what follows it waits for a
+person's decision, which is its purpose whatever data passes.
 - READ_NOT_AWAITED: a named input over `$.nodes.<id>` of a node that does not wait for that
   node, so that it may run first and find nothing there: in a dag, `<id>` is not upstream
   of it (no chain of transitions or task_output references leads from there); in a seq,
@@ -195,7 +198,7 @@ def dataflow_warnings(document: dict[str, Any]) -> list[dict[str, Any]]:
     judged = {t["from"] for t in transitions if t.get("condition") and _condition_reads_output(t["condition"])}
     for node in nodes:
         node_id = node["id"]
-        if node_id in last or node_id in judged or ALL in read_somewhere or node_id in read_somewhere:
+        if node.get("gate") or node_id in last or node_id in judged or node_id in read_somewhere or ALL in read_somewhere:
             continue
         if node.get("output_mapping"):
             continue  # it sets state keys: the run's state is part of its result
@@ -214,6 +217,8 @@ def dataflow_warnings(document: dict[str, Any]) -> list[dict[str, Any]]:
             source, target = by_id.get(transition["from"]), by_id.get(transition["to"])
             if source is None or target is None or source is target:
                 continue  # dangling or a loop: validation says so
+            if source.get("gate"):
+                continue
             if reads_from(target, source, depends[target["id"]]):
                 continue
             warnings.append({

@@ -87,3 +87,14 @@ def test_it_warns_of_an_input_that_reads_a_node_it_does_not_wait_for():
     assert warned(workflow("par", nodes)) == [("nodes[c].input_mapping.x", "READ_NOT_AWAITED")]
     assert warned(workflow("state_machine", nodes, [{"from": "a", "to": "b"}, {"from": "b", "to": "c"}])) == [
         ("nodes[b]", "OUTPUT_UNREAD")]
+
+
+def test_it_takes_waiting_for_a_gate_for_the_gates_purpose():
+    gate = {**node("approve", draft="$.nodes.draft"), "gate": {"prompt": "Publish?"}}
+    nodes = [node("draft"), gate, node("publish", draft="$.nodes.draft")]
+    transitions = [{"from": "draft", "to": "approve"}, {"from": "approve", "to": "publish"}]
+    assert warned(workflow("dag", nodes, transitions)) == []
+    # Not a gate: nothing reads what it said, and the edge after it passes nothing.
+    nodes[1] = node("approve", draft="$.nodes.draft")
+    assert warned(workflow("dag", nodes, transitions)) == [("nodes[approve]", "OUTPUT_UNREAD"),
+                                                           ("transitions[1]", "EDGE_UNUSED")]
