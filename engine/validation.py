@@ -2,7 +2,9 @@
 
 Pure: it reads a shape-checked §4.1 document and the set of agent ids that exist, and
 returns problems as plain dicts `{where, node, transition, code, message}`. Saving,
-importing and the API all call `validate_workflow`; nothing invalid is ever stored.
+importing and the API all call `validate_workflow`; nothing invalid is ever stored. What
+is allowed but probably not meant (an edge that passes no data) is a warning of
+engine/dataflow.py, which never refuses a save.
 
 Transition semantics that the checks follow (also in workflows/README.md):
 - `to` is the node the transition leads to when `from` succeeded and `condition` holds;
@@ -81,9 +83,7 @@ def validate_workflow(document: dict[str, Any], known_agents: Iterable[str],
     if topology == "dag":
         cycle = find_cycle(node_ids, edges)
         if cycle:
-            problems.add(
-                f"nodes[{cycle[0]}]", "CYCLE", f"the dag has a cycle: {' → '.join(cycle)}", node=cycle[0]
-            )
+            _add_cycle(cycle, document, problems)
     elif topology == "seq":
         order = {node_id: position for position, node_id in enumerate(node_ids)}
         for source, target in edges:
@@ -107,6 +107,25 @@ def validate_workflow(document: dict[str, Any], known_agents: Iterable[str],
                     f"no transition leads here from the start node '{node_ids[0]}'", node=node_id,
                 )
     return problems
+
+
+def _add_cycle(cycle: list[str], document: dict[str, Any], problems: _Problems) -> None:
+    """The cycle's problem on the transition that closes it: of the transitions along the
+    cycle, the last in the document (the one most recently drawn). A cycle made of task_output
+    references alone is put on the reference of the node that reads."""
+    steps = list(zip(cycle, cycle[1:], strict=False))
+    transitions = document.get("transitions", [])
+    closing = max((index for index, t in enumerate(transitions) if (t["from"], t["to"]) in steps), default=None)
+    if closing is None:
+        source, target = steps[-1]
+        problems.add(f"nodes[{target}].input_mapping.data_references", "CYCLE",
+                     f"reading '{source}' closes a cycle in the dag: {' → '.join(cycle)}", node=target)
+        return
+    source, target = transitions[closing]["from"], transitions[closing]["to"]
+    start = [step[0] for step in steps].index(target)  # the cycle told from the transition's target
+    loop = [step[0] for step in steps[start:] + steps[:start]] + [target]
+    problems.add(f"transitions[{closing}]", "CYCLE",
+                 f"({source} → {target}) closes a cycle in the dag: {' → '.join(loop)}", transition=closing)
 
 
 def _check_path(expression: Any, where: str, node: str, problems: _Problems) -> None:

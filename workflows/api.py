@@ -120,11 +120,11 @@ def workflows_delete(request, workflow_id: str):
 
 
 @router.post("/workflows/{workflow_id}/validate", response=responses(200, ValidationOut),
-             summary="Validate a workflow document, or the stored workflow, without saving")
+             summary="Validate a workflow document, or the stored workflow, without saving: problems refuse a save, "
+                     "warnings (data that flows nowhere) do not")
 def workflows_validate(request, workflow_id: str, payload: dict[str, Any] | None = Body(
         None, description="a workflow document; none (or {}) validates the stored workflow")):
-    problems = selectors.workflow_check(workflow_id=workflow_id, document=payload)
-    return {"valid": not problems, "problems": problems}
+    return selectors.workflow_check(workflow_id=workflow_id, document=payload)
 
 
 # -- versions --------------------------------------------------------------------------

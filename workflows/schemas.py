@@ -252,9 +252,16 @@ class ProblemOut(_Document):
     message: str
 
 
+class WarningOut(ProblemOut):
+    code: str = Field(..., description="OUTPUT_UNREAD (nothing reads a node's output), EDGE_UNUSED (a transition "
+                                       "whose target reads nothing of its source), READ_NOT_AWAITED (an input "
+                                       "reads a node its node does not wait for)")
+
+
 class ValidationOut(Schema):
-    valid: bool
-    problems: list[ProblemOut]
+    valid: bool = Field(..., description="no problems: a save would be taken (warnings or not)")
+    problems: list[ProblemOut] = Field(..., description="each refuses a save")
+    warnings: list[WarningOut] = Field(..., description="allowed, but probably not meant; never refuse a save")
 
 
 # -- a node's context plan -------------------------------------------------------------

@@ -10,7 +10,7 @@ from core.errors import NotFound
 from engine.workflow_diff import workflow_diff
 from workflows.documents import workflow_document
 from workflows.models import Blueprint, Workflow, WorkflowVersion
-from workflows.services import workflow_problems, workflow_version_get
+from workflows.services import workflow_findings, workflow_version_get
 
 # The identifier validator's pattern (agents.models.identifier): an id that does not match
 # cannot be stored, so it is "not found" without asking the database (which may refuse
@@ -47,18 +47,20 @@ def workflow_get(workflow_id: str) -> Workflow:
     return workflow
 
 
-def workflow_check(*, workflow_id: str, document: dict[str, Any] | None) -> list[dict[str, Any]]:
+def workflow_check(*, workflow_id: str, document: dict[str, Any] | None) -> dict[str, Any]:
     """The problems of `document` as the definition of workflow `workflow_id` (or, without a
-    document, of the stored workflow), each naming its node or transition. Saves nothing."""
+    document, of the stored workflow), each naming its node or transition, and its warnings
+    (engine/dataflow.py), which never refuse a save. Saves nothing."""
     if not document:
-        return workflow_problems(workflow_document(workflow_get(workflow_id)))
+        problems, warnings = workflow_findings(workflow_document(workflow_get(workflow_id)), warnings=True)
+        return {"valid": not problems, "problems": problems, "warnings": warnings}
     if "workflow_id" not in document:
         document = {"workflow_id": workflow_id, **document}
-    problems = workflow_problems(document)
+    problems, warnings = workflow_findings(document, warnings=True)
     if document["workflow_id"] != workflow_id:
         problems.insert(0, {"where": "workflow_id", "node": None, "transition": None, "code": "ID_MISMATCH",
                             "message": f"is {document['workflow_id']!r}, but this is workflow '{workflow_id}'"})
-    return problems
+    return {"valid": not problems, "problems": problems, "warnings": warnings}
 
 
 def workflow_versions(workflow: Workflow) -> QuerySet[WorkflowVersion]:

@@ -16,6 +16,7 @@ from agents.services import check_storable, get_agent
 from core.errors import DocumentError, NotFound, SwitchyardError, WorkflowInvalid
 from core.jsonutil import check_shape
 from core.status_writes import lock_row
+from engine.dataflow import dataflow_warnings
 from engine.inputs import input_schema_problem
 from engine.json_schema import check_schema
 from engine.subworkflows import refs_of
@@ -29,11 +30,19 @@ CONTRACT_ARROW = re.compile(r"\s*(?:→|->)\s*")
 
 def workflow_problems(document: dict[str, Any]) -> list[dict[str, Any]]:
     """Shape and graph problems of a workflow document, without saving anything."""
+    return workflow_findings(document)[0]
+
+
+def workflow_findings(document: dict[str, Any], *, warnings: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The problems of a workflow document (any refuses a save), and when asked its warnings
+    (engine/dataflow.py: data that flows nowhere, which never refuses a save). A document
+    whose shape is wrong has that one problem and no warnings."""
     try:
         check_shape(document, WorkflowDocument, "workflow")
     except DocumentError as error:
-        return [{"where": error.where, "node": None, "transition": None, "code": error.code, "message": error.problem}]
-    return _graph_problems(_blanks_as_none(document))
+        return [{"where": error.where, "node": None, "transition": None, "code": error.code, "message": error.problem}], []
+    document = _blanks_as_none(document)
+    return _graph_problems(document), dataflow_warnings(document) if warnings else []
 
 
 def _blanks_as_none(document: dict[str, Any]) -> dict[str, Any]:

@@ -5,8 +5,12 @@
 // the same API as programs: agents from GET /api/agents, problems from
 // POST /api/workflows/{id}/validate (debounced, as the person types), saving with
 // POST /api/workflows or PUT /api/workflows/{id}, runs with POST /api/executions.
+// The validation answers problems (red; they refuse a save) and warnings (amber; data that
+// flows nowhere, engine/dataflow.py; the save goes through).
 // Node positions are saved in each node's `layout` ({x, y}); a workflow whose nodes have
-// none (an imported one) is laid out automatically, left to right. A node's `gate` (a
+// none (an imported one) is laid out automatically, left to right, and so, after each
+// connection, are the nodes the editor placed (a node moved by hand stays). The graph is
+// never zoomed out so far that its labels are under 10 px: a larger one is panned. A node's `gate` (a
 // person's step, engine/gates.py) is edited as JSON and drawn as a hexagon. A node's
 // `subworkflow` (engine/subworkflows.py: it runs another stored workflow as a child run) is
 // added with "Add workflow as a node" (a workflow of GET /api/workflows, a version of
@@ -28,12 +32,20 @@
   const FAILURE_ACTIONS = ["escalate", "abort", "skip"];
   const RESERVED_INPUTS = ["data_references", "transfer_config"];
   const VALIDATE_DELAY_MS = 350;
+  // The smallest labels (the edges') are 12 px at zoom 1, the nodes' 13: never zoomed out so
+  // far that they are under 10 px (a larger graph is panned instead).
+  const LABEL_PX = 12;
+  const MIN_ZOOM = 10 / LABEL_PX;
+  // What a named input reads of another node: `$.nodes.<id>…` or `$.nodes['<id>']…`
+  // (engine/dataflow.py reads them the same way).
+  const NODE_PATH = /^\$\.nodes(?:\.([A-Za-z0-9][A-Za-z0-9_:\-]*)|\[['"]([^'"]+)['"]\])(?=[.[]|$)/;
   const DOLLARS = /^[0-9]{1,9}(\.[0-9]{1,6})?$/; // a cost limit: USD as decimal text, as the API takes it
   const ON_BUDGET = [["", "fail the run (the default)"], ["fail", "fail the run"], ["escalate", "escalate to a person"]];
   const TOPOLOGY_HELP = {
     seq: "Nodes run one after another, in the order they are listed (move a node earlier or later in its settings).",
     par: "All nodes run at once; none may depend on another.",
-    dag: "A node runs once the nodes it depends on are done: its incoming transitions and the task_output references it reads.",
+    dag: "A node runs once the nodes it depends on are done: its incoming transitions and the task_output references it reads. "
+      + "It reads their outputs through its inputs ($.nodes.<id>) or those references; a transition alone passes nothing.",
     state_machine: "The run starts at the first node (▶); after each node, the first transition whose condition holds leads on.",
   };
 
@@ -82,6 +94,7 @@
     connectFrom: null,
     clientProblems: [],
     serverProblems: [], // from the latest validation (or a save refused with WORKFLOW_INVALID)
+    serverWarnings: [], // from the latest validation: allowed, but probably not meant (never refuse a save)
     saveProblems: [], // what the last save was refused for otherwise (an id taken …): kept until the next try
     checked: false,
     agents: [],
@@ -118,6 +131,9 @@
         version: document.subworkflow.version === undefined || document.subworkflow.version === null
           ? "" : String(document.subworkflow.version) } : null,
       layout: document.layout || null,
+      // "hand": where the person put it (or where it was saved), kept when the graph is laid
+      // out after a connection; "auto": placed by the editor, laid out again.
+      placed: document.layout ? "hand" : "auto",
     };
   }
 
@@ -324,12 +340,13 @@
     // A sub-workflow node: a folder (a box with a tab on its top left; polygon points run from -1 to 1).
     { selector: "node.workflow", style: { shape: "polygon", "shape-polygon-points": "-1 -1 -0.25 -1 -0.15 -0.72 1 -0.72 1 1 -1 1",
       width: 210, height: 74, "text-max-width": 196, "text-margin-y": 5, "background-color": "#eef6fa", "border-color": "#2f6f8f" } },
+    { selector: "node.warned", style: { "border-color": "#c98a12", "background-color": "#fff8e6", "border-width": 3 } },
     { selector: "node.invalid", style: { "border-color": "#c23b3b", "background-color": "#fff1f1", "border-width": 3 } },
     { selector: "node.chosen", style: { "overlay-color": "#2f6fdb", "overlay-opacity": 0.12, "overlay-padding": 6 } },
     { selector: "node.source", style: { "border-style": "dashed", "border-width": 4 } },
     { selector: "edge", style: {
       width: 2, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#5d6878",
-      "target-arrow-color": "#5d6878", "arrow-scale": 1.1, label: "data(label)", "font-size": 11,
+      "target-arrow-color": "#5d6878", "arrow-scale": 1.1, label: "data(label)", "font-size": LABEL_PX,
       "text-wrap": "wrap", "text-max-width": 140, "text-background-color": "#ffffff",
       "text-background-opacity": 0.9, "text-background-padding": 2, color: "#1d2430",
       "text-rotation": "none", "control-point-step-size": 50,
@@ -337,6 +354,7 @@
     { selector: "edge.order", style: { "line-style": "dashed", "line-color": "#9aa4b2", "target-arrow-color": "#9aa4b2" } },
     { selector: "edge.reference", style: { "line-style": "dotted", width: 2.5, "line-color": "#1f8a8a", "target-arrow-color": "#1f8a8a" } },
     { selector: "edge.route", style: { "line-style": "dashed", "line-color": "#c98a12", "target-arrow-color": "#c98a12", color: "#8a5c00" } },
+    { selector: "edge.warned", style: { "line-color": "#c98a12", "target-arrow-color": "#c98a12", width: 3, "line-style": "solid" } },
     { selector: "edge.invalid", style: { "line-color": "#c23b3b", "target-arrow-color": "#c23b3b", color: "#8d2424" } },
     { selector: "edge.chosen", style: { width: 4, "overlay-color": "#2f6fdb", "overlay-opacity": 0.15, "overlay-padding": 4 } },
   ];
@@ -345,7 +363,7 @@
     container: $("cy"),
     style: GRAPH_STYLE,
     elements: [],
-    minZoom: 0.2,
+    minZoom: MIN_ZOOM,
     maxZoom: 2.5,
     boxSelectionEnabled: false,
     autounselectify: true, // the editor keeps its own selection (class "chosen")
@@ -428,9 +446,8 @@
       }
     }
     for (const node of state.nodes) {
-      for (const reference of node.references) {
-        const source = reference && reference.ref_type === "task_output" && reference.task_id !== node.id
-          ? keyOf(reference.task_id) : null;
+      for (const id of outputsRead(node)) {
+        const source = keyOf(id);
         if (source) derived.set(`${source}>${node.key}`, "reference");
       }
     }
@@ -443,12 +460,60 @@
     markProblems();
   }
 
+  /** The ids of the nodes whose output `node` reads: its named inputs over `$.nodes.<id>`
+   * and its task_output references (drawn as "reads the output of" edges). */
+  function outputsRead(node) {
+    const read = new Set();
+    for (const row of node.inputs) {
+      const match = row.json ? null : row.value.trim().match(NODE_PATH);
+      if (match) read.add(match[1] || match[2]);
+    }
+    for (const reference of node.references) {
+      if (reference && reference.ref_type === "task_output") read.add(reference.task_id);
+    }
+    read.delete(node.id);
+    return read;
+  }
+
+  function dagre() {
+    cy.layout({ name: "dagre", rankDir: "LR", nodeSep: 60, rankSep: 150, edgeSep: 30, fit: false, animate: false }).run();
+  }
+
+  /** The whole graph laid out again, left to right ("Auto layout", or a workflow whose nodes
+   * have no saved place): every node is the editor's to place again. */
   function runLayout() {
     if (!state.nodes.length) return;
-    cy.layout({ name: "dagre", rankDir: "LR", nodeSep: 60, rankSep: 150, edgeSep: 30, fit: false, animate: false }).run();
+    dagre();
+    for (const node of state.nodes) node.placed = "auto";
     fitGraph();
   }
 
+  /** After a connection: the nodes the editor placed are laid out again with the new edge,
+   * and the nodes the person placed stay where they are (the laid-out nodes are shifted by
+   * how far, on average, the layout would have moved those). */
+  function layoutKeepingPlaced() {
+    const auto = state.nodes.filter((node) => node.placed === "auto");
+    if (!auto.length) return;
+    const kept = state.nodes.filter((node) => node.placed !== "auto")
+      .map((node) => ({ element: cy.getElementById(node.key), at: { ...cy.getElementById(node.key).position() } }));
+    dagre();
+    const shift = { x: 0, y: 0 };
+    for (const { element, at } of kept) {
+      shift.x += (at.x - element.position().x) / kept.length;
+      shift.y += (at.y - element.position().y) / kept.length;
+    }
+    for (const node of auto) {
+      const element = cy.getElementById(node.key);
+      element.position({ x: element.position().x + shift.x, y: element.position().y + shift.y });
+    }
+    for (const { element, at } of kept) element.position(at);
+    const extent = cy.extent();
+    const box = cy.nodes().boundingBox();
+    if (box.x1 < extent.x1 || box.x2 > extent.x2 || box.y1 < extent.y1 || box.y2 > extent.y2) fitGraph();
+  }
+
+  /** The whole graph in view, but never so small that its labels are under 10 px: a graph
+   * too large for that is shown from its start (left), centred where it fits, and panned. */
   function fitGraph() {
     if (!state.nodes.length) return;
     cy.fit(undefined, 40);
@@ -456,6 +521,11 @@
       cy.zoom(1.2);
       cy.center();
     }
+    if (cy.zoom() > MIN_ZOOM + 1e-6) return;
+    const zoom = cy.zoom();
+    const box = cy.elements().boundingBox();
+    const place = (size, low, extent) => (extent * zoom + 80 <= size ? (size - extent * zoom) / 2 - low * zoom : 40 - low * zoom);
+    cy.pan({ x: place(cy.width(), box.x1, box.w), y: place(cy.height(), box.y1, box.h) });
   }
 
   // -- selection ------------------------------------------------------------------------------
@@ -485,10 +555,12 @@
   });
   cy.on("tap", (event) => {
     if (event.target !== cy) return;
-    if (ui.connecting) setConnecting(false);
-    select(null);
+    if (ui.connecting) dropSource(); // connecting goes on, from the next node clicked
+    else select(null);
   });
-  cy.on("dragfree", "node", () => {
+  cy.on("dragfree", "node", (event) => {
+    const node = nodeByKey(event.target.id());
+    if (node) node.placed = "hand"; // kept where the person put it when the graph is laid out again
     if (editable) changed({ validate: false });
   });
   cy.on("pan zoom resize position", scheduleBadges);
@@ -536,30 +608,50 @@
     }
   }
 
-  function findAgent(text) {
+  /** The agents `text` names: the one whose id or name it is (any case), else every agent
+   * whose id or name holds it. */
+  function findAgents(text) {
     const wanted = text.trim();
-    if (!wanted) return null;
-    if (ui.agentsById.has(wanted)) return ui.agentsById.get(wanted);
+    if (!wanted) return [];
+    if (ui.agentsById.has(wanted)) return [ui.agentsById.get(wanted)];
     const lower = wanted.toLowerCase();
-    return ui.agents.find((agent) => agent.agent_id.toLowerCase() === lower || agent.name.toLowerCase() === lower) || null;
+    const exact = ui.agents.filter((agent) => agent.agent_id.toLowerCase() === lower || agent.name.toLowerCase() === lower);
+    if (exact.length) return exact.slice(0, 1);
+    return ui.agents.filter((agent) => agent.agent_id.toLowerCase().includes(lower) || agent.name.toLowerCase().includes(lower));
   }
 
   function addNode() {
     const search = $("agent-search");
-    const agent = findAgent(search.value);
-    if (!agent) {
+    const wanted = search.value.trim();
+    const found = findAgents(wanted);
+    if (found.length > 1) {
+      hintWith(`${found.length} agents match “${wanted}”: pick one `, ...found.slice(0, 12).map((agent) =>
+        el("button", { type: "button", class: "small-button agent-choice", "data-agent-choice": agent.agent_id,
+          onclick: () => addAgentNode(agent) }, `${agent.name} (${agent.agent_id})`)),
+      found.length > 12 ? ` and ${found.length - 12} more: type more of the name.` : "");
+      return;
+    }
+    if (!found.length) {
       search.classList.add("invalid");
-      hint(search.value.trim()
-        ? `No agent “${search.value.trim()}”: type part of its name and pick it from the list.`
-        : "Pick an agent first: type part of its name and choose it from the list.", true);
+      hint(wanted
+        ? `No agent “${wanted}”: type part of its id or name.`
+        : "Pick an agent first: type part of its id or name.", true);
       search.focus();
       return;
     }
+    addAgentNode(found[0]);
+  }
+
+  function addAgentNode(agent) {
+    const search = $("agent-search");
     search.classList.remove("invalid");
     search.value = "";
     const node = nodeFromDocument({ id: uniqueNodeId(agent.agent_id), agent_ref: agent.agent_id });
     placeNode(node);
-    hint(`Added “${node.id}”. ${state.nodes.length > 1 ? "Press Connect, then click two nodes to link them." : "Add another, then connect them."}`);
+    const next = state.nodes.length < 2 ? "Add another, then connect them."
+      : ui.connecting ? "Connect it: click the node a transition starts from, then the node it leads to."
+        : "Press Connect, then click two nodes to link them.";
+    hint(`Added “${node.id}” (${agent.agent_id}). ${next}`);
     select({ kind: "node", key: node.key });
     changed();
   }
@@ -645,41 +737,91 @@
     changed();
   }
 
+  /** Connect mode: on until Esc or the Connect button; each source click then target click
+   * adds a transition. */
   function setConnecting(on) {
     ui.connecting = on;
-    ui.connectFrom = null;
-    cy.nodes().removeClass("source");
+    dropSource();
     const button = $("connect-button");
     if (button) {
       button.setAttribute("aria-pressed", String(on));
       button.classList.toggle("active", on);
     }
     $("cy").classList.toggle("connecting", on);
-    if (on) hint(state.nodes.length
-      ? "Connect: click the node the transition starts from (Esc to stop)."
-      : "Add nodes first, then connect them.");
-    else hint("");
+    if (!on) hint("");
+  }
+
+  /** Forget the half-made link (a click beside the nodes); connecting goes on. */
+  function dropSource() {
+    ui.connectFrom = null;
+    cy.nodes().removeClass("source");
+    if (ui.connecting) hint(connectingHint());
+  }
+
+  function connectingHint() {
+    if (!state.nodes.length) return "Add nodes first, then connect them.";
+    if (ui.connectFrom && nodeByKey(ui.connectFrom)) {
+      return `Connect from “${nodeByKey(ui.connectFrom).id}”: now click the node it leads to (Esc or Connect to stop).`;
+    }
+    return "Connect: click the node the transition starts from (Esc or Connect to stop).";
   }
 
   function connectTo(key) {
     if (!ui.connectFrom) {
       ui.connectFrom = key;
       cy.getElementById(key).addClass("source");
-      hint(`Connect from “${nodeByKey(key).id}”: now click the node it leads to (Esc to stop).`);
+      hint(connectingHint());
       return;
     }
     const from = nodeByKey(ui.connectFrom).id;
-    setConnecting(false);
+    ui.connectFrom = null;
+    cy.nodes().removeClass("source");
     addTransition(from, nodeByKey(key).id);
+  }
+
+  /** What a new transition means in this topology, and what to do next. */
+  function connectedHint(from, to) {
+    const reads = outputsRead(nodeById(to)).has(from);
+    const data = reads ? "" : ` “${to}” reads nothing of “${from}” yet: add the input in the transition's settings.`;
+    const more = ui.connecting ? " Click the next source node, or Esc to stop connecting." : "";
+    if (state.topology === "state_machine") {
+      return `Connected “${from}” → “${to}”: after “${from}” the run goes on to “${to}”. `
+        + `Set a condition, or what happens on failure, in its settings.${more}`;
+    }
+    if (state.topology === "par") {
+      return `Connected “${from}” → “${to}”, but a par runs all its nodes at once: make it a dag for “${to}” to wait for “${from}”.${more}`;
+    }
+    if (state.topology === "seq") {
+      return `Connected “${from}” → “${to}”: in a seq the order of the nodes decides; the transition may set what happens on failure.${data}${more}`;
+    }
+    return `Connected “${from}” → “${to}”: “${to}” now waits for “${from}”.${data}${more}`;
   }
 
   function addTransition(from, to) {
     const transition = transitionFromDocument({ from, to });
     state.transitions.push(transition);
     drawEdges();
-    hint(`Connected “${from}” → “${to}”. Set a condition or what happens on failure in its settings.`);
+    layoutKeepingPlaced();
     select({ kind: "transition", key: transition.key });
+    hint(connectedHint(from, to));
     changed();
+  }
+
+  /** A named input of `target` reading the output of `source` (`$.nodes.<source>`). */
+  function addReadingInput(target, source, name) {
+    target.inputs.push({ name, value: `$.nodes.${source.id}`, json: false });
+    changed({ edges: true });
+    renderPanel();
+    hint(`“${target.id}” reads the output of “${source.id}” as its input “${name}”.`);
+  }
+
+  /** A name for a new input of `node`: `wanted`, or `wanted_2` … when it is taken. */
+  function freeInputName(node, wanted) {
+    const taken = new Set(node.inputs.map((row) => row.name.trim()));
+    if (!taken.has(wanted)) return wanted;
+    for (let number = 2; ; number += 1) {
+      if (!taken.has(`${wanted}_${number}`)) return `${wanted}_${number}`;
+    }
   }
 
   function renameNode(node, newId) {
@@ -690,8 +832,16 @@
         if (transition[field] === oldId) transition[field] = newId;
       }
     }
-    // References to it follow, where the text the person wrote is JSON (text that is not
-    // is left as it is: it is theirs to finish).
+    // Named inputs that read it follow ($.nodes.<id>…), and references to it, where the text
+    // the person wrote is JSON (text that is not is left as it is: it is theirs to finish).
+    for (const other of state.nodes) {
+      for (const row of other.inputs) {
+        const match = row.json ? null : row.value.match(NODE_PATH);
+        if (match && (match[1] || match[2]) === oldId) {
+          row.value = `${match[0].startsWith("$.nodes[") ? `$.nodes['${newId}']` : `$.nodes.${newId}`}${row.value.slice(match[0].length)}`;
+        }
+      }
+    }
     for (const other of state.nodes) {
       const parsed = parseJson(other.referencesText, Array.isArray, "");
       if (!parsed.value) continue;
@@ -721,9 +871,24 @@
   }
 
   function hint(text, isError = false) {
+    hintWith(text);
+    $("agent-search-help").classList.toggle("error-text", isError);
+  }
+
+  /** A hint with controls in it (agents to pick from). It says what the last action did,
+   * so the next action clears it (`clearStaleHint`). */
+  function hintWith(...parts) {
     const element = $("agent-search-help");
-    element.textContent = text;
-    element.classList.toggle("error-text", isError);
+    element.replaceChildren(...parts.filter((part) => part !== null && part !== ""));
+    element.classList.remove("error-text");
+  }
+
+  /** The next action (a click or a key anywhere but in the hint itself) clears what the
+   * last one said; in connect mode, what to click next stays. */
+  function clearStaleHint(event) {
+    if ($("agent-search-help").contains(event.target)) return;
+    if (event.type === "keydown" && ["Shift", "Control", "Alt", "Meta", "Tab"].includes(event.key)) return;
+    hint(ui.connecting ? connectingHint() : "");
   }
 
   // -- the side panel ---------------------------------------------------------------------------
@@ -736,7 +901,7 @@
     else if (ui.selected && ui.selected.kind === "transition" && transitionByKey(ui.selected.key)) {
       content = transitionPanel(transitionByKey(ui.selected.key));
     } else content = workflowPanel();
-    panel.replaceChildren(...content);
+    panel.replaceChildren(...content.filter((part) => part !== null));
     showFieldProblems();
   }
 
@@ -898,6 +1063,7 @@
     const parts = [
       el("div", { class: "row panel-head" }, el("h2", {}, "Node ", el("span", { class: "mono" }, node.id)), el("div", { class: "spacer" }), backButton()),
       el("div", { class: "panel-problems", "data-node-problems": node.id }),
+      el("div", { class: "panel-warnings", "data-node-warnings": node.id }),
       el("div", { class: "field" }, el("label", {}, "Node id", idInput), idMessage),
       field("Agent", agentInput, where(".agent_ref")),
       agentNote,
@@ -1028,9 +1194,11 @@
     const list = el("div", { class: "mapping-rows", "data-mapping": kind });
     rows.forEach((row, index) => {
       const rowWhere = () => (row.name.trim() ? `nodes[${node.id}].${section}.${row.name.trim()}` : `nodes[${node.id}].${section}.#${index}`);
+      // A named input over $.nodes.<id> is drawn as an edge: the edges follow what is typed.
+      const edges = kind === "inputs";
       const nameInput = textInput(row.name, (value) => { row.name = value; changed(); },
         { placeholder: nameLabel, "aria-label": nameLabel, class: "mapping-name" });
-      const valueInput = textInput(row.value, (value) => { row.value = value; changed(); },
+      const valueInput = textInput(row.value, (value) => { row.value = value; changed({ edges }); },
         { placeholder: row.json ? "a JSON constant" : valueHint, "aria-label": `${row.name || nameLabel}: value`,
           class: "mapping-value mono" });
       const message = el("div", { class: "field-problem" });
@@ -1043,7 +1211,7 @@
         el("div", { class: "mapping-controls" }, nameInput, el("span", { class: "arrow" }, "←"), valueInput,
           row.json ? el("span", { class: "tag small", title: "a constant written as JSON" }, "JSON") : null,
           editable ? el("button", { type: "button", class: "icon", title: "Remove", "aria-label": "Remove",
-            onclick: () => { rows.splice(index, 1); changed(); renderPanel(); } }, "×") : null),
+            onclick: () => { rows.splice(index, 1); changed({ edges }); renderPanel(); } }, "×") : null),
         message));
     });
     if (!rows.length) list.append(el("p", { class: "small muted" }, kind === "inputs" ? "No named input." : "No output mapping."));
@@ -1080,12 +1248,18 @@
   function transitionPanel(transition) {
     const index = () => state.transitions.indexOf(transition);
     const where = (suffix) => () => `transitions[${index()}]${suffix}`;
-    const nodeOptions = (current, extras, defaultLabel) => {
-      const values = [...extras, ...state.nodes.map((node) => node.id)];
+    // Only a state machine chooses the next node (engine/scheduling.py `unhonoured`): elsewhere
+    // a condition, an on_success other than continue and an on_failure naming a node are
+    // offered only to be seen and removed, where a transition already has one.
+    const chooses = state.topology === "state_machine";
+    const nodeOptions = (current, extras, defaultLabel, withNodes = true) => {
+      const values = [...extras, ...(withNodes ? state.nodes.map((node) => node.id) : [])];
       const options = [];
       if (defaultLabel !== undefined) options.push(el("option", { value: "", selected: !current }, defaultLabel));
       for (const value of values) options.push(el("option", { value, selected: value === current }, extras.includes(value) ? value : `node ${value}`));
-      if (current && !values.includes(current)) options.push(el("option", { value: current, selected: true }, `${current} (missing)`));
+      if (current && !values.includes(current)) {
+        options.push(el("option", { value: current, selected: true }, nodeById(current) ? `node ${current}` : `${current} (missing)`));
+      }
       return options;
     };
     const endpoint = (key) => el("select", { "data-field": key, onchange: (event) => {
@@ -1096,26 +1270,67 @@
     const route = (key, actions, defaultLabel) => el("select", { "data-field": key, onchange: (event) => {
       transition[key] = event.target.value;
       changed({ edges: true });
-    } }, ...nodeOptions(transition[key], actions, defaultLabel));
+      if (!chooses) renderPanel(); // a field removed to its default goes
+    } }, ...nodeOptions(transition[key], actions, defaultLabel, chooses));
     const condition = el("textarea", { rows: "2", spellcheck: "false", class: "mono condition", "data-field": "condition",
       placeholder: "always (no condition)", oninput: (event) => {
         transition.condition = event.target.value;
         changed({ edges: true });
       } }, transition.condition);
+    const routed = transition.on_success && transition.on_success !== "continue";
+    const failureNode = transition.on_failure && !FAILURE_ACTIONS.includes(transition.on_failure);
     const parts = [
       el("div", { class: "row panel-head" }, el("h2", {}, "Transition"), el("div", { class: "spacer" }), backButton()),
       el("p", { class: "mono" }, `${transition.from} → ${transition.to}`),
       el("div", { class: "panel-problems", "data-transition-problems": transition.key }),
+      el("div", { class: "panel-warnings", "data-transition-warnings": transition.key }),
+      el("p", { class: "small muted", "data-field": "transition-meaning" }, transitionMeaning(transition)),
+      ...readingOffer(transition),
       el("div", { class: "two" }, field("From", endpoint("from"), where(".from")), field("To", endpoint("to"), where(".to"))),
-      field("Condition", condition, where(".condition"),
-        "Taken when the condition holds, e.g. output.verdict == 'accept' and state.rounds < 3 — comparisons, and / or / not, over output.… and state.…; empty means always. Only a state machine chooses by condition: a seq, par or dag refuses one."),
-      field("On success", route("on_success", SUCCESS_ACTIONS, "continue (default)"), where(".on_success"),
-        "continue goes to “To”; end finishes the run; or name another node to go to (end or a node: state machines only)."),
-      field("On failure", route("on_failure", FAILURE_ACTIONS, "escalate (default)"), where(".on_failure"),
-        "When “From” still fails after its retries and fallback: escalate (the workflow's error handling, then a person), abort the run, skip on, or go to a node (state machines only)."),
+      chooses || transition.condition.trim() ? field("Condition", condition, where(".condition"), chooses
+        ? "Taken when the condition holds, e.g. output.verdict == 'accept' and state.rounds < 3 — comparisons, and / or / not, over output.… and state.…; empty means always."
+        : `Only a state machine chooses by condition: a ${state.topology} runs every node, so empty it (or make the workflow a state_machine).`) : null,
+      chooses || routed ? field("On success", route("on_success", SUCCESS_ACTIONS, "continue (default)"), where(".on_success"), chooses
+        ? "continue goes to “To”; end finishes the run; or name another node to go to."
+        : `Only a state machine ends early or goes elsewhere on success: set it back to continue.`) : null,
+      field("On failure", route("on_failure", FAILURE_ACTIONS, "escalate (default)"), where(".on_failure"), chooses
+        ? "When “From” still fails after its retries and fallback: escalate (the workflow's error handling, then a person), abort the run, skip on, or go to a node."
+        : `When “From” still fails after its retries and fallback: escalate (the workflow's error handling, then a person), abort the run, or skip on.${failureNode ? " Going to a node is for state machines only." : ""}`),
     ];
     if (editable) parts.push(el("p", {}, el("button", { type: "button", class: "danger", onclick: deleteSelected }, "Delete this transition")));
     return parts;
+  }
+
+  function transitionMeaning(transition) {
+    const { from, to } = transition;
+    if (state.topology === "state_machine") return `After “${from}” the run goes on to “${to}” when the condition holds.`;
+    if (state.topology === "dag") return `“${to}” waits for “${from}” to be done.`;
+    if (state.topology === "seq") return "In a seq the order of the nodes decides what runs next; a transition may set what happens on failure.";
+    return "A par runs all its nodes at once: no node waits for another.";
+  }
+
+  /** When the transition's target reads nothing of its source: a button that adds the
+   * named input that does (`$.nodes.<source>`), its name editable. */
+  function readingOffer(transition) {
+    const source = nodeById(transition.from);
+    const target = nodeById(transition.to);
+    if (!editable || !source || !target || source === target || outputsRead(target).has(source.id)) return [];
+    const name = textInput(freeInputName(target, source.id), () => {}, { "data-field": "offer-input-name",
+      "aria-label": `Name of the input of ${target.id}`, class: "mapping-name" });
+    return [el("div", { class: "reading-offer", "data-field": "reading-offer" },
+      el("p", { class: "small" }, `“${target.id}” reads nothing of “${source.id}”. Add an input of “${target.id}” reading `,
+        el("code", {}, `$.nodes.${source.id}`), ":"),
+      el("div", { class: "mapping-controls" }, name,
+        el("button", { type: "button", class: "small-button", "data-field": "offer-input-add", onclick: () => {
+          const wanted = name.value.trim();
+          if (!wanted || RESERVED_INPUTS.includes(wanted) || target.inputs.some((row) => row.name.trim() === wanted)) {
+            name.classList.add("invalid");
+            hint(wanted ? `“${target.id}” has an input “${wanted}” already (or it is reserved): name it otherwise.`
+              : "Give the input a name.", true);
+            return;
+          }
+          addReadingInput(target, source, wanted);
+        } }, "Add input")))];
   }
 
   // -- problems ------------------------------------------------------------------------------------
@@ -1153,16 +1368,22 @@
     listProblems();
   }
 
+  /** Red where a problem is, amber where only a warning is: on nodes and on transitions. */
   function markProblems() {
     const problems = allProblems();
+    const warnings = ui.serverWarnings;
     for (const node of state.nodes) {
-      cy.getElementById(node.key).toggleClass("invalid", problems.some((problem) => problem.node === node.id));
+      const invalid = problems.some((problem) => problem.node === node.id);
+      cy.getElementById(node.key).toggleClass("invalid", invalid)
+        .toggleClass("warned", !invalid && warnings.some((warning) => warning.node === node.id));
     }
-    cy.edges().removeClass("invalid");
-    for (const problem of problems) {
-      const transition = problem.transition !== null ? state.transitions[problem.transition] : null;
-      if (transition) cy.edges().filter((edge) => edge.data("transition") === transition.key).addClass("invalid");
-    }
+    cy.edges().removeClass("invalid warned");
+    const edgesOf = (index) => {
+      const transition = index !== null ? state.transitions[index] : null;
+      return transition ? cy.edges().filter((edge) => edge.data("transition") === transition.key) : cy.collection();
+    };
+    for (const warning of warnings) edgesOf(warning.transition).addClass("warned");
+    for (const problem of problems) edgesOf(problem.transition).removeClass("warned").addClass("invalid");
     drawBadges();
   }
 
@@ -1176,22 +1397,26 @@
     });
   }
 
-  /** A red badge on each node with problems: the count, the messages as its tooltip. */
+  /** A red badge on each node with problems (the count, the messages as its tooltip); an
+   * amber one on a node with warnings only. */
   function drawBadges() {
     const overlay = $("cy-overlay");
     const badges = [];
     for (const node of state.nodes) {
       const problems = problemsOfNode(node.id);
+      const warnings = problems.length ? [] : ui.serverWarnings.filter((warning) => warning.node === node.id);
       const element = cy.getElementById(node.key);
-      if (!problems.length || !element.length) continue;
+      if ((!problems.length && !warnings.length) || !element.length) continue;
       const box = element.renderedBoundingBox({ includeLabels: false });
+      const shown = problems.length ? problems : warnings;
+      const what = problems.length ? "problem" : "warning";
       badges.push(el("button", {
-        type: "button", class: "node-badge", "data-node": node.id,
-        title: problems.map((problem) => `${problem.code}: ${problem.message}`).join("\n"),
-        "aria-label": `${problems.length} problem(s) on node ${node.id}`,
+        type: "button", class: problems.length ? "node-badge" : "warning-badge", [`data-${problems.length ? "node" : "warning-node"}`]: node.id,
+        title: shown.map((problem) => `${problem.code}: ${problem.message}`).join("\n"),
+        "aria-label": `${shown.length} ${what}(s) on node ${node.id}`,
         style: { left: `${Math.round(box.x2 - 12)}px`, top: `${Math.round(box.y1 - 12)}px` },
         onclick: () => select({ kind: "node", key: node.key }),
-      }, String(problems.length)));
+      }, problems.length ? String(problems.length) : "!"));
     }
     overlay.replaceChildren(...badges);
   }
@@ -1224,16 +1449,22 @@
     }
     const nodeBox = panel.querySelector("[data-node-problems]");
     if (nodeBox) fillProblemBox(nodeBox, problems.filter((problem) => problem.node === nodeBox.dataset.nodeProblems));
+    const nodeWarnings = panel.querySelector("[data-node-warnings]");
+    if (nodeWarnings) {
+      fillProblemBox(nodeWarnings, ui.serverWarnings.filter((warning) => warning.node === nodeWarnings.dataset.nodeWarnings), "warning");
+    }
     const transitionBox = panel.querySelector("[data-transition-problems]");
     if (transitionBox) {
       const index = state.transitions.findIndex((t) => t.key === transitionBox.dataset.transitionProblems);
       fillProblemBox(transitionBox, problems.filter((problem) => problem.transition === index));
+      const warningBox = panel.querySelector("[data-transition-warnings]");
+      fillProblemBox(warningBox, ui.serverWarnings.filter((warning) => warning.transition === index), "warning");
     }
   }
 
-  function fillProblemBox(box, problems) {
+  function fillProblemBox(box, problems, kind = "error") {
     box.replaceChildren(...problems.map((problem) =>
-      el("div", { class: "error small" }, el("strong", {}, problem.code), ` ${problem.where}: ${problem.message}`)));
+      el("div", { class: `${kind} small` }, el("strong", {}, problem.code), ` ${problem.where}: ${problem.message}`)));
   }
 
   function listProblems() {
@@ -1243,22 +1474,27 @@
     if (!state.nodes.length) {
       summary.textContent = "Add a node to start: a workflow has at least one.";
       summary.className = "muted small";
-      list.replaceChildren(...problems.map(problemItem));
+      list.replaceChildren(...problems.map((problem) => problemItem(problem)));
       return;
     }
     if (!ui.checked && !problems.length) return;
+    const warnings = ui.serverWarnings;
+    const plural = (count, word) => `${count} ${word}${count === 1 ? "" : "s"}`;
+    const warned = warnings.length
+      ? ` ${plural(warnings.length, "warning")}, marked amber: it saves, but data may not flow where you meant.` : "";
     summary.textContent = problems.length
-      ? `${problems.length} problem${problems.length === 1 ? "" : "s"}: the nodes and transitions they concern are marked red.`
-      : "No problems: the workflow is valid.";
-    summary.className = problems.length ? "small error-text" : "small ok-text";
-    list.replaceChildren(...problems.map(problemItem));
+      ? `${plural(problems.length, "problem")}: the nodes and transitions they concern are marked red.${warned}`
+      : `No problems: the workflow is valid.${warned}`;
+    summary.className = problems.length ? "small error-text" : warnings.length ? "small warn-text" : "small ok-text";
+    list.replaceChildren(...problems.map((problem) => problemItem(problem)), ...warnings.map((warning) => problemItem(warning, "warning")));
   }
 
-  function problemItem(problem) {
+  /** A problem (or a warning) in the list under the graph, with a button to what it concerns. */
+  function problemItem(problem, kind = "problem") {
     let target;
     const transition = problem.transition !== null ? state.transitions[problem.transition] : null;
     if (problem.node !== null && nodeById(problem.node)) {
-      target = el("button", { type: "button", class: "link-button", "data-problem-node": problem.node,
+      target = el("button", { type: "button", class: "link-button", [`data-${kind}-node`]: problem.node,
         onclick: () => select({ kind: "node", key: nodeById(problem.node).key }) }, `node ${problem.node}`);
     } else if (transition) {
       target = el("button", { type: "button", class: "link-button",
@@ -1266,7 +1502,7 @@
     } else {
       target = el("button", { type: "button", class: "link-button", onclick: () => select(null) }, "workflow");
     }
-    return el("li", {}, el("span", { class: "badge failed" }, problem.code), " ", target,
+    return el("li", { class: kind }, el("span", { class: kind === "warning" ? "badge warning" : "badge failed" }, problem.code), " ", target,
       el("span", { class: "mono small muted" }, ` ${problem.where}`), el("div", {}, problem.message));
   }
 
@@ -1291,6 +1527,7 @@
     const sequence = ++validateSequence;
     if (!built.nodes.length) {
       ui.serverProblems = [];
+      ui.serverWarnings = [];
       applyProblems();
       return;
     }
@@ -1304,6 +1541,7 @@
       const result = await api.post(`/workflows/${encodeURIComponent(pathId)}/validate`, { ...built, workflow_id: pathId });
       if (sequence !== validateSequence) return; // an older answer: a newer check is on its way
       ui.serverProblems = result.problems.map((problem) => normalize(problem, built.nodes));
+      ui.serverWarnings = (result.warnings || []).map((warning) => normalize(warning, built.nodes));
       ui.checked = true;
       applyProblems();
     } catch (error) {
@@ -1368,7 +1606,9 @@
       updateDirty();
       if (!isDirty()) setStatus(`Saved at ${new Date().toLocaleTimeString()}`, "ok-text");
       if (!wasNew) document.dispatchEvent(new CustomEvent("switchyard:workflow-saved")); // a new version, listed
+      // Saved with warnings or none: checked again, so that those shown are the saved workflow's.
       if (state.changes !== changesAtStart) scheduleValidate();
+      else validateNow();
     } catch (error) {
       updateDirty();
       showSaveError(error, built);
@@ -1526,9 +1766,11 @@
     validateNow().then(() => $("problems-heading").scrollIntoView({ behavior: "smooth", block: "nearest" }));
   });
   $("layout-button").addEventListener("click", () => {
-    runLayout();
+    runLayout(); // every node, those placed by hand too
     if (editable) changed({ validate: false });
   });
+  document.addEventListener("pointerdown", clearStaleHint, true);
+  document.addEventListener("keydown", clearStaleHint, true);
   $("fit-button").addEventListener("click", fitGraph);
   if (editable) {
     $("add-node-button").addEventListener("click", addNode);

@@ -178,7 +178,7 @@ def test_it_rolls_back_the_whole_list_when_one_document_fails():
     assert table_counts() == [0] * 8
 
 
-def test_it_fails_the_command_on_a_cyclic_dag_naming_the_node(tmp_path):
+def test_it_fails_the_command_on_a_cyclic_dag_naming_the_transition_that_closes_it(tmp_path):
     import_documents([seed.AGENT_ROOT | {"lineage": {}}, seed.AGENT_VALIDATOR])
     before = table_counts()
     cyclic = {
@@ -190,7 +190,7 @@ def test_it_fails_the_command_on_a_cyclic_dag_naming_the_node(tmp_path):
     path.write_text(json.dumps(cyclic))
     with pytest.raises(CommandError) as caught:
         call_command("import_document", str(path))
-    assert "nodes[a]: the dag has a cycle: a → b → a" in str(caught.value)
+    assert "transitions[1]: (b → a) closes a cycle in the dag: a → b → a" in str(caught.value)
     assert "nothing was imported" in str(caught.value)
     assert table_counts() == before
 

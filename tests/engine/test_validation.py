@@ -83,7 +83,26 @@ def test_it_finds_cycles_in_a_dag_through_transitions_and_references():
     ]
     found = validate_workflow(workflow(nodes=nodes, transitions=[{"from": "b", "to": "c"}, {"from": "c", "to": "a"}]), AGENTS)
     assert [p["code"] for p in found] == ["CYCLE"]
-    assert found[0]["message"] == "the dag has a cycle: a → b → c → a"
+    # On the transition that closed it (the last one drawn), not on a node.
+    assert (found[0]["where"], found[0]["node"], found[0]["transition"]) == ("transitions[1]", None, 1)
+    assert found[0]["message"] == "(c → a) closes a cycle in the dag: a → b → c → a"
+
+
+def test_it_puts_a_cycle_on_the_latest_transition_along_it_told_from_its_target():
+    nodes = [{"id": "a", "agent_ref": "scholar"}, {"id": "b", "agent_ref": "validator"}, {"id": "c", "agent_ref": "vault"}]
+    transitions = [{"from": "c", "to": "a"}, {"from": "a", "to": "b"}, {"from": "b", "to": "c"}]
+    [found] = validate_workflow(workflow(nodes=nodes, transitions=transitions), AGENTS)
+    assert (found["where"], found["transition"]) == ("transitions[2]", 2)
+    assert found["message"] == "(b → c) closes a cycle in the dag: c → a → b → c"
+
+
+def test_it_puts_a_cycle_of_references_alone_on_the_reference_that_closes_it():
+    def reads(node_id, other):
+        return {"id": node_id, "agent_ref": "scholar",
+                "input_mapping": {"data_references": [{"ref_type": "task_output", "task_id": other}]}}
+    [found] = validate_workflow(workflow(nodes=[reads("a", "b"), reads("b", "a")]), AGENTS)
+    assert (found["where"], found["node"], found["code"]) == ("nodes[a].input_mapping.data_references", "a", "CYCLE")
+    assert found["message"] == "reading 'b' closes a cycle in the dag: a → b → a"
 
 
 def test_it_allows_loops_in_a_state_machine_but_not_unreachable_nodes():

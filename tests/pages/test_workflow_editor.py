@@ -151,11 +151,16 @@ def node_key(page, node_id):
 
 
 def click_node(page, node_id):
-    """Click a node where cytoscape drew it on the canvas."""
+    """Click a node where cytoscape drew it on the canvas, panned into view first when the
+    graph is larger than the canvas (the editor never zooms out so far that labels are unreadable)."""
     position = page.evaluate("""id => {
-        const editor = window.workflowEditor;
-        const node = editor.state.nodes.find(n => n.id === id);
-        return editor.cy.getElementById(node.key).renderedPosition();
+        const cy = window.workflowEditor.cy;
+        const element = cy.getElementById(window.workflowEditor.state.nodes.find(n => n.id === id).key);
+        const at = element.renderedPosition();
+        if (at.x < 20 || at.y < 20 || at.x > cy.width() - 20 || at.y > cy.height() - 20) {
+            cy.panBy({x: cy.width() / 2 - at.x, y: cy.height() / 2 - at.y});
+        }
+        return element.renderedPosition();
     }""", node_id)
     box = page.locator("#cy").bounding_box()
     page.mouse.click(box["x"] + position["x"], box["y"] + position["y"])
@@ -221,6 +226,7 @@ def test_it_lets_an_author_build_a_workflow_see_a_problem_on_its_node_fix_it_sav
     page.wait_for_selector("#editor-panel h2:text-is('Transition')")
     assert page.locator("#editor-panel p.mono").inner_text() == "scholar → validator"
     assert [(e["source"], e["target"], e["kind"]) for e in edges(page)] == [("scholar", "validator", "transition")]
+    page.keyboard.press("Escape")  # connecting stays on until Esc
 
     # An output mapping whose JSONPath does not parse: the problem shows on THAT node, next to the field.
     click_node(page, "validator")

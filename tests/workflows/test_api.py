@@ -141,9 +141,10 @@ def test_it_creates_reads_replaces_and_validates_a_workflow(api, demo):
     without_id = {key: value for key, value in document.items() if key != "workflow_id"}
     assert api.author.put("/api/workflows/paper_review", without_id).status_code == 200
 
-    assert api.viewer.post("/api/workflows/paper_review/validate").json() == {"valid": True, "problems": []}
+    assert api.viewer.post("/api/workflows/paper_review/validate").json() == {"valid": True, "problems": [],
+                                                                               "warnings": []}
     no_body = api.viewer.client.generic("POST", "/api/workflows/paper_review/validate", b"")
-    assert no_body.json() == {"valid": True, "problems": []}
+    assert no_body.json() == {"valid": True, "problems": [], "warnings": []}
     broken = {**document, "nodes": [document["nodes"][0], {**document["nodes"][1], "agent_ref": "Nobody"}],
               "transitions": [{"from": "read", "to": "publish"}]}
     checked = api.author.post("/api/workflows/paper_review/validate", broken)
@@ -154,6 +155,23 @@ def test_it_creates_reads_replaces_and_validates_a_workflow(api, demo):
     assert problems == {("nodes[check].agent_ref", "check", "UNKNOWN_AGENT"),
                         ("transitions[0].to", None, "DANGLING_TRANSITION")}
     assert stored("paper_review") == document, "validating saves nothing"
+
+
+def test_it_warns_of_an_edge_that_passes_nothing_and_still_saves_the_workflow(api, demo):
+    document = {**REVIEW, "topology": "dag", "nodes": [
+        {"id": "docs", "agent_ref": "Docs_Analyzer", "input_mapping": {"repository": "$.input.repository"}},
+        {"id": "code", "agent_ref": "Code_Analyzer", "input_mapping": {"repository": "$.input.repository"}},
+        {"id": "report", "agent_ref": "Report_Synthesizer", "input_mapping": {"code": "$.nodes.code"}}],
+        "transitions": [{"from": "code", "to": "report"}, {"from": "docs", "to": "report"}]}
+    body = api.viewer.post("/api/workflows/paper_review/validate", document).json()
+    assert (body["valid"], body["problems"]) == (True, [])
+    assert [(w["where"], w["node"], w["transition"], w["code"]) for w in body["warnings"]] == [
+        ("nodes[docs]", "docs", None, "OUTPUT_UNREAD"), ("transitions[1]", None, 1, "EDGE_UNUSED")]
+    assert body["warnings"][1]["message"].startswith("(docs → report) passes nothing: 'report' waits for 'docs'")
+
+    created = api.author.post("/api/workflows", document)
+    assert created.status_code == 201, created.json()
+    assert api.viewer.post("/api/workflows/paper_review/validate").json()["warnings"] == body["warnings"]
 
 
 def test_it_validates_a_document_against_the_path_and_the_shape(api, demo):
@@ -199,7 +217,7 @@ def test_it_refuses_an_invalid_workflow_with_every_problem_on_its_node(api, demo
     assert response.status_code == 422
     body = response.json()
     assert body["code"] == "WORKFLOW_INVALID"
-    assert {(p["node"], p["code"]) for p in body["details"]} == {("read", "REF_PATH_INVALID"), ("read", "CYCLE")}
+    assert {(p["node"], p["code"]) for p in body["details"]} == {("read", "REF_PATH_INVALID"), (None, "CYCLE")}
     assert not Workflow.objects.filter(workflow_id="paper_review").exists()
 
     before = stored("thesis_reading")
