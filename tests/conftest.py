@@ -204,6 +204,19 @@ def unconsumed_queue():
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _fast_password_hashing():
+    """Passwords that tests set are hashed with MD5, in microseconds instead of PBKDF2's
+    half second of CPU: the suite makes and signs in thousands of users. Hashes of the
+    other kinds (made by the product's own processes) still verify. Tests only."""
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    hashers = ["django.contrib.auth.hashers.MD5PasswordHasher", *settings.PASSWORD_HASHERS]
+    with override_settings(PASSWORD_HASHERS=hashers):
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _drop_unconsumed_queue():
     yield
     from django.conf import settings
@@ -272,8 +285,6 @@ def api(db, settings):
     """API clients by role: `api.viewer`, `api.author`, `api.approver`, `api.admin` (each a
     user holding that one role, with a token) and `api.anonymous` (no credentials)."""
     from django.contrib.auth.models import Group, User
-
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast; tests only
 
     from core.models import ApiToken
 

@@ -13,7 +13,6 @@ PASSWORD = "a long password"
 
 @pytest.fixture(autouse=True)
 def limits(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast; tests only
     assert (settings.LOGIN_FAILURE_LIMIT, settings.LOGIN_COOLOFF_MINUTES) == (5, 15), "the defaults"
 
 
