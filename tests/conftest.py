@@ -50,14 +50,24 @@ def first_pass_only(item) -> str | None:
     return None
 
 
+def left_out_of_this_pass(item) -> str | None:
+    """Why this pass of bin/test leaves `item` out, or None: the second pass
+    (SWITCHYARD_REPEAT_PASS=1) leaves out what the first ran and the database cannot change
+    (`first_pass_only`); a first pass that a second follows (SWITCHYARD_REPEAT_PASS_FOLLOWS=1)
+    leaves out the tests marked `last_pass_only`, which run once, on the second's database."""
+    if os.environ.get("SWITCHYARD_REPEAT_PASS") == "1":
+        return first_pass_only(item)
+    if os.environ.get("SWITCHYARD_REPEAT_PASS_FOLLOWS") == "1" and "last_pass_only" in item.keywords:
+        return "runs once, in the second pass"
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
-    """bin/test runs the suite once per database; in its second pass it deselects what the
-    database cannot change (`first_pass_only`), which already ran in the first."""
-    if os.environ.get("SWITCHYARD_REPEAT_PASS") != "1":
-        return
+    """bin/test runs the suite once per database; each pass deselects what it leaves to the
+    other (`left_out_of_this_pass`)."""
     kept, left_out, reasons = [], [], {}
     for item in items:
-        reason = first_pass_only(item)
+        reason = left_out_of_this_pass(item)
         if reason is None:
             kept.append(item)
         else:
@@ -76,13 +86,13 @@ def pytest_sessionfinish(session):
     """An xdist process hands its count of what it left out to the controlling process."""
     reasons = session.config.stash.get(REPEAT_PASS_LEFT_OUT, None)
     if reasons and hasattr(session.config, "workeroutput"):
-        session.config.workeroutput["first_pass_only"] = reasons
+        session.config.workeroutput["left_out"] = reasons
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
     """Every xdist process collects the same tests: one count serves for all."""
-    reasons = getattr(node, "workeroutput", {}).get("first_pass_only")
+    reasons = getattr(node, "workeroutput", {}).get("left_out")
     if reasons:
         node.config.stash[REPEAT_PASS_LEFT_OUT] = reasons
 
@@ -91,7 +101,7 @@ def pytest_terminal_summary(terminalreporter, config):
     reasons = config.stash.get(REPEAT_PASS_LEFT_OUT, None)
     if reasons:
         said = "; ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
-        terminalreporter.write_line(f"second pass: left out, as the first pass ran them: {said}")
+        terminalreporter.write_line(f"left out of this pass, as the other runs them: {said}")
 
 
 @dataclass

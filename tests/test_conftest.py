@@ -1,6 +1,7 @@
 """bin/test's second pass (SWITCHYARD_REPEAT_PASS=1) leaves out what the database cannot
-change, and keeps the rest: tests/conftest.py's first_pass_only, seen through pytest's own
-collection of real test files."""
+change, and keeps the rest: tests/conftest.py's first_pass_only; a first pass that a second
+follows (SWITCHYARD_REPEAT_PASS_FOLLOWS=1) leaves it the tests marked last_pass_only. Seen
+through pytest's own collection of real test files."""
 from __future__ import annotations
 
 import os
@@ -10,7 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = ["tests/engine/test_steps.py", "tests/core/test_rows.py", "tests/pages/test_browser.py",
-         "tests/pages/test_csp.py", "tests/bin/test_run.py"]
+         "tests/pages/test_csp.py", "tests/bin/test_run.py", "tests/api/test_fuzz_openapi.py"]
+FUZZ = "tests/api/test_fuzz_openapi.py::test_it_answers_every_generated_request_as_its_schema_says"
 
 
 def collected(tmp_path, **env) -> tuple[set[str], str]:
@@ -49,5 +51,17 @@ def test_it_keeps_in_the_second_pass_only_what_the_database_may_change(tmp_path)
     assert left_out <= first
     assert not any(node.startswith("tests/bin/test_run.py::") for node in second), "own_database"
     assert second < first
-    assert "second pass: left out, as the first pass ran them:" in output
+    assert "left out of this pass, as the other runs them:" in output
     assert any(node.startswith("tests/bin/test_run.py::") for node in first)
+
+
+def test_it_runs_the_tests_marked_last_pass_only_once_in_the_second_pass_when_one_follows(tmp_path):
+    alone, _ = collected(tmp_path)  # no second pass: the first runs everything
+    followed, output = collected(tmp_path, SWITCHYARD_REPEAT_PASS_FOLLOWS="1")
+    second, _ = collected(tmp_path, SWITCHYARD_REPEAT_PASS="1")
+
+    assert any(node.startswith(FUZZ) for node in alone)
+    assert not any(node.startswith(FUZZ) for node in followed)
+    assert any(node.startswith(FUZZ) for node in second)
+    assert {node for node in alone if not node.startswith(FUZZ)} == followed
+    assert "runs once, in the second pass" in output
