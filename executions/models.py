@@ -16,6 +16,7 @@ from django.utils import timezone
 from agents.models import Agent, AgentVersion, identifier
 from core.db_functions import JSONArrayLength
 from core.state_machine import Guard, StateMachine
+from engine.replay import ROUND_STARTS
 from workflows.models import Workflow
 
 
@@ -279,6 +280,23 @@ class NodeRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.execution.execution_id}/{self.node_id}#{self.attempt}"
+
+
+def node_round() -> models.Expression:
+    """The round of its node a node run belongs to, as a query computes it: how many runs of
+    the node that start a round (a first attempt, a re-run's copy: engine/replay.py) came up
+    to it in the execution, so a state machine's second visit of a node is round 2, and its
+    retries and fallback keep the round they follow (engine/comparison.py keys runs the same
+    way). One count over the index on (execution, node_id, sequence) per run read."""
+    starts = (NodeRun.objects.filter(execution=models.OuterRef("execution"), node_id=models.OuterRef("node_id"),
+                                     sequence__lte=models.OuterRef("sequence"), kind__in=ROUND_STARTS)
+              .order_by().values("execution").annotate(n=models.Count("*")).values("n"))
+    return Coalesce(models.Subquery(starts), 1)
+
+
+def with_rounds(runs: models.QuerySet[NodeRun]) -> models.QuerySet[NodeRun]:
+    """`runs`, each with its `round` (`node_round`)."""
+    return runs.annotate(round=node_round())
 
 
 class ThoughtSearch(models.Model):

@@ -23,7 +23,7 @@ from core.db_functions import Epoch
 from core.errors import DocumentError
 from core.jsonutil import iso
 from executions.documents import node_run_record
-from executions.models import Execution, NodeRun
+from executions.models import Execution, NodeRun, with_rounds
 
 # What a light node run is read with: what a table row, a timeline bar or an attempt's
 # heading shows. The rest (prompt, context record, inputs, output …): `full=true`, or the
@@ -42,8 +42,8 @@ TIMELINE_RUNS = 400  # up to this many node runs in a window, the timeline gets 
 
 
 def _light(runs: QuerySet[NodeRun]) -> QuerySet:
-    """`runs` as rows of LIGHT_COLUMNS."""
-    return runs.values(*LIGHT_COLUMNS)
+    """`runs` as rows of LIGHT_COLUMNS, with each run's round."""
+    return with_rounds(runs).values(*LIGHT_COLUMNS, "round")
 
 
 def light_record(row: dict[str, Any]) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def light_record(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "node_run_id": row["id"], "sequence": row["sequence"], "node_id": row["node_id"],
         "agent_ref": row["agent__agent_id"], "agent_version": row["agent_version__version"], "kind": row["kind"],
-        "attempt": row["attempt"], "status": row["status"], "error_code": row["error_code"], "error": row["error"],
+        "round": row["round"], "attempt": row["attempt"], "status": row["status"], "error_code": row["error_code"], "error": row["error"],
         "worker": row["worker"], "backend": row["backend"], "model": row["model"],
         "started_at": iso(row["started_at"]), "completed_at": iso(row["completed_at"]),
         "duration_ms": row["duration_ms"], "tokens_in": row["tokens_in"], "tokens_out": row["tokens_out"],
@@ -93,7 +93,7 @@ def node_summary(execution: Execution) -> dict[str, Any]:
     latest: dict[str, dict[str, Any]] = {}
     if nodes:
         wanted = {(node_id, node["last"]) for node_id, node in nodes.items()}
-        rows = runs.filter(sequence__in={last for _, last in wanted}).values(*LATEST_COLUMNS)
+        rows = with_rounds(runs.filter(sequence__in={last for _, last in wanted})).values(*LATEST_COLUMNS, "round")
         latest = {row["node_id"]: row for row in rows if (row["node_id"], row["sequence"]) in wanted}
     summary = []
     for node in sorted(nodes.values(), key=lambda node: node["first"]):
@@ -131,7 +131,8 @@ def _node_runs_by_id(ids: list[int], full: bool) -> list[dict[str, Any]]:
     large run skips the runs before it in an index, not in the table."""
     runs = NodeRun.objects.filter(pk__in=ids)
     if full:
-        found = {run.pk: node_run_record(run, with_id=True) for run in runs.select_related("agent", "agent_version")}
+        found = {run.pk: node_run_record(run, with_id=True)
+                 for run in with_rounds(runs.select_related("agent", "agent_version"))}
     else:
         found = {row["id"]: light_record(row) for row in _light(runs)}
     return [found[pk] for pk in ids if pk in found]

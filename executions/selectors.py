@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Q, Sum
@@ -29,7 +30,7 @@ from executions.documents import (
     node_run_result,
     thought_tree_document,
 )
-from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
+from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch, with_rounds
 from executions.run_summary import node_summary
 
 STREAM_CHUNK = 500  # node runs read at a time when the whole record is streamed
@@ -116,7 +117,7 @@ def execution_record_stream(execution: Execution) -> Iterator[str]:
         head = execution_head(execution, [])
         del head["results"]
         yield json.dumps(head, ensure_ascii=False)[:-1] + ', "results": ['
-        runs = execution.node_runs.select_related("agent", "agent_version").order_by("sequence", "id")
+        runs = with_rounds(execution.node_runs.select_related("agent", "agent_version")).order_by("sequence", "id")
         for index, run in enumerate(runs.iterator(chunk_size=STREAM_CHUNK)):
             yield ("," if index else "") + json.dumps(node_run_result(run), ensure_ascii=False)
         yield '], "node_runs": ['
@@ -126,7 +127,7 @@ def execution_record_stream(execution: Execution) -> Iterator[str]:
 
 
 def node_run_get(execution: Execution, node_run_id: int) -> dict[str, Any]:
-    run = execution.node_runs.select_related("agent", "agent_version").filter(pk=node_run_id).first()
+    run = with_rounds(execution.node_runs.select_related("agent", "agent_version").filter(pk=node_run_id)).first()
     if run is None:
         raise NotFound(f"execution '{execution.execution_id}' has no node run {node_run_id}",
                        details={"where": "node_run_id"})
@@ -193,7 +194,14 @@ def pending_gate(run: NodeRun) -> dict[str, Any]:
             "node_id": run.node_id, "node_run_id": run.pk, "prompt": gate["prompt"], "decisions": gate["decisions"],
             "deciders": gate["deciders"], "shown": gate["shown"], "missing": gate["missing"],
             "opened_at": iso(run.started_at), "decide_by": iso(run.decide_by), "on_timeout": gate["on_timeout"],
-            "url": reverse("executions:detail", args=[run.execution.execution_id]) + f"?node={run.node_id}&run={run.pk}#node-panel"}
+            "url": gate_url(run)}
+
+
+def gate_url(run: NodeRun) -> str:
+    """Where a person decides a gate: its run's page, at the form in the gate's panel (the page
+    scrolls to it and focuses it)."""
+    return (reverse("executions:detail", args=[run.execution.execution_id])
+            + "?" + urlencode({"node": run.node_id, "run": run.pk}) + f"#decide-{run.pk}")
 
 
 def user_get(username: str):
