@@ -8,7 +8,7 @@ from typing import Any
 
 from agents.backends.metering import usd
 from core.jsonutil import iso
-from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch, node_round, with_rounds
+from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.schemas import ExecutionDocument, ExecutionResult
 
 # The §5 shape under the name the execution import reads it by.
@@ -63,18 +63,9 @@ def thought_tree_document(search: ThoughtSearch) -> dict[str, Any]:
     return search.tree
 
 
-def round_of(run: NodeRun) -> int:
-    """The round of its node `run` belongs to (`executions.models.node_round`)."""
-    known = getattr(run, "round", None)
-    if known is not None:
-        return known
-    return NodeRun.objects.filter(pk=run.pk).annotate(round=node_round()).values_list("round", flat=True)[0]
-
-
 def node_run_record(run: NodeRun, *, with_id: bool = False) -> dict[str, Any]:
     """Everything stored about one node run: what the inspection page and `run_workflow --wait`
-    show; `with_id` adds the node run's id (which the API's `GET …/node-runs/{id}` takes) and
-    its round (read with it, `with_rounds`, or counted here)."""
+    show; `with_id` adds the node run's id (which the API's `GET …/node-runs/{id}` takes)."""
     return {
         **({"node_run_id": run.pk} if with_id else {}),
         "sequence": run.sequence,
@@ -82,7 +73,7 @@ def node_run_record(run: NodeRun, *, with_id: bool = False) -> dict[str, Any]:
         "agent_ref": run.agent.agent_id,
         "agent_version": run.agent_version.version if run.agent_version else None,
         "kind": run.kind,
-        **({"round": round_of(run)} if with_id else {}),
+        "round": run.round,
         "attempt": run.attempt,
         "status": run.status,
         "error_code": run.error_code,
@@ -161,5 +152,5 @@ def execution_record(execution: Execution, *, node_run_ids: bool = False) -> dic
 
     The node runs are read once, so `results` and `node_runs` agree while the run goes on."""
     runs = [node_run_record(run, with_id=node_run_ids)
-            for run in with_rounds(execution.node_runs.select_related("agent", "agent_version"))]
+            for run in execution.node_runs.select_related("agent", "agent_version")]
     return {**execution_head(execution, runs), "node_runs": runs}

@@ -16,7 +16,6 @@ from django.utils import timezone
 from agents.models import Agent, AgentVersion, identifier
 from core.db_functions import JSONArrayLength
 from core.state_machine import Guard, StateMachine
-from engine.replay import ROUND_STARTS
 from workflows.models import Workflow
 
 
@@ -195,6 +194,12 @@ class NodeRun(models.Model):
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.FIRST)
     attempt = models.PositiveIntegerField(default=1)
+    # A run that starts a round (a first attempt, a re-run's copy: engine/replay.ROUND_STARTS)
+    # takes the next round of its node; a retry, the fallback, a skipped run and an output a
+    # person gave keep the round they follow (engine/comparison.py keys runs the same way).
+    round = models.PositiveIntegerField(
+        default=1, db_default=1, help_text="The n-th time the run came to this node: a state machine's second "
+                                           "visit is round 2; attempts count within a round.")
     sequence = models.PositiveIntegerField(default=0, help_text="Order of the run within its execution.")
     step = models.PositiveIntegerField(
         null=True, blank=True, help_text="A run that starts a step (a first attempt in a state machine, a re-run's "
@@ -280,23 +285,6 @@ class NodeRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.execution.execution_id}/{self.node_id}#{self.attempt}"
-
-
-def node_round() -> models.Expression:
-    """The round of its node a node run belongs to, as a query computes it: how many runs of
-    the node that start a round (a first attempt, a re-run's copy: engine/replay.py) came up
-    to it in the execution, so a state machine's second visit of a node is round 2, and its
-    retries and fallback keep the round they follow (engine/comparison.py keys runs the same
-    way). One count over the index on (execution, node_id, sequence) per run read."""
-    starts = (NodeRun.objects.filter(execution=models.OuterRef("execution"), node_id=models.OuterRef("node_id"),
-                                     sequence__lte=models.OuterRef("sequence"), kind__in=ROUND_STARTS)
-              .order_by().values("execution").annotate(n=models.Count("*")).values("n"))
-    return Coalesce(models.Subquery(starts), 1)
-
-
-def with_rounds(runs: models.QuerySet[NodeRun]) -> models.QuerySet[NodeRun]:
-    """`runs`, each with its `round` (`node_round`)."""
-    return runs.annotate(round=node_round())
 
 
 class ThoughtSearch(models.Model):

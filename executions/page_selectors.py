@@ -21,7 +21,7 @@ from engine import gates as person_gates
 from engine.replay import descendants
 from engine.scheduling import Plan
 from engine.validation import dependency_edges
-from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch, with_rounds
+from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.node_kinds import chosen
 from executions.selectors import run_evaluation
 from workflows.models import Workflow, WorkflowVersion
@@ -211,7 +211,7 @@ class TablePage:
 
     def __getitem__(self, window: slice) -> list[NodeRun]:
         ids = list(self.execution.node_runs.order_by("sequence", "id").values_list("id", flat=True)[window])
-        found = with_rounds(NodeRun.objects.select_related("agent").defer(*HEAVY_FIELDS)).in_bulk(ids)
+        found = NodeRun.objects.select_related("agent").defer(*HEAVY_FIELDS).in_bulk(ids)
         return [found[pk] for pk in ids if pk in found]
 
 

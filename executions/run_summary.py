@@ -23,12 +23,12 @@ from core.db_functions import Epoch
 from core.errors import DocumentError
 from core.jsonutil import iso
 from executions.documents import node_run_record
-from executions.models import Execution, NodeRun, with_rounds
+from executions.models import Execution, NodeRun
 
 # What a light node run is read with: what a table row, a timeline bar or an attempt's
 # heading shows. The rest (prompt, context record, inputs, output …): `full=true`, or the
 # node run by its id.
-LIGHT_COLUMNS = ("id", "sequence", "node_id", "agent__agent_id", "agent_version__version", "kind", "attempt",
+LIGHT_COLUMNS = ("id", "sequence", "node_id", "agent__agent_id", "agent_version__version", "kind", "round", "attempt",
                  "status", "error_code", "error", "worker", "backend", "model", "started_at", "completed_at",
                  "duration_ms", "tokens_in", "tokens_out", "dispatches", "call_count", "cost", "cost_complete",
                  "reused_from_id", "decide_by")
@@ -42,8 +42,8 @@ TIMELINE_RUNS = 400  # up to this many node runs in a window, the timeline gets 
 
 
 def _light(runs: QuerySet[NodeRun]) -> QuerySet:
-    """`runs` as rows of LIGHT_COLUMNS, with each run's round."""
-    return with_rounds(runs).values(*LIGHT_COLUMNS, "round")
+    """`runs` as rows of LIGHT_COLUMNS."""
+    return runs.values(*LIGHT_COLUMNS)
 
 
 def light_record(row: dict[str, Any]) -> dict[str, Any]:
@@ -93,7 +93,7 @@ def node_summary(execution: Execution) -> dict[str, Any]:
     latest: dict[str, dict[str, Any]] = {}
     if nodes:
         wanted = {(node_id, node["last"]) for node_id, node in nodes.items()}
-        rows = with_rounds(runs.filter(sequence__in={last for _, last in wanted})).values(*LATEST_COLUMNS, "round")
+        rows = runs.filter(sequence__in={last for _, last in wanted}).values(*LATEST_COLUMNS)
         latest = {row["node_id"]: row for row in rows if (row["node_id"], row["sequence"]) in wanted}
     summary = []
     for node in sorted(nodes.values(), key=lambda node: node["first"]):
@@ -131,8 +131,7 @@ def _node_runs_by_id(ids: list[int], full: bool) -> list[dict[str, Any]]:
     large run skips the runs before it in an index, not in the table."""
     runs = NodeRun.objects.filter(pk__in=ids)
     if full:
-        found = {run.pk: node_run_record(run, with_id=True)
-                 for run in with_rounds(runs.select_related("agent", "agent_version"))}
+        found = {run.pk: node_run_record(run, with_id=True) for run in runs.select_related("agent", "agent_version")}
     else:
         found = {row["id"]: light_record(row) for row in _light(runs)}
     return [found[pk] for pk in ids if pk in found]

@@ -30,7 +30,7 @@ from executions.documents import (
     node_run_result,
     thought_tree_document,
 )
-from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch, with_rounds
+from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.run_summary import node_summary
 
 STREAM_CHUNK = 500  # node runs read at a time when the whole record is streamed
@@ -117,7 +117,7 @@ def execution_record_stream(execution: Execution) -> Iterator[str]:
         head = execution_head(execution, [])
         del head["results"]
         yield json.dumps(head, ensure_ascii=False)[:-1] + ', "results": ['
-        runs = with_rounds(execution.node_runs.select_related("agent", "agent_version")).order_by("sequence", "id")
+        runs = execution.node_runs.select_related("agent", "agent_version").order_by("sequence", "id")
         for index, run in enumerate(runs.iterator(chunk_size=STREAM_CHUNK)):
             yield ("," if index else "") + json.dumps(node_run_result(run), ensure_ascii=False)
         yield '], "node_runs": ['
@@ -127,7 +127,7 @@ def execution_record_stream(execution: Execution) -> Iterator[str]:
 
 
 def node_run_get(execution: Execution, node_run_id: int) -> dict[str, Any]:
-    run = with_rounds(execution.node_runs.select_related("agent", "agent_version").filter(pk=node_run_id)).first()
+    run = execution.node_runs.select_related("agent", "agent_version").filter(pk=node_run_id).first()
     if run is None:
         raise NotFound(f"execution '{execution.execution_id}' has no node run {node_run_id}",
                        details={"where": "node_run_id"})

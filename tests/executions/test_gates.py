@@ -537,3 +537,14 @@ def test_a_rejections_comment_reaches_the_next_draft_as_gate_feedback(ana):
 
     execution = decide(execution, "approve", ana, comment="Good.")
     assert execution.state["gate_feedback"]["decision"] == "approve"  # the latest decision replaces it
+
+
+def test_a_rerun_from_the_redraft_after_a_rejection_still_reads_the_persons_comment(ana):
+    source = decide(release(), "reject", ana, comment="Name the breaking change.")
+    assert source.status == "waiting"  # redrafted, reviewed, and asked again
+
+    again = drain(execution_rerun(source=source, from_node="draft"))  # the redraft's step, the last of draft
+
+    assert again.state["gate_feedback"]["comment"] == "Name the breaking change."
+    redraft = again.node_runs.filter(node_id="draft", kind="first").get()
+    assert redraft.output["text"].endswith("Revised after ana rejected it: Name the breaking change.")
