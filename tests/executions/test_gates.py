@@ -548,3 +548,17 @@ def test_a_rerun_from_the_redraft_after_a_rejection_still_reads_the_persons_comm
     assert again.state["gate_feedback"]["comment"] == "Name the breaking change."
     redraft = again.node_runs.filter(node_id="draft", kind="first").get()
     assert redraft.output["text"].endswith("Revised after ana rejected it: Name the breaking change.")
+
+
+def test_each_node_run_is_numbered_by_its_nodes_round_and_its_attempt_within_it(ana):
+    execution = decide(release(), "reject", ana, comment="again")
+    execution = decide(execution, "approve", ana)
+
+    def rounds(node_id):
+        return [(run.kind, run.round, run.attempt) for run in execution.node_runs.filter(node_id=node_id).order_by("sequence")]
+
+    assert rounds("draft") == [("first", 1, 1), ("first", 2, 1), ("first", 3, 1)]  # the review's loop, then the gate's
+    assert rounds("approve") == [("first", 1, 1), ("first", 2, 1)]
+    publish = rounds("publish")
+    assert publish[0] == ("first", 1, 1) and len(publish) > 1
+    assert {round_ for _, round_, _ in publish} == {1}  # its retries and the fallback stay in its one round
