@@ -111,9 +111,9 @@ def check_schema(schema: Any) -> None:
 
 def schema_refusal(schema: Any, *, field: str) -> str | None:
     """Why a JSON Schema a person wrote (a contract's, a workflow's inputs, a gate's) is not
-    one, naming the place inside it: "is not a valid JSON Schema: 5 is not of type 'object',
-    'boolean' (at schema['properties']['draft'])"; None when it is one. `field` is the name
-    the person gave the schema under."""
+    one, naming the place inside it: "is not a valid JSON Schema: 'text' is not valid under any
+    of the given schemas (at schema['properties']['draft']['type'])"; None when it is one.
+    `field` is the name the person gave the schema under."""
     try:
         check_schema(schema)
     except SchemaError as error:
