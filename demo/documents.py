@@ -299,17 +299,26 @@ RELEASE_REVIEW = {
     "name": "Release review (state machine)",
     "topology": "state_machine",
     "nodes": [
-        {"id": "draft", "agent_ref": "Drafter", "input_mapping": {"topic": "$.input.topic", "feedback": "$.state.feedback"},
+        # The drafter reads the reviewer's comments and, after a rejection at the gate, the
+        # person's (`gate_feedback`, engine/gates.py).
+        {"id": "draft", "agent_ref": "Drafter",
+         "input_mapping": {"topic": "$.input.topic", "feedback": "$.state.feedback",
+                           "gate_feedback": "$.state.gate_feedback"},
          "output_mapping": {"draft": "$.text"}},
         {"id": "review", "agent_ref": "Reviewer", "input_mapping": {"draft": "$.state.draft"},
          "output_mapping": {"feedback": "$.comments", "verdict": "$.verdict", "rounds": "$.round"}},
         # A gate: approvers approve the draft (or edit it) before it is published, or reject
-        # it back to the drafter; left a day undecided, the run goes to a person.
+        # it back to the drafter; left a day undecided, the run goes to a person. An edit
+        # holds to the schema: the draft is text, and not empty.
         {"id": "approve", "agent_ref": "Release_Manager",
          "input_mapping": {"draft": "$.state.draft", "review": "$.state.feedback"},
          "output_mapping": {"draft": "$.draft"},
          "gate": {"prompt": "Publish these release notes?", "deciders": {"roles": ["approver"]},
-                  "timeout_seconds": 86400, "on_timeout": "escalate"}},
+                  "timeout_seconds": 86400, "on_timeout": "escalate",
+                  "schema": {"type": "object", "required": ["draft"],
+                             "properties": {"draft": {"type": "string", "minLength": 1,
+                                                      "description": "the release notes to publish"},
+                                            "review": {"type": "string", "description": "the reviewer's comments"}}}}},
         {"id": "publish", "agent_ref": "Publisher", "input_mapping": {"draft": "$.state.draft"},
          "output_mapping": {"published_at": "$.published_at"}},
         {"id": "compliance", "agent_ref": "Compliance_Checker", "input_mapping": {"draft": "$.state.draft"}},

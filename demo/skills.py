@@ -183,9 +183,22 @@ def _rounds(request: BackendRequest) -> int:
     return max(0, _as_int(request.state.get("rounds"), 0))
 
 
+def _rejection(request: BackendRequest) -> str:
+    """Why a person rejected the last draft at a gate (the run's `gate_feedback`), as the
+    redraft quotes it; "" when no gate rejected it."""
+    decided = request.inputs.get("gate_feedback") or request.state.get("gate_feedback")
+    if not isinstance(decided, dict) or decided.get("decision") != "reject":
+        return ""
+    who = "its time-out" if decided.get("timed_out") else decided.get("decided_by") or "a person"
+    comment = text_of(decided.get("comment"))
+    return f"Revised after {who} rejected it: {comment}" if comment else f"Revised after {who} rejected it (no comment)"
+
+
 def draft(request: BackendRequest) -> dict:
     topic = text_of(input_value(request, "topic")) or "this release"
-    feedback = text_of(request.inputs.get("feedback") or request.state.get("feedback"))
+    rejection = _rejection(request)
+    # A person's rejection answers the reviewer's earlier comments: the redraft quotes the person.
+    feedback = "" if rejection else text_of(request.inputs.get("feedback") or request.state.get("feedback"))
     number = _rounds(request) + 1
     rng = random.Random(stable_int("draft", topic))
     areas = rng.sample(["performance", "reliability", "the API", "the command line", "documentation", "security"], 3)
@@ -196,7 +209,9 @@ def draft(request: BackendRequest) -> dict:
         f"- Fixes issues in {areas[1]}.",
         f"- Updates {areas[2]}.",
     ]
-    if feedback:
+    if rejection:
+        lines += ["", rejection]
+    elif feedback:
         lines += ["", f"Revised after review: {feedback}"]
     return {"text": "\n".join(lines), "round": number}
 

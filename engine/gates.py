@@ -12,14 +12,24 @@ what it shows them is its named inputs (`input_mapping` JSONPaths over `$.input`
                                                           of the roles, or a named user
                                                           (default: authors, who steer runs)
       "timeout_seconds": 86400,                           optional: decided for them after this
-      "on_timeout": "reject"                              approve | reject | escalate (default reject)
+      "on_timeout": "reject",                             approve | reject | escalate (default reject)
+      "schema": {"type": "object", "required": ["draft"],   optional: a JSON Schema (draft 2020-12)
+                 "properties": {"draft": {"type": "string"}}}   of the data a person may pass on
     }
+
+The schema is checked when the workflow is saved (a JSON Schema of an object, its patterns
+run on RE2: engine/json_schema.py). Without one, a gate holds an edit to the node's output
+contract: the schema of the blueprint contract from the gate's agent to the agent of a node
+after it (all of them, when there are several). The gate's run records the schema it holds
+the edit to (`schema`, and whose it is, `schema_from`: "the gate's schema", "the contract
+'<key>'"), so that the page draws the form from it and the check at the decision is the
+one the person was shown.
 
 What a decision does, by the rules every node follows:
 
 - approve: the node succeeds; its output is the data shown, as shown;
-- edit: the node succeeds with the person's version of that data, checked against the
-  node's contracts first;
+- edit: the node succeeds with the person's version of that data, checked first against the
+  gate's schema (each problem named at its field: `output.draft`) and the node's contracts;
 - reject: the node fails with GATE_REJECTED. Its `on_failure` says what follows (a node of a
   state machine: the run loops back there; skip, abort; escalate, the default: the
   workflow's `escalate_to`, else the run fails). A decision is never retried or handed to
@@ -29,8 +39,18 @@ What a decision does, by the rules every node follows:
   says (so a rejection may loop back while a gate nobody answered goes to a person).
 
 A transition's condition reads the decision as `gate.decision`, `gate.comment`,
-`gate.decided_by` and `gate.timed_out` (engine/conditions.py). This module is pure: the
-services (executions/services/gates.py) open gates, store decisions and time them out.
+`gate.decided_by` and `gate.timed_out` (engine/conditions.py).
+
+Every decision is also written in the run's state as `gate_feedback`, for the nodes that run
+after it (an input mapping reads it as `$.state.gate_feedback`, a condition as
+`state.gate_feedback.decision`); the next decision of any gate of the run replaces it:
+
+    "gate_feedback": {"node": "approve", "decision": "reject", "comment": "Name the breaking change.",
+                      "decided_by": "ana", "decided_at": "2026-02-03T10:30:00+00:00", "timed_out": false}
+
+so that a node a rejection loops back to (a drafter) reads why the person rejected its work.
+`decided_by` is "" when the time-out decided. This module is pure: the services
+(executions/services/gates.py) open gates, store decisions and time them out.
 """
 from __future__ import annotations
 
@@ -39,6 +59,7 @@ from typing import Any
 
 from engine.context.errors import RefError
 from engine.context.resolution import select_path
+from engine.json_schema import schema_refusal
 from engine.jsonpath import PathError
 
 APPROVE, REJECT, EDIT = "approve", "reject", "edit"
@@ -47,6 +68,8 @@ ESCALATE = "escalate"
 ON_TIMEOUT = (APPROVE, REJECT, ESCALATE)
 DEFAULT_ROLES = ("author",)
 REJECTED, TIMED_OUT = "GATE_REJECTED", "GATE_TIMEOUT"  # the error codes of a gate's failed run
+FEEDBACK = "gate_feedback"  # the key of the run's state that holds the latest decision
+FEEDBACK_FIELDS = ("decision", "comment", "decided_by", "decided_at", "timed_out")
 
 
 def settings_of(gate: dict[str, Any]) -> dict[str, Any]:
@@ -59,6 +82,7 @@ def settings_of(gate: dict[str, Any]) -> dict[str, Any]:
                      "users": list(deciders.get("users") or [])},
         "timeout_seconds": gate.get("timeout_seconds"),
         "on_timeout": gate.get("on_timeout") or REJECT,
+        "schema": gate.get("schema"),
     }
 
 
@@ -93,7 +117,28 @@ def gate_problems(node: dict[str, Any], *, escalate_to: str | None) -> list[tupl
     if gate.get("on_timeout") == ESCALATE and not escalate_to:
         problems.append((f"{where}.on_timeout", "GATE_ESCALATES_TO_NOBODY",
                          "on_timeout escalate needs the workflow's error_handling.escalate_to"))
+    if gate.get("schema") is not None:
+        problem = schema_problem(gate["schema"])
+        if problem:
+            problems.append((f"{where}.schema", "GATE_SCHEMA_INVALID", problem))
     return problems
+
+
+def schema_problem(schema: Any) -> str | None:
+    """Why `schema` cannot be a gate's: not a JSON Schema, or not one of an object (what a
+    gate passes on is its named inputs, an object). None when it can."""
+    refusal = schema_refusal(schema, field="schema")
+    if refusal:
+        return refusal
+    if not isinstance(schema, dict) or schema.get("type", "object") != "object":
+        return 'describes the data a person passes on, a JSON object: its "type" is "object"'
+    return None
+
+
+def feedback_of(node_id: str, decided: dict[str, Any]) -> dict[str, Any]:
+    """What the run's state holds as `gate_feedback` once gate `node_id` is decided
+    (`decided`: its run's gate record, with the decision)."""
+    return {"node": node_id, **{key: decided.get(key) for key in FEEDBACK_FIELDS}}
 
 
 def shown_data(input_mapping: dict[str, Any], scope: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, str]]]:

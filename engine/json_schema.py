@@ -109,6 +109,36 @@ def check_schema(schema: Any) -> None:
         raise SchemaError.create_from(error)
 
 
+def schema_refusal(schema: Any, *, field: str) -> str | None:
+    """Why a JSON Schema a person wrote (a contract's, a workflow's inputs, a gate's) is not
+    one, naming the place inside it: "is not a valid JSON Schema: 'text' is not valid under any
+    of the given schemas (at schema['properties']['draft']['type'])"; None when it is one.
+    `field` is the name the person gave the schema under."""
+    try:
+        check_schema(schema)
+    except SchemaError as error:
+        path = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in error.path)
+        return f"is not a valid JSON Schema: {error.message} (at {field}{path})"
+    return None
+
+
+def field_problems(schema: dict[str, Any] | bool | None, value: Any, *, where: str) -> list[tuple[str, str]]:
+    """What `value` breaks of `schema`, each (where, what), `where` the field it concerns
+    under the name given ("output.draft", "output.items[2].name"), in the order of the
+    fields; a required field left out is named itself. No schema: nothing."""
+    if schema is None:
+        return []
+    problems: list[tuple[str, str]] = []
+    for error in sorted(SchemaValidator(schema).iter_errors(value), key=lambda e: list(map(str, e.absolute_path))):
+        field = where + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path)
+        if error.validator == "required" and isinstance(error.instance, dict):
+            problems.extend((f"{field}.{name}", "is required") for name in error.validator_value
+                            if name not in error.instance)
+        else:
+            problems.append((field, error.message))
+    return problems
+
+
 # -- the JSON Schema of a typed document shape --------------------------------------------
 
 # Keywords that constrain values of one JSON type only, and so may share a schema with

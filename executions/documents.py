@@ -73,6 +73,7 @@ def node_run_record(run: NodeRun, *, with_id: bool = False) -> dict[str, Any]:
         "agent_ref": run.agent.agent_id,
         "agent_version": run.agent_version.version if run.agent_version else None,
         "kind": run.kind,
+        "round": run.round,
         "attempt": run.attempt,
         "status": run.status,
         "error_code": run.error_code,

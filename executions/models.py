@@ -194,6 +194,12 @@ class NodeRun(models.Model):
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.FIRST)
     attempt = models.PositiveIntegerField(default=1)
+    # A run that starts a round (a first attempt, a re-run's copy: engine/replay.ROUND_STARTS)
+    # takes the next round of its node; a retry, the fallback, a skipped run and an output a
+    # person gave keep the round they follow (engine/comparison.py keys runs the same way).
+    round = models.PositiveIntegerField(
+        default=1, db_default=1, help_text="The n-th time the run came to this node: a state machine's second "
+                                           "visit is round 2; attempts count within a round.")
     sequence = models.PositiveIntegerField(default=0, help_text="Order of the run within its execution.")
     step = models.PositiveIntegerField(
         null=True, blank=True, help_text="A run that starts a step (a first attempt in a state machine, a re-run's "

@@ -14,11 +14,12 @@ from typing import Any
 from agents.backends.metering import units
 from agents.models import Agent, AgentVersion
 from core.errors import DocumentError, NotFound
+from engine.json_schema import field_problems
 from engine.scheduling import Plan
 from engine.validation import dependency_edges, validate_workflow
 from executions.models import Execution
 from executions.node_kinds import kind_of
-from workflows.contracts import contract_results
+from workflows.contracts import contracts_of
 from workflows.documents import workflow_document
 from workflows.models import Contract, Node, Workflow, WorkflowVersion
 from workflows.services import workflow_version_get
@@ -172,7 +173,12 @@ def run_graph(workflow: Workflow, number: int | None = None) -> tuple[WorkflowVe
 
 def check_contracts_of(graph: Graph, node_id: str, output: Any, *, where: str) -> None:
     """Refuse an output a person gives for `node_id` (an edit, a re-run's edited output) that
-    breaks a contract of the node towards the nodes after it, naming the schema error."""
-    for contract, error in contract_results(graph.nodes[node_id], graph.plan, output, graph.contracts):
-        if error:
-            raise DocumentError(f"breaks the contract '{contract.key}' {error}", where=where)
+    breaks a contract of the node towards the nodes after it, at the first field it breaks
+    (`output.draft`), naming the contract and the schema error."""
+    for contract in contracts_of(graph.nodes[node_id], graph.plan, graph.contracts):
+        problems = [(field, f"{text} (the contract '{contract.key}')")
+                    for field, text in field_problems(contract.schema, output, where=where)]
+        if problems:
+            at, message = problems[0]
+            raise DocumentError(message, where=at, details=[{"where": field, "message": text} for field, text in problems])
+

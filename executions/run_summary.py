@@ -28,7 +28,7 @@ from executions.models import Execution, NodeRun
 # What a light node run is read with: what a table row, a timeline bar or an attempt's
 # heading shows. The rest (prompt, context record, inputs, output …): `full=true`, or the
 # node run by its id.
-LIGHT_COLUMNS = ("id", "sequence", "node_id", "agent__agent_id", "agent_version__version", "kind", "attempt",
+LIGHT_COLUMNS = ("id", "sequence", "node_id", "agent__agent_id", "agent_version__version", "kind", "round", "attempt",
                  "status", "error_code", "error", "worker", "backend", "model", "started_at", "completed_at",
                  "duration_ms", "tokens_in", "tokens_out", "dispatches", "call_count", "cost", "cost_complete",
                  "reused_from_id", "decide_by")
@@ -51,7 +51,7 @@ def light_record(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "node_run_id": row["id"], "sequence": row["sequence"], "node_id": row["node_id"],
         "agent_ref": row["agent__agent_id"], "agent_version": row["agent_version__version"], "kind": row["kind"],
-        "attempt": row["attempt"], "status": row["status"], "error_code": row["error_code"], "error": row["error"],
+        "round": row["round"], "attempt": row["attempt"], "status": row["status"], "error_code": row["error_code"], "error": row["error"],
         "worker": row["worker"], "backend": row["backend"], "model": row["model"],
         "started_at": iso(row["started_at"]), "completed_at": iso(row["completed_at"]),
         "duration_ms": row["duration_ms"], "tokens_in": row["tokens_in"], "tokens_out": row["tokens_out"],

@@ -208,7 +208,9 @@ class NodeRunLightOut(Record):
     agent_ref: str
     agent_version: str | None
     kind: NodeRunKind
-    attempt: int
+    round: int = Field(..., description="the node's n-th round in the run: its n-th first run (or a re-run's copy), "
+                                        "with the retries and fallback after it")
+    attempt: int = Field(..., description="the attempt within the round: 1, then each retry and the fallback")
     status: NodeRunStatus
     error_code: str
     error: str

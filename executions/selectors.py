@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Q, Sum
@@ -193,7 +194,14 @@ def pending_gate(run: NodeRun) -> dict[str, Any]:
             "node_id": run.node_id, "node_run_id": run.pk, "prompt": gate["prompt"], "decisions": gate["decisions"],
             "deciders": gate["deciders"], "shown": gate["shown"], "missing": gate["missing"],
             "opened_at": iso(run.started_at), "decide_by": iso(run.decide_by), "on_timeout": gate["on_timeout"],
-            "url": reverse("executions:detail", args=[run.execution.execution_id]) + f"?node={run.node_id}&run={run.pk}#node-panel"}
+            "url": gate_url(run)}
+
+
+def gate_url(run: NodeRun) -> str:
+    """Where a person decides a gate: its run's page, at the form in the gate's panel (the page
+    scrolls to it and focuses it)."""
+    return (reverse("executions:detail", args=[run.execution.execution_id])
+            + "?" + urlencode({"node": run.node_id, "run": run.pk}) + f"#decide-{run.pk}")
 
 
 def user_get(username: str):

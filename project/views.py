@@ -1,10 +1,9 @@
 """The overview page: it counts rows of every app, so it sits above them all."""
 from django.shortcuts import render
-from django.urls import reverse
-from django.utils.http import urlencode
 
 from agents.models import Agent, DeriveRequest
 from executions.models import Execution
+from executions.selectors import gate_url
 from executions.services import gates_pending
 from workflows.models import Workflow
 
@@ -23,8 +22,7 @@ def overview(request):
     }
     counts["for_a_person"] = counts["escalated"] + counts["waiting"]
     pending = gates_pending(user=request.user)
-    for run in pending:  # each links to its run's page, at the gate's panel with its form
-        run.page_url = (reverse("executions:detail", args=[run.execution.execution_id])
-                        + "?" + urlencode({"node": run.node_id, "run": run.pk}) + "#node-panel")
+    for run in pending:  # each links to its run's page, at the gate's form
+        run.page_url = gate_url(run)
     recent = runs.select_related("workflow").order_by("-created_at", "-id")[:10]
     return render(request, "core/overview.html", {"counts": counts, "recent": recent, "gates_pending": pending})

@@ -86,6 +86,10 @@ class GateDocument(Shape):
         None, description="decided by on_timeout after this long")
     on_timeout: Omittable[Literal["approve", "reject", "escalate"]] = Field(
         None, description="the decision a time-out makes (default reject); escalate sends the run to escalate_to")
+    # `schema` would shadow a pydantic method, hence the alias.
+    gate_schema: Omittable[dict[str, Any]] = Field(
+        None, alias="schema", description="a JSON Schema (draft 2020-12) of the data a person may pass on "
+                                          "(default: the node's output contract)")
 
 
 class SubworkflowDocument(Shape):

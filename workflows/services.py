@@ -9,7 +9,6 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Max, ProtectedError
 from django.utils import timezone
-from jsonschema.exceptions import SchemaError
 
 from agents.models import Agent
 from agents.services import check_storable, get_agent
@@ -18,7 +17,7 @@ from core.jsonutil import check_shape
 from core.status_writes import lock_row
 from engine.dataflow import dataflow_warnings
 from engine.inputs import input_schema_problem
-from engine.json_schema import check_schema
+from engine.json_schema import schema_refusal
 from engine.subworkflows import refs_of
 from engine.validation import validate_workflow
 from workflows.documents import blueprint_document, task_chain_defaults, workflow_document
@@ -190,12 +189,9 @@ def _input_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
 def _check_user_schema(schema: Any, *, where: str) -> None:
     """Refuse a JSON Schema a person wrote (a contract's, a workflow's inputs) that is not
     one, naming the field and the place inside it."""
-    try:
-        check_schema(schema)
-    except SchemaError as error:
-        path = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in error.path)
-        field = where.rsplit(".", 1)[-1]
-        raise DocumentError(f"is not a valid JSON Schema: {error.message} (at {field}{path})", where=where) from error
+    refusal = schema_refusal(schema, field=where.rsplit(".", 1)[-1])
+    if refusal:
+        raise DocumentError(refusal, where=where)
 
 
 def _append_version(workflow: Workflow, document: dict[str, Any], *, actor: str, note: str) -> WorkflowVersion:

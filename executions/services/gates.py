@@ -5,7 +5,8 @@ A gate opens as a node run `waiting` (services/run.py, `LockedRun.start_nodes`),
 moves it to success (approve, edit) or failed (reject) under the execution's lock, records
 what was decided, by whom, when and why on the node run's `gate`, and advances the run as
 any stored node run does. A gate decided once is never decided again: the second decision
-is refused naming who made the first.
+is refused naming who made the first. Each decision is written in the run's state as
+`gate_feedback` (engine/gates.py) for the nodes that run after it.
 
 A gate's output is given by one of its deciders only, whichever way it is given: a decision
 on its waiting run, an output edited in a re-run or typed for a trial, or the output that
@@ -25,6 +26,7 @@ from core.jsonutil import check_storable
 from core.roles import Forbidden, roles_of
 from core.status_writes import lock_row, transition
 from engine import gates
+from engine.json_schema import field_problems
 from executions.models import Execution, NodeRun
 from executions.run_graphs import check_contracts_of, execution_graph
 from executions.services.run import ENDED, LockedRun
@@ -80,6 +82,8 @@ def gate_output_given(*, node_id: str, gate: dict[str, Any], output: Any, actor,
     if decision not in record["decisions"]:
         raise DocumentError(f"gate '{node_id}' offers {', '.join(record['decisions'])}, not edit: what goes on from "
                             "it is the data it showed, as shown", where=where)
+    if decision == gates.EDIT:
+        check_edit(record, output, where=where)
     return {**record, "decision": decision, "decided_by": username, "decided_at": timezone.now().isoformat(),
             "comment": "", "timed_out": False, "given": given}
 
@@ -153,8 +157,21 @@ def _checked_edit(execution: Execution, run: NodeRun, output: Any) -> Any:
     if output is None:
         raise DocumentError("the decision edit passes on the output given here: give one", where="output")
     check_storable(output, where="output")
+    check_edit(_gate_of(run), output, where="output")
     check_contracts_of(execution_graph(execution), run.node_id, output, where="output")
     return output
+
+
+def check_edit(gate: dict[str, Any], output: Any, *, where: str) -> None:
+    """Refuse an edit that breaks the schema of the gate's run (`gate`: its record, with the
+    schema it opened with; engine/gates.py), at the first field it breaks (`output.draft`),
+    saying whose schema it is; every problem is in the error's details, each at its field."""
+    whose = gate.get("schema_from") or "the gate's schema"
+    problems = [(field, f"{message} ({whose})")
+                for field, message in field_problems(gate.get("schema"), output, where=where)]
+    if problems:
+        at, message = problems[0]
+        raise DocumentError(message, where=at, details=[{"where": field, "message": text} for field, text in problems])
 
 
 def _decide(locked: LockedRun, run: NodeRun, decision: str, *, output: Any, by: str, comment: str = "",
@@ -185,6 +202,8 @@ def _decide(locked: LockedRun, run: NodeRun, decision: str, *, output: Any, by: 
     for name, value in fields.items():
         setattr(run, name, value)
     run.status = status
+    execution.state = {**execution.state, gates.FEEDBACK: gates.feedback_of(run.node_id, gate)}
+    Execution.objects.filter(pk=execution.pk).update(state=execution.state, updated_at=now)
     if execution.status == Execution.Status.WAITING:
         locked.resume(now)
     if status == NodeRun.Status.SUCCESS:

@@ -38,7 +38,8 @@ from core.jsonutil import check_storable
 from core.rows import copy_rows, db_values
 from core.status_writes import change_status
 from core.tasks import send_after_commit
-from engine.replay import PastRun, RerunRefused, shape_changes, split
+from engine import gates
+from engine.replay import PastRun, RerunRefused, recorded_path, shape_changes, split
 from executions.models import Execution, NodeRun
 from executions.run_graphs import Graph, check_contracts_of, execution_graph, run_graph
 from executions.services.gates import gate_output_given
@@ -50,7 +51,7 @@ CURRENT = "current"  # pins the agent's latest version
 READ_CHUNK = 2_000  # rows of the past run read at a time
 # What a copy keeps of the run it copies (the rest: not run again, so no tokens, cost, calls,
 # worker or error of its own).
-COPIED = ("node_id", "agent", "agent_version", "attempt", "backend", "model", "prompt", "resolved_inputs",
+COPIED = ("node_id", "agent", "agent_version", "round", "attempt", "backend", "model", "prompt", "resolved_inputs",
           "context_record", "resolution_failures", "compression", "decision", "gate", "status", "output")
 
 
@@ -86,7 +87,10 @@ def execution_rerun(*, source: Execution, from_node: str, step: int | None = Non
     pinned = _pins(agent_versions, graph, cut.runs, refusal=f"does not run in a re-run from '{from_node}'")
     versions.update({node_id: version.pk for node_id, version in pinned.items()})
     typed = _typed(reused, edited)
-    state = _rebuilt_state(reused, edited, typed, graph)
+    # The decisions made before the re-run's start: on a state machine's path, a rejection too
+    # (a failed step, which the re-run does not copy); elsewhere, those of the copies.
+    before = recorded_path(past)[:cut.step - 1] if cut.step else reused
+    state = _with_gate_feedback(_rebuilt_state(reused, edited, typed, graph), before, graph, decided)
     keys = [run.key for run in reused]
     inline = len(keys) <= settings.RERUN_COPY_INLINE_MAX
     with transaction.atomic():
@@ -425,6 +429,21 @@ def _rebuilt_state(runs: list[PastRun], edited: dict[str, Any], typed: list[str]
     state: dict = {}
     for node_id, (_, key) in sorted(last.items(), key=lambda item: item[1][0]):
         state = mapped_state(state, graph.nodes[node_id], edited[node_id] if node_id in edited else stored[key])
+    return state
+
+
+def _with_gate_feedback(state: dict, runs: list[PastRun], graph: Graph, decided: dict[str, dict]) -> dict:
+    """`state` with the `gate_feedback` of the last decision among the gate runs of `runs`
+    (engine/gates.py), as the past run had it when the re-run's first node ran: a redraft
+    re-run after a rejection reads why it was rejected. A copy given its output here carries
+    the decision of the person who gave it (`decided`)."""
+    keys = [run.key for run in runs if run.node_id in graph.kinds and graph.kinds[run.node_id].decided_by_people]
+    if not keys:
+        return state
+    rows = NodeRun.objects.filter(pk__in=keys, gate__isnull=False).order_by("-sequence", "-id")
+    for node_id, gate in rows.values_list("node_id", "gate").iterator():
+        if gate and gate.get("decision"):
+            return {**state, gates.FEEDBACK: gates.feedback_of(node_id, decided.get(node_id, gate))}
     return state
 
 

@@ -114,13 +114,16 @@ class LockedRun:
             opening = graph.kinds[node_id].opening(execution, graph, graph.nodes[node_id], now)
             if opening is not None:
                 opened[node_id] = opening
+        # Only a state machine comes back to a node: elsewhere a node's first attempt is its first round.
+        rounds = next_rounds(execution, node_ids) if steps is not None else {}
         inline = chain is not None and chain.open()
         first = next((node_id for node_id in node_ids if node_id not in opened), None) if inline else None
         claim = f"{chain.worker}/{uuid.uuid4().hex[:8]}" if chain is not None and first is not None else ""
         runs = insert_rows([
             NodeRun(execution=execution, node_id=node_id, agent_id=plan.agents[node_id],
                     agent_version_id=pinned.get(node_id) or graph.versions.get(plan.agents[node_id]), kind="first",
-                    attempt=1, sequence=last + offset, step=None if steps is None else steps + offset,
+                    attempt=1, round=rounds.get(node_id, 1), sequence=last + offset,
+                    step=None if steps is None else steps + offset,
                     available_at=now, heartbeat_at=now,
                     dispatches=int(node_id not in opened),
                     **(opened.get(node_id) or ({"status": NodeRun.Status.RUNNING, "worker": claim, "started_at": now}
@@ -142,13 +145,15 @@ class LockedRun:
         version = (kind != "fallback" and execution.agent_versions.get(node_id)  # pinned by a re-run
                    or AgentVersion.objects.filter(agent_id=agent_id).values_list("pk", flat=True).first())  # latest
         graph = execution_graph(execution)
+        latest = next_rounds(execution, [node_id])[node_id] - 1
+        round_ = latest + 1 if kind == NodeRun.Kind.FIRST else max(1, latest)  # a retry keeps its round
         opened: dict = {}
         if status == NodeRun.Status.PENDING:  # a gate asked again opens waiting, as it did the first time
             opened = graph.kinds[node_id].opening(execution, graph, graph.nodes[node_id], now) or {}
             status = opened.pop("status", status)
         run = NodeRun.objects.create(
             execution=execution, node_id=node_id, agent_id=agent_id, agent_version_id=version,
-            kind=kind, attempt=attempt, sequence=sequence, status=status,
+            kind=kind, attempt=attempt, round=round_, sequence=sequence, status=status,
             available_at=now + timedelta(seconds=delay), heartbeat_at=now,
             dispatches=int(status == NodeRun.Status.PENDING),
             completed_at=now if status == NodeRun.Status.SKIPPED else None, **opened,
@@ -348,6 +353,14 @@ def any_node_run_active(execution: Execution) -> bool:
         reading.execute(f"SELECT 1 FROM {table} WHERE execution_id = %s AND status IN "
                         f"({', '.join(['%s'] * len(NodeRun.ACTIVE))}) LIMIT 1", [execution.pk, *NodeRun.ACTIVE])
         return reading.fetchone() is not None
+
+
+def next_rounds(execution: Execution, node_ids: list[str]) -> dict[str, int]:
+    """The round each node's next first attempt opens: one after its latest run's (1: it has
+    not run). One read of the index on (execution, node_id, sequence) per node, from its end."""
+    runs = NodeRun.objects.filter(execution=execution).order_by("-sequence")
+    return {node_id: (runs.filter(node_id=node_id).values_list("round", flat=True).first() or 0) + 1
+            for node_id in node_ids}
 
 
 def _last_sequence(execution: Execution) -> int:

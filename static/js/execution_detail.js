@@ -53,9 +53,12 @@
     selected: null, // node id
     selectedRun: null, // node run id asked for (timeline bar, table link)
     scrollToRun: null, // a node run to bring into view once the panel has it
+    // A gate's form asked for by the address (#decide-<node run id>, where the overview's
+    // links land): brought into view and focused once the panel has drawn it.
+    focusForm: (/^#decide-(\d+)$/.exec(window.location.hash) || [])[1] || null,
     escalationKey: undefined,
     open: new Map(), // node run id → open? (kept across live re-renders)
-    gateDrafts: new Map(), // a gate's node run id → {comment, output} as typed (kept across re-renders)
+    gateDrafts: new Map(), // a gate's node run id → {comment, values, confirming} as typed (kept across re-renders)
     gateNotes: new Map(), // a gate's node run id → why the last decision sent was refused
     gatesKey: undefined,
     budgetKey: undefined,
@@ -689,14 +692,14 @@
       const from = Math.max(runStart, since);
       const to = Math.min(Math.max(runEnd, from), until);
       const width = percent((to - from) / span);
-      const label = `${run.kind === "first" ? "" : `${run.kind} `}#${run.attempt}${run.status === "waiting" ? " waiting" : ""}`;
+      const label = `${roundText(run)}${run.status === "waiting" ? " · waiting" : ""}`;
       return el("button", {
         type: "button", class: `tl-bar ${run.status} kind-${run.kind}${run.node_run_id === page.selectedRun ? " chosen" : ""}`,
         // A gate that still waits ends now, at the right edge of the whole run: drawn from
         // there, so its width (at least what its label takes) never runs past the track.
         style: run.status === "waiting" && whole && runEnd === now ? { right: "0", width } : { left: percent((from - since) / span), width },
         "data-run": run.node_run_id,
-        title: `${run.node_id} · ${run.kind} #${run.attempt}${COPIES.has(run.kind) ? " (not run in this execution)" : ""}` +
+        title: `${run.node_id} · ${roundText(run)}${COPIES.has(run.kind) ? " (not run in this execution)" : ""}` +
           ` · ${run.agent_ref} · ${run.status}` +
           ` · ${run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : fmt.ms(runEnd - runStart) + " so far"}` +
           (run.tokens_in !== null && run.tokens_in !== undefined ? ` · ${fmt.n(run.tokens_in)} → ${fmt.n(run.tokens_out)} tokens` : "") +
@@ -732,6 +735,7 @@
         : (lane ? lane.buckets.map(([index, counts]) => slice(nodeId, index, counts)) : []);
       return el("div", { class: `tl-row${nodeId === page.selected ? " chosen" : ""}`, "data-node": nodeId },
         el("button", { type: "button", class: "tl-label mono", onclick: () => select(nodeId, null, true),
+          "aria-label": `Show node ${nodeId} in the panel`,
           title: `${nodeId}: ${fmt.n(cost.runs)} run(s)${whole ? "" : `, ${fmt.n(lane ? lane.runs : 0)} in this window`}` },
         el("i", { class: `dot ${nodeStatus(nodeId, record)}` }), nodeId,
         answer.node_runs ? null : el("span", { class: "tl-runs", "data-runs": lane ? lane.runs : 0 }, fmt.n(lane ? lane.runs : 0))),
@@ -832,7 +836,7 @@
   // what was asked, of whom, what was shown and, once decided, what was decided, by whom,
   // when and why. Whether the signed-in user may decide comes from the server (`gates`).
 
-  const DECISION_LABELS = { approve: "Approve", reject: "Reject", edit: "Pass on the edited data" };
+  const DECISION_LABELS = { approve: "Approve", reject: "Reject", edit: "Edit" };
   const DECIDING_LABELS = { approve: "Approving…", reject: "Rejecting…", edit: "Passing on the edit…" };
   const ON_TIMEOUT_TEXT = { approve: "approved as shown", reject: "rejected", escalate: "sent to a person (escalated)" };
 
@@ -881,6 +885,12 @@
     return run.status === "waiting" ? " · waiting for a person's decision" : ` · ${run.status}, not decided`;
   }
 
+  /** A node run's place among its node's runs, as people read it: "round 2 · attempt 1",
+   * with its kind when it is not a first attempt ("round 1 · attempt 2 · retry"). */
+  function roundText(run) {
+    return `round ${run.round} · attempt ${run.attempt}${run.kind === "first" ? "" : ` · ${run.kind}`}`;
+  }
+
   function decisionBadge(decision) {
     return el("span", { class: `badge decision-${decision}` }, decision);
   }
@@ -901,7 +911,8 @@
       action = el("p", { class: "muted" }, `Not decided: this gate's run is ${run.status}.`);
     }
     return el("section", { class: `gate-box${waiting ? " waiting" : ""}`, "data-gate": run.node_run_id },
-      el("div", { class: "row gate-head" }, el("h3", {}, "A person's decision"),
+      el("div", { class: "row gate-head" }, el("h3", {}, "A person's decision",
+        run.round ? el("span", { class: "muted small gate-round" }, ` · round ${run.round}`) : null),
         waiting ? badge("waiting", "gate-state") : gate.decision ? decisionBadge(gate.decision) : badge(run.status, "gate-state")),
       el("p", { class: "gate-prompt" }, gate.prompt || "Decide on the data below."),
       el("section", { class: "gate-shown" }, el("h4", {}, "The data shown"),
@@ -930,11 +941,166 @@
       action);
   }
 
+  // The edit: each field of the data shown (and of the gate's schema, `gate.schema`) is a
+  // field of the form — text in a text area when it is long or has several lines, numbers
+  // and yes/no as such, lists and objects as JSON — checked as it is read; then the edit,
+  // against the data shown, to confirm before it is sent; the server holds it to the schema
+  // and answers a refusal at the field it names ("output.draft").
+
+  const LONG_TEXT = 80; // characters: longer text (or text of several lines) gets a text area
+
+  function schemaProperties(gate) {
+    const schema = gate.schema;
+    return schema && typeof schema === "object" && schema.properties && typeof schema.properties === "object" ? schema.properties : {};
+  }
+
+  function schemaType(property) {
+    const type = property && property.type;
+    return Array.isArray(type) ? type.find((item) => item !== "null") : type;
+  }
+
+  /** The form's fields: each named input shown, then each the schema names that was not shown. */
+  function editFields(gate) {
+    const shown = gate.shown || {};
+    const properties = schemaProperties(gate);
+    const required = new Set(Array.isArray(gate.schema && gate.schema.required) ? gate.schema.required : []);
+    return [...new Set([...Object.keys(shown), ...Object.keys(properties)])].map((name) => {
+      const property = properties[name] && typeof properties[name] === "object" ? properties[name] : {};
+      const known = Object.prototype.hasOwnProperty.call(shown, name);
+      const value = known ? shown[name] : undefined;
+      const type = known ? (value === null ? "null" : Array.isArray(value) ? "array" : typeof value) : schemaType(property);
+      const kind = type === "string" ? "text" : type === "number" || type === "integer" ? "number"
+        : type === "boolean" ? "boolean" : "json";
+      return { name, known, value, kind, integer: schemaType(property) === "integer", required: required.has(name),
+        description: typeof property.description === "string" ? property.description : "" };
+    });
+  }
+
+  /** A field's value as the form holds it: text for text, numbers and JSON; true/false for yes/no. */
+  function fieldText(field) {
+    if (!field.known) return field.kind === "boolean" ? false : "";
+    if (field.kind === "boolean") return field.value;
+    if (field.kind === "json") return JSON.stringify(field.value, null, 2);
+    return String(field.value);
+  }
+
+  function gateControl(field, draft, id) {
+    const where = `output.${field.name}`;
+    const value = draft.values[field.name];
+    const keep = (event) => { draft.values[field.name] = field.kind === "boolean" ? event.target.checked : event.target.value; };
+    const common = { id, "data-gate-field": where, name: field.name, oninput: keep, onchange: keep };
+    if (field.kind === "boolean") {
+      const box = el("input", { ...common, type: "checkbox" });
+      box.checked = Boolean(value);
+      return box;
+    }
+    if (field.kind === "number") {
+      const input = el("input", { ...common, type: "number", step: field.integer ? "1" : "any", inputmode: "decimal" });
+      input.value = value;
+      return input;
+    }
+    const lines = String(value).split("\n").length;
+    if (field.kind === "text" && lines === 1 && String(value).length <= LONG_TEXT) {
+      const input = el("input", { ...common, type: "text", spellcheck: "true" });
+      input.value = value;
+      return input;
+    }
+    const area = el("textarea", { ...common, class: field.kind === "json" ? "gate-json-input" : "gate-text-input",
+      rows: String(Math.min(16, Math.max(3, lines + 1))), spellcheck: field.kind === "json" ? "false" : "true" });
+    area.value = value;
+    return area;
+  }
+
+  /** The edited data read from the form: {output} or {problems: [[where, text]]}. */
+  function editedOutput(gate, draft) {
+    const output = {};
+    const problems = [];
+    for (const field of editFields(gate)) {
+      const value = draft.values[field.name];
+      const where = `output.${field.name}`;
+      if (field.kind === "boolean") {
+        if (field.known || value) output[field.name] = Boolean(value);
+      } else if (!field.known && value === "") {
+        // a field of the schema that was not shown, left empty: not passed on
+      } else if (field.kind === "text") {
+        output[field.name] = value;
+      } else if (field.kind === "number") {
+        const number = value.trim() === "" ? NaN : Number(value);
+        if (Number.isFinite(number)) output[field.name] = number;
+        else problems.push([where, `${field.name} is a number: "${value}" is not one`]);
+      } else {
+        try {
+          output[field.name] = JSON.parse(value);
+        } catch (error) {
+          problems.push([where, `${field.name} is not JSON: ${error.message}`]);
+        }
+      }
+    }
+    return problems.length ? { problems } : { output };
+  }
+
+  // A line diff of two texts (longest common subsequence: the texts a gate shows are short).
+  function lineDiff(before, after) {
+    const a = before.split("\n");
+    const b = after.split("\n");
+    const common = Array.from({ length: a.length + 1 }, () => new Array(b.length + 1).fill(0));
+    for (let i = a.length - 1; i >= 0; i -= 1) {
+      for (let j = b.length - 1; j >= 0; j -= 1) {
+        common[i][j] = a[i] === b[j] ? common[i + 1][j + 1] + 1 : Math.max(common[i + 1][j], common[i][j + 1]);
+      }
+    }
+    const lines = [];
+    let i = 0;
+    let j = 0;
+    while (i < a.length || j < b.length) {
+      if (i < a.length && j < b.length && a[i] === b[j]) {
+        lines.push(["same", a[i]]);
+        i += 1;
+        j += 1;
+      } else if (j < b.length && (i === a.length || common[i][j + 1] >= common[i + 1][j])) {
+        lines.push(["added", b[j]]);
+        j += 1;
+      } else {
+        lines.push(["removed", a[i]]);
+        i += 1;
+      }
+    }
+    return lines;
+  }
+
+  function diffLines(lines) {
+    const mark = { same: "  ", added: "+ ", removed: "- " };
+    const tag = { same: "span", added: "ins", removed: "del" };
+    return el("pre", { class: "gate-diff-text" },
+      lines.map(([how, text]) => el(tag[how], { class: `diff-line ${how}` }, `${mark[how]}${text}\n`)));
+  }
+
+  /** The edit against the data shown, field by field: what changed, nothing of what did not. */
+  function editDiff(shown, output) {
+    const names = [...new Set([...Object.keys(shown), ...Object.keys(output)])];
+    const changed = names.filter((name) => JSON.stringify(shown[name]) !== JSON.stringify(output[name]));
+    if (!changed.length) {
+      return el("p", { class: "gate-diff-none" }, "No field changed: the data shown goes on as it is.");
+    }
+    const text = (value) => (value === undefined ? "(absent)" : typeof value === "string" ? value : JSON.stringify(value, null, 2));
+    return el("dl", { class: "gate-diff" }, changed.flatMap((name) => {
+      const before = shown[name];
+      const after = output[name];
+      const how = before === undefined ? "added" : after === undefined ? "removed" : "changed";
+      return [
+        el("dt", { "data-diff": name }, el("span", { class: "mono" }, name), " ", el("span", { class: "muted small" }, how)),
+        el("dd", { "data-diff": name }, diffLines(lineDiff(before === undefined ? "" : text(before), after === undefined ? "" : text(after))
+          .filter(([kind, line]) => !(line === "" && ((kind === "removed" && before === undefined) || (kind === "added" && after === undefined)))))),
+      ];
+    }));
+  }
+
   function gateForm(run) {
     const gate = run.gate;
+    const fields = editFields(gate);
     let draft = page.gateDrafts.get(run.node_run_id);
     if (!draft) {
-      draft = { comment: "", output: JSON.stringify(gate.shown || {}, null, 2) };
+      draft = { comment: "", values: Object.fromEntries(fields.map((field) => [field.name, fieldText(field)])), confirming: null };
       page.gateDrafts.set(run.node_run_id, draft);
     }
     const fieldError = (name) => el("p", { class: "field-error", "data-for": name, hidden: true });
@@ -942,32 +1108,65 @@
       placeholder: "why (kept with the decision)", oninput: (event) => { draft.comment = event.target.value; } });
     comment.value = draft.comment;
     const offersEdit = (gate.decisions || []).includes("edit");
-    const output = offersEdit ? el("textarea", { class: "gate-output-input", rows: "8", spellcheck: "false",
-      "data-gate-field": "output", oninput: (event) => { draft.output = event.target.value; } }) : null;
-    if (output) output.value = draft.output;
-    const form = el("form", { class: "gate-form", "data-gate-form": run.node_run_id, onsubmit: (event) => event.preventDefault() },
-      el("h4", {}, "Your decision"),
+    const what = `gate ${run.node_id}`;
+    const headingId = `decide-${run.node_run_id}-heading`;
+    const form = el("form", { class: "gate-form", id: `decide-${run.node_run_id}`, tabindex: "-1", "aria-labelledby": headingId,
+      "data-gate-form": run.node_run_id, onsubmit: (event) => event.preventDefault() });
+    // Named for the gate, not only the decision: a page may show a node named "approve" too.
+    const decisionButton = (decision) => el("button", {
+      type: "button", "data-decision": decision,
+      "aria-label": decision === "edit" ? `Review the edit of ${what}` : `${DECISION_LABELS[decision] || decision} the data of ${what}`,
+      class: decision === "approve" ? "primary" : decision === "reject" ? "danger" : "",
+      onclick: (event) => (decision === "edit" ? reviewEdit(run, form) : decide(run, decision, form, event.currentTarget)),
+    }, decision === "edit" ? "Review the edit…" : DECISION_LABELS[decision] || decision);
+    const edit = offersEdit ? el("fieldset", { class: "gate-edit" },
+      el("legend", {}, "Edit the data"),
+      el("p", { class: "muted small" }, "Passed on instead of the data shown if you choose to pass on the edit",
+        gate.schema ? `; held to ${gate.schema_from || "the gate's schema"}` : "", "."),
+      fieldError("output"),
+      fields.map((field, index) => el("div", { class: `gate-field kind-${field.kind}`, "data-field": field.name },
+        el("label", { for: `gate-field-${run.node_run_id}-${index}` }, el("span", { class: "mono" }, field.name),
+          field.required ? el("span", { class: "muted small" }, " (required)") : null,
+          field.kind === "json" ? el("span", { class: "muted small" }, " (JSON)") : null,
+          field.description ? el("span", { class: "muted small gate-field-about" }, ` — ${field.description}`) : null),
+        gateControl(field, draft, `gate-field-${run.node_run_id}-${index}`),
+        fieldError(`output.${field.name}`)))) : null;
+    form.append(
+      el("h4", { id: headingId }, "Your decision"),
       el("label", {}, "Comment", comment), fieldError("comment"),
-      output ? el("label", {}, "Edited data (JSON): passed on instead of the data shown if you choose to pass on the edit", output) : null,
-      output ? fieldError("output") : null,
-      el("div", { class: "row gate-buttons" }, (gate.decisions || []).map((decision) => el("button", {
-        type: "button", "data-decision": decision,
-        class: decision === "approve" ? "primary" : decision === "reject" ? "danger" : "",
-        onclick: (event) => decide(run, decision, form, event.currentTarget),
-      }, DECISION_LABELS[decision] || decision))),
+      edit,
+      el("div", { class: "row gate-buttons" }, (gate.decisions || []).map(decisionButton)),
       fieldError("decision"),
+      el("section", { class: "gate-confirm", "aria-label": "Confirm the edit", hidden: true }),
       el("p", { class: "error gate-form-error", role: "alert", hidden: true }));
+    if (draft.confirming) showConfirm(run, form, draft.confirming, false);
     return form;
   }
 
-  function showGateProblem(form, name, text) {
-    const place = form.querySelector(`.field-error[data-for="${name}"]`);
-    const control = form.querySelector(`[data-gate-field="${name}"]`);
+  function clearGateProblems(form) {
+    form.querySelectorAll(".field-error, .gate-form-error").forEach((place) => { place.hidden = true; place.textContent = ""; });
+    form.querySelectorAll(".invalid").forEach((control) => {
+      control.classList.remove("invalid");
+      control.removeAttribute("aria-invalid");
+    });
+  }
+
+  /** Show a problem at its field: the one named, else the closest field holding it
+   * ("output.items[2].name" at the JSON field "output.items"), else under the buttons. */
+  function showGateProblem(form, where, text) {
+    let name = where;
+    while (name && !form.querySelector(`.field-error[data-for="${CSS.escape(name)}"]`)) {
+      const cut = Math.max(name.lastIndexOf("."), name.lastIndexOf("["));
+      name = cut > 0 ? name.slice(0, cut) : "";
+    }
+    const place = name ? form.querySelector(`.field-error[data-for="${CSS.escape(name)}"]`) : null;
     if (place) {
       place.textContent = text;
       place.hidden = false;
+      const control = form.querySelector(`[data-gate-field="${CSS.escape(name)}"]`);
       if (control) {
         control.classList.add("invalid");
+        control.setAttribute("aria-invalid", "true");
         control.focus();
       }
       return;
@@ -977,21 +1176,49 @@
     message.hidden = false;
   }
 
-  async function decide(run, decision, form, button) {
+  // The edit's second step: what changed against the data shown, then confirm (sent) or go back.
+  function reviewEdit(run, form) {
     const draft = page.gateDrafts.get(run.node_run_id);
-    form.querySelectorAll(".field-error, .gate-form-error").forEach((place) => { place.hidden = true; place.textContent = ""; });
-    form.querySelectorAll(".invalid").forEach((control) => control.classList.remove("invalid"));
+    clearGateProblems(form);
+    const read = editedOutput(run.gate, draft);
+    if (read.problems) {
+      read.problems.slice().reverse().forEach(([where, text]) => showGateProblem(form, where, text));
+      return;
+    }
+    draft.confirming = read.output;
+    showConfirm(run, form, read.output, true);
+  }
+
+  function showConfirm(run, form, output, focus) {
+    const box = form.querySelector(".gate-confirm");
+    const back = () => {
+      page.gateDrafts.get(run.node_run_id).confirming = null;
+      box.hidden = true;
+      box.replaceChildren();
+      form.querySelectorAll("button[data-decision], .gate-edit input, .gate-edit textarea").forEach((item) => { item.disabled = false; });
+      form.querySelector("button[data-decision='edit']").focus();
+    };
+    const confirm = el("button", { type: "button", class: "primary", "data-confirm": "edit",
+      onclick: (event) => decide(run, "edit", form, event.currentTarget, output, back) }, "Pass on the edited data");
+    box.replaceChildren(
+      el("h4", {}, "Your edit, against the data shown"),
+      editDiff(run.gate.shown || {}, output),
+      el("div", { class: "row gate-buttons" }, confirm,
+        el("button", { type: "button", "data-back": "edit", onclick: back }, "Back to editing")));
+    box.hidden = false;
+    // While confirming, the fields and the other decisions wait: what is sent is what the diff shows.
+    form.querySelectorAll("button[data-decision], .gate-edit input, .gate-edit textarea").forEach((item) => { item.disabled = true; });
+    if (focus) confirm.focus();
+  }
+
+  async function decide(run, decision, form, button, output, back) {
+    const draft = page.gateDrafts.get(run.node_run_id);
+    clearGateProblems(form);
     page.gateNotes.delete(run.node_run_id);
     const body = { decision, comment: draft.comment };
-    if (decision === "edit") {
-      try {
-        body.output = JSON.parse(draft.output);
-      } catch (error) {
-        showGateProblem(form, "output", `The edited data is not JSON: ${error.message}`);
-        return;
-      }
-    }
-    const buttons = form.querySelectorAll("button[data-decision]");
+    if (decision === "edit") body.output = output;
+    const buttons = form.querySelectorAll("button[data-decision], button[data-confirm], button[data-back]");
+    const wasDisabled = new Map([...buttons].map((item) => [item, item.disabled]));
     buttons.forEach((item) => { item.disabled = true; });
     const label = button.textContent;
     button.textContent = DECIDING_LABELS[decision] || "Sending…";
@@ -1000,11 +1227,15 @@
       page.gateDrafts.delete(run.node_run_id);
       schedule(0); // the run goes on: read it again now
     } catch (error) {
-      buttons.forEach((item) => { item.disabled = false; });
+      buttons.forEach((item) => { item.disabled = wasDisabled.get(item); });
       button.textContent = label;
-      const field = (error.where || "").split(/[.[]/)[0];
+      const where = error.where || "";
+      const field = where.split(/[.[]/)[0];
       if (error.status === 422 && ["output", "comment", "decision"].includes(field)) {
-        showGateProblem(form, field, error.message);
+        if (back) back(); // back to the fields, to show the problem at its own
+        const problems = Array.isArray(error.details) && error.details.every((item) => item && item.where)
+          ? error.details.map((item) => [item.where, `${item.where}: ${item.message}`]) : [[where, error.message]];
+        problems.slice().reverse().forEach(([at, text]) => showGateProblem(form, at, text));
       } else if (error.status === 409) {
         // Decided meanwhile (the message says by whom), or the run ended: show it as it is now.
         page.gateNotes.set(run.node_run_id, `Your decision was not recorded: ${error.message}`);
@@ -1032,13 +1263,29 @@
     section.replaceChildren(
       el("h2", {}, open.length === 1 ? "Waiting for a person's decision" : `Waiting for ${open.length} decisions by people`),
       el("ul", { class: "gates-list" }, open.map((run) => el("li", { "data-gate-waiting": run.node_run_id },
-        el("a", { class: "mono", href: `?node=${encodeURIComponent(run.node_id)}&run=${run.node_run_id}#node-panel`,
-          onclick: (event) => { event.preventDefault(); select(run.node_id, run.node_run_id, true); } }, run.node_id),
+        el("a", { class: "mono", href: `?node=${encodeURIComponent(run.node_id)}&run=${run.node_run_id}#decide-${run.node_run_id}`,
+          onclick: (event) => {
+            event.preventDefault();
+            const yours = gateInfo(run.node_id).may_decide;
+            page.focusForm = yours ? String(run.node_run_id) : null;
+            select(run.node_id, run.node_run_id, !yours); // a decider lands on the form, focused
+            bringAskedForm();
+          } }, run.node_id),
         ": ", run.gate.prompt || "a decision on its data",
         el("span", { class: "muted small" }, ` · decided by ${decidersText(run)}`,
           run.decide_by ? ` · time-out ${fmt.time(run.decide_by)}, then ${ON_TIMEOUT_TEXT[run.gate.on_timeout] || run.gate.on_timeout}` : ""),
         gateInfo(run.node_id).may_decide ? el("strong", { class: "gate-yours small" }, " · yours to decide") : null))));
     keepGraphAligned();
+  }
+
+  /** The form the address asked for, once drawn: scrolled to the top and focused, so that
+   * the decision's fields and buttons are the first things under the eyes and the keyboard. */
+  function bringAskedForm() {
+    const form = page.focusForm && document.getElementById(`decide-${page.focusForm}`);
+    if (!form) return;
+    page.focusForm = null;
+    form.scrollIntoView({ block: "start" });
+    form.focus({ preventScroll: true });
   }
 
   // -- whole node run records ----------------------------------------------------------------
@@ -1128,7 +1375,7 @@
     const details = el("details", { class: `attempt ${run.status}${COPIES.has(run.kind) ? " copy" : ""}`, "data-run": run.node_run_id, id: `run-${run.node_run_id}` },
       el("summary", {},
         badge(run.status), " ",
-        el("strong", {}, `${run.kind} #${run.attempt}`), " ",
+        el("strong", { class: "run-round" }, roundText(run)), " ",
         el("span", { class: "mono" }, run.agent_ref),
         el("span", { class: "muted small" }, run.gate ? gateSummaryText(run)
           : run.kind === "manual" && run.backend === "manual" ? ` · given by ${run.worker || "a person"} on resume`
@@ -1143,11 +1390,12 @@
       const whole = freshRecord(run);
       if (whole) {
         details.append(attemptBody(whole));
+        bringAskedForm();
         return;
       }
       const loading = el("p", { class: "muted small attempt-loading" }, "Reading this node run…");
       details.append(loading);
-      wholeRecord(run.node_run_id).then((record) => loading.replaceWith(attemptBody(record)),
+      wholeRecord(run.node_run_id).then((record) => { loading.replaceWith(attemptBody(record)); bringAskedForm(); },
         (error) => { loading.textContent = `Could not read this node run: ${error.message}`; });
     };
     details.addEventListener("toggle", () => {
@@ -1171,7 +1419,7 @@
       if (chips.length) chips.push(el("span", { class: "trail-arrow" }, "→"));
       chips.push(el("a", { class: `trail-chip ${run.status}`, href: `#run-${run.node_run_id}`,
         onclick: (event) => { event.preventDefault(); select(run.node_id, run.node_run_id, true); } },
-      `${run.kind} #${run.attempt} `, el("span", { class: "mono" }, run.agent_ref), ` ${run.status}`));
+      `${roundText(run)} `, el("span", { class: "mono" }, run.agent_ref), ` ${run.status}`));
     });
     if (escalation) {
       chips.push(el("span", { class: "trail-arrow" }, "→"));
@@ -1286,6 +1534,7 @@
       page.scrollToRun = null;
       if (target) target.scrollIntoView({ behavior: "smooth", block: "start" });
     }
+    bringAskedForm();
   }
 
   function panelTrouble(error) {
@@ -1323,7 +1572,8 @@
       el("td", {}, el("a", { class: "mono", href: `?node=${encodeURIComponent(run.node_id)}&run=${run.node_run_id}#node-panel`,
         "data-node": run.node_id, "data-run": run.node_run_id }, run.node_id)),
       el("td", { class: "mono" }, run.agent_ref),
-      el("td", {}, `${run.attempt} `, el("span", { class: `kind ${run.kind}` }, run.kind)),
+      el("td", { class: "run-round" }, `round ${run.round} · attempt ${run.attempt}`,
+        run.kind === "first" ? null : [" ", el("span", { class: `kind ${run.kind}` }, run.kind)]),
       el("td", {}, badge(run.status)),
       el("td", {}, `${run.tokens_in ?? "—"} / ${run.tokens_out ?? "—"}`),
       el("td", { class: "cost-cell" }, runCost(run)),

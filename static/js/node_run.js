@@ -12,6 +12,11 @@
 
   const { el, fmt, budget, cost } = window.switchyard;
 
+  // Which visit of its node and which try within it: "round 2 · attempt 1 · first".
+  function place(run) {
+    return run.round ? `round ${run.round} · attempt ${run.attempt} · ${run.kind}` : `${run.kind} · #${run.attempt}`;
+  }
+
   function fact(label, ...value) {
     return el("div", {}, el("dt", {}, label), el("dd", {}, ...value));
   }
@@ -45,7 +50,7 @@
     return el("div", { class: "attempt-body" },
       ...notes,
       el("dl", { class: "facts compact-facts" },
-        fact("Kind · attempt", `${run.kind} · #${run.attempt}`),
+        fact("Round · attempt", place(run)),
         fact("Status", el("span", { class: `badge ${run.status}` }, run.status)),
         fact("Agent", el("span", { class: "mono" }, run.agent_ref), run.agent_version ? el("span", { class: "muted" }, ` v${run.agent_version}`) : ""),
         fact("Backend / model", model || "—"),
@@ -79,7 +84,7 @@
     return el("div", { class: "attempt-body" },
       ...notes,
       el("dl", { class: "facts compact-facts" },
-        fact("Kind · attempt", `${run.kind} · #${run.attempt}`),
+        fact("Round · attempt", place(run)),
         fact("Status", el("span", { class: `badge ${run.status}` }, run.status)),
         fact("Agent", el("span", { class: "mono" }, run.agent_ref), el("span", { class: "muted" }, " (stands for the deciders; never called)")),
         fact("Waited", run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : "—"),
@@ -102,7 +107,7 @@
       ...notes,
       child,
       el("dl", { class: "facts compact-facts" },
-        fact("Kind · attempt", `${run.kind} · #${run.attempt}`),
+        fact("Round · attempt", place(run)),
         fact("Status", el("span", { class: `badge ${run.status}` }, run.status)),
         fact("Agent", el("span", { class: "mono" }, run.agent_ref), el("span", { class: "muted" }, " (on record; never called)")),
         fact("Tokens in / out", `${fmt.n(run.tokens_in)} / ${fmt.n(run.tokens_out)}`, el("span", { class: "muted small" }, " (the child run's)")),

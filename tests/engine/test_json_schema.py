@@ -6,7 +6,7 @@ import sys
 import pytest
 from jsonschema.exceptions import SchemaError
 
-from engine.json_schema import SchemaValidator, check_schema
+from engine.json_schema import SchemaValidator, check_schema, field_problems
 from tests.executions.conftest import ROOT
 
 # `(a+)+$` against "aaa…a!" backtracks exponentially in Python's `re`: 2^40 steps.
@@ -110,3 +110,17 @@ def test_it_says_what_is_missing_before_what_is_unknown():
 
     assert first_error(Scores, {"acuracy": 1, "completeness": 1, "efficiency": 1}) == (
         [], "'accuracy' is a required property")
+
+
+def test_it_names_each_field_a_value_breaks_under_the_name_given():
+    schema = {"type": "object", "required": ["draft", "count"],
+              "properties": {"draft": {"type": "string"},
+                             "items": {"type": "array", "items": {"type": "object",
+                                                                  "properties": {"n": {"type": "number"}}}}}}
+
+    problems = field_problems(schema, {"draft": 42, "items": [{"n": 1}, {"n": "x"}]}, where="output")
+
+    assert problems == [("output.count", "is required"), ("output.draft", "42 is not of type 'string'"),
+                        ("output.items[1].n", "'x' is not of type 'number'")]
+    assert field_problems(schema, {"draft": "ok", "count": 1}, where="output") == []
+    assert field_problems(None, 42, where="output") == []

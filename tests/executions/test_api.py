@@ -498,7 +498,7 @@ def test_it_refuses_a_resume_output_that_breaks_the_nodes_contract_naming_the_sc
     response = api.author.post(f"/api/executions/{execution.execution_id}/resume", {"output": {"text": 42}})
 
     assert response.status_code == 422, response.json()
-    assert response.json()["message"] == "output: breaks the contract 'draft_text' at text: 42 is not of type 'string'"
+    assert response.json()["message"] == "output.text: 42 is not of type 'string' (the contract 'draft_text')"
     assert snapshot(execution) == before
     kept = api.author.post(f"/api/executions/{execution.execution_id}/resume", {"output": {"text": "By hand."}})
     assert kept.status_code == 200 and kept.json()["status"] == "running"

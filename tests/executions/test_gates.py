@@ -166,7 +166,7 @@ def test_an_edit_that_breaks_the_nodes_contract_is_refused_with_the_schema_error
     Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())
     execution = release()
 
-    with pytest.raises(DocumentError, match="output: breaks the contract 'approved_draft' at draft: .* too short"):
+    with pytest.raises(DocumentError, match=r"output.draft: 'short' is too short \(the contract 'approved_draft'\)"):
         gate_decide(execution=execution, node_run_id=gate_of(execution).pk, decision="edit",
                     output={"draft": "short"}, actor=ana)
     assert gate_of(execution).status == "waiting"
@@ -436,7 +436,7 @@ def test_resuming_past_a_gates_rejection_needs_a_decider_holds_to_the_contracts_
 
     with pytest.raises(Forbidden, match="gate 'legal' is decided by lea; otto may not resume the run past it"):
         execution_resume(execution=execution, output={"text": "Cleared by an author."}, actor=user("otto", "author"))
-    with pytest.raises(DocumentError, match="output: breaks the contract 'signed_off' at text: .* too short"):
+    with pytest.raises(DocumentError, match=r"output.text: 'ok' is too short \(the contract 'signed_off'\)"):
         execution_resume(execution=execution, output={"text": "ok"}, actor=lea)
     execution.refresh_from_db()
     assert execution.status == "escalated" and gate_of(execution, "legal") == rejected  # nothing was changed
@@ -452,3 +452,113 @@ def test_resuming_past_a_gates_rejection_needs_a_decider_holds_to_the_contracts_
     assert resumed.gate["shown"] == rejected.gate["shown"]
     publish = execution.node_runs.get(node_id="publish")
     assert "Cleared by legal after all." in str(publish.resolved_inputs)
+
+
+def test_an_edit_that_breaks_the_gates_schema_is_refused_at_its_field_and_nothing_is_stored(ana):
+    execution = release()
+    gate = gate_of(execution)
+    assert gate.gate["schema"]["properties"]["draft"]["type"] == "string"  # the demo's gate asks for text
+    assert gate.gate["schema_from"] == "the gate's schema"
+    before = (gate.gate, execution.state)
+
+    with pytest.raises(DocumentError) as refused:
+        gate_decide(execution=execution, node_run_id=gate.pk, decision="edit", output={"draft": 42}, actor=ana)
+    assert refused.value.where == "output.draft"
+    assert str(refused.value) == "output.draft: 42 is not of type 'string' (the gate's schema)"
+    with pytest.raises(DocumentError) as missing:
+        gate_decide(execution=execution, node_run_id=gate.pk, decision="edit", output={"review": "fine", "x": [1]},
+                    actor=ana)
+    assert missing.value.where == "output.draft" and missing.value.problem == "is required (the gate's schema)"
+
+    gate.refresh_from_db()
+    execution.refresh_from_db()
+    assert gate.status == "waiting" and (gate.gate, execution.state) == before
+    assert not execution.node_runs.filter(node_id="publish").exists()
+
+
+def test_a_gate_without_a_schema_holds_an_edit_to_the_nodes_output_contract(ana):
+    workflow = Workflow.objects.get(workflow_id="release_review")
+    from workflows.documents import workflow_document
+
+    document = workflow_document(workflow)
+    approve = next(node for node in document["nodes"] if node["id"] == "approve")
+    del approve["gate"]["schema"]
+    workflow_import_document(document, actor="test")
+    schema = {"type": "object", "required": ["draft"], "properties": {"draft": {"type": "string", "minLength": 10}}}
+    Contract.objects.create(blueprint=Blueprint.objects.create(blueprint_id="release", name="Release"),
+                            from_agent=workflow.nodes.get(node_id="approve").agent,
+                            to_agent=workflow.nodes.get(node_id="publish").agent, key="approved_draft", schema=schema)
+    Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())
+    execution = release()
+    gate = gate_of(execution)
+    assert gate.gate["schema"] == schema and gate.gate["schema_from"] == "the contract 'approved_draft'"
+
+    with pytest.raises(DocumentError, match=r"^output.draft: 'short' is too short \(the contract 'approved_draft'\)$"):
+        gate_decide(execution=execution, node_run_id=gate.pk, decision="edit", output={"draft": "short"}, actor=ana)
+    execution = decide(execution, "edit", ana, output={"draft": "Long enough release notes."})
+    assert gate_of(execution).output == {"draft": "Long enough release notes."}
+
+
+@pytest.mark.parametrize("schema, message", [
+    ({"type": "array"}, 'describes the data a person passes on, a JSON object: its "type" is "object"'),
+    ({"type": "object", "properties": {"draft": {"type": "text"}}},
+     "is not a valid JSON Schema: 'text' is not valid under any of the given schemas "
+     "(at schema['properties']['draft']['type'])"),
+    ({"properties": {"draft": {"pattern": "(a)\\1"}}}, "is not a valid JSON Schema: the pattern '(a)\\\\1' cannot be used"),
+])
+def test_a_gates_schema_is_checked_when_the_workflow_is_saved(schema, message):
+    document = {**PARALLEL, "nodes": [*PARALLEL["nodes"][:1], {**PARALLEL["nodes"][1], "gate": {
+        **PARALLEL["nodes"][1]["gate"], "schema": schema}}, *PARALLEL["nodes"][2:]]}
+    with pytest.raises(WorkflowInvalid) as refused:
+        workflow_import_document(document, actor="test")
+    (problem,) = refused.value.problems
+    assert problem["where"] == "nodes[legal].gate.schema" and problem["code"] == "GATE_SCHEMA_INVALID"
+    assert problem["message"].startswith(message)
+    assert not Workflow.objects.filter(workflow_id="launch_signoff").exists()
+
+
+def test_a_rejections_comment_reaches_the_next_draft_as_gate_feedback(ana):
+    execution = release()
+    first_draft = execution.node_runs.filter(node_id="draft").order_by("-sequence").first()
+    assert "Revised after review: Round 1" in first_draft.output["text"]  # the reviewer's comment, before any gate
+
+    execution = decide(execution, "reject", ana, comment="Name the breaking change.")
+
+    rejected = execution.node_runs.filter(node_id="approve").order_by("sequence").first()
+    feedback = {"node": "approve", "decision": "reject", "comment": "Name the breaking change.", "decided_by": "ana",
+                "decided_at": rejected.gate["decided_at"], "timed_out": False}
+    assert execution.state["gate_feedback"] == feedback
+    redraft = execution.node_runs.filter(node_id="draft", sequence__gt=rejected.sequence).get()
+    (read,) = [item for item in redraft.resolved_inputs if item["name"] == "gate_feedback"]
+    assert read["passed"] and read["content"] == feedback  # the drafter's input, through its input mapping
+    assert redraft.output["text"].endswith("Revised after ana rejected it: Name the breaking change.")
+    assert "Revised after review" not in redraft.output["text"]  # the person's words, not the reviewer's
+    assert gate_of(execution).gate["shown"]["draft"] == redraft.output["text"]  # and the gate shows that redraft
+
+    execution = decide(execution, "approve", ana, comment="Good.")
+    assert execution.state["gate_feedback"]["decision"] == "approve"  # the latest decision replaces it
+
+
+def test_a_rerun_from_the_redraft_after_a_rejection_still_reads_the_persons_comment(ana):
+    source = decide(release(), "reject", ana, comment="Name the breaking change.")
+    assert source.status == "waiting"  # redrafted, reviewed, and asked again
+
+    again = drain(execution_rerun(source=source, from_node="draft"))  # the redraft's step, the last of draft
+
+    assert again.state["gate_feedback"]["comment"] == "Name the breaking change."
+    redraft = again.node_runs.filter(node_id="draft", kind="first").get()
+    assert redraft.output["text"].endswith("Revised after ana rejected it: Name the breaking change.")
+
+
+def test_each_node_run_is_numbered_by_its_nodes_round_and_its_attempt_within_it(ana):
+    execution = decide(release(), "reject", ana, comment="again")
+    execution = decide(execution, "approve", ana)
+
+    def rounds(node_id):
+        return [(run.kind, run.round, run.attempt) for run in execution.node_runs.filter(node_id=node_id).order_by("sequence")]
+
+    assert rounds("draft") == [("first", 1, 1), ("first", 2, 1), ("first", 3, 1)]  # the review's loop, then the gate's
+    assert rounds("approve") == [("first", 1, 1), ("first", 2, 1)]
+    publish = rounds("publish")
+    assert publish[0] == ("first", 1, 1) and len(publish) > 1
+    assert {round_ for _, round_, _ in publish} == {1}  # its retries and the fallback stay in its one round

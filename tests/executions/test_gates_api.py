@@ -39,7 +39,7 @@ def test_an_approver_lists_the_gate_waiting_for_them_and_approves_it(api):
     assert pending["execution_id"] == execution.execution_id and pending["node_id"] == "approve"
     assert pending["node_run_id"] == gate.pk and pending["prompt"] == "Publish these release notes?"
     assert pending["shown"]["draft"] == execution.state["draft"] and pending["on_timeout"] == "escalate"
-    assert pending["url"] == f"/executions/{execution.execution_id}/?node=approve&run={gate.pk}#node-panel"
+    assert pending["url"] == f"/executions/{execution.execution_id}/?node=approve&run={gate.pk}#decide-{gate.pk}"
     assert api.author.get("/api/gates").json()["items"] == []  # authors are not this gate's deciders
 
     answer = api.approver.post(decision_url(execution, gate), {"decision": "approve", "comment": "ship it"})
@@ -78,6 +78,19 @@ def test_refusals_answer_with_their_status_and_change_nothing(api):
     second = api.approver.post(url, {"decision": "approve"})
     assert second.status_code == 409
     assert "already decided: reject by admin-user at" in second.json()["message"]
+
+
+def test_an_edit_that_breaks_the_gates_schema_is_refused_naming_the_field_and_nothing_is_stored(api):
+    execution, gate = waiting_release()
+
+    refused = api.approver.post(decision_url(execution, gate), {"decision": "edit", "output": {"draft": 42}})
+
+    assert refused.status_code == 422, refused.json()
+    assert refused.json()["message"] == "output.draft: 42 is not of type 'string' (the gate's schema)"
+    assert refused.json()["details"] == [{"where": "output.draft", "message": "42 is not of type 'string' (the gate's schema)"}]
+    gate.refresh_from_db()
+    assert gate.status == "waiting" and gate.gate["decision"] is None and gate.output is None
+    assert Execution.objects.get(pk=execution.pk).state == execution.state
 
 
 def test_it_refuses_a_comment_with_a_nul_character_and_the_gate_stays_open(api):

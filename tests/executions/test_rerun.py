@@ -83,8 +83,8 @@ def test_an_edited_output_that_breaks_its_contract_is_refused_naming_it():
     source = run("thesis_reading")
     with pytest.raises(DocumentError) as refused:
         execution_rerun(source=source, from_node="task_vault_001", outputs={"task_validator_001": {"oops": 1}})
-    assert refused.value.where == "outputs.task_validator_001"
-    assert "Validator → Knowledge_Vault" in refused.value.problem and "validation_results" in refused.value.problem
+    assert refused.value.where == "outputs.task_validator_001.validation_results"
+    assert refused.value.problem.startswith("is required") and "Validator → Knowledge_Vault" in refused.value.problem
     assert Execution.objects.count() == 1  # nothing was started
 
 

@@ -39,7 +39,7 @@ def test_an_author_reruns_from_a_node_and_the_source_lists_the_rerun(api, source
 @pytest.mark.parametrize("body, status, code, where", [
     ({"from_node": "nope"}, 422, "INVALID_DOCUMENT", "from_node"),
     ({"from_node": "task_vault_001", "outputs": {"task_validator_001": {"wrong": 1}}}, 422, "INVALID_DOCUMENT",
-     "outputs.task_validator_001"),
+     "outputs.task_validator_001.validation_results"),
     ({"from_node": "task_vault_001", "agent_versions": {"task_vault_001": "0.0.0-none"}}, 422, "INVALID_DOCUMENT",
      "agent_versions.task_vault_001"),
     ({"from_node": "task_vault_001", "step": 2}, 422, "INVALID_DOCUMENT", "step"),

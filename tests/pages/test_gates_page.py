@@ -94,11 +94,13 @@ def test_an_approver_approves_the_draft_on_the_page_and_the_run_goes_on_to_publi
     expect(box.locator(".gate-deciders")).to_have_text("a user with the approver role")
     expect(box.locator(".gate-timeout")).to_contain_text("after 24 h 00 min undecided, sent to a person (escalated), at ")
     form = box.locator("form.gate-form")
-    expect(form.locator("button[data-decision]")).to_have_text(["Approve", "Reject", "Pass on the edited data"])
-    assert json.loads(form.locator("textarea[data-gate-field='output']").input_value()) == gate.gate["shown"]
+    expect(form.locator("button[data-decision]")).to_have_text(["Approve", "Reject", "Review the edit…"])
+    # Each field of the data shown is a field of the form: the draft's lines as lines, not JSON.
+    expect(form.locator("textarea[data-gate-field='output.draft']")).to_have_value(draft)
+    expect(form.locator("[data-gate-field='output.review']")).to_have_value(gate.gate["shown"]["review"])
 
     form.locator("textarea[data-gate-field='comment']").fill("Good to go: the breaking change is named.")
-    form.get_by_role("button", name="Approve", exact=True).click()
+    form.get_by_role("button", name="Approve the data of gate approve", exact=True).click()
 
     # Decided: the page shows what, by whom, when and why; the run goes on to publish (on
     # the worker), whose publishing fails into compliance, which escalates (the demo's path).
@@ -130,7 +132,7 @@ def test_a_rejection_loops_back_to_the_drafter_and_the_gate_asks_again(page_for,
     box.locator("textarea[data-gate-field='comment']").fill("Name the breaking change.")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)  # the gate's panel with its form, for docs/pages.md
     page.locator("#node-panel").screenshot(path=str(SCREENSHOTS / "gate-form.png"))
-    box.get_by_role("button", name="Reject", exact=True).click()
+    box.get_by_role("button", name="Reject the data of gate approve", exact=True).click()
     expect(box.locator(".gate-decision")).to_have_attribute("data-decision", "reject")
     expect(box.locator(".gate-comment")).to_have_text("Name the breaking change.")
     expect(page.locator("#run-status")).to_have_text("running")  # back to the drafter
@@ -155,7 +157,8 @@ def test_a_rejection_loops_back_to_the_drafter_and_the_gate_asks_again(page_for,
     assert errors == []
 
 
-def test_a_bad_edit_is_shown_at_its_field_and_a_non_decider_sees_who_may_decide(page_for, api, demo, no_tasks):
+def test_an_edit_is_made_field_by_field_checked_at_its_field_and_confirmed_against_what_was_shown(
+        page_for, api, demo, no_tasks):
     workflow = Workflow.objects.get(workflow_id="release_review")
     Contract.objects.create(blueprint=Blueprint.objects.create(blueprint_id="release", name="Release"),
                             from_agent=workflow.nodes.get(node_id="approve").agent,
@@ -165,26 +168,58 @@ def test_a_bad_edit_is_shown_at_its_field_and_a_non_decider_sees_who_may_decide(
     Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())
     execution = release(topic=XSS)
     gate = gate_of(execution)
+    shown = gate.gate["shown"]["draft"]
+    assert "\n" in shown  # the draft has several lines
 
     page = page_for(api.approver.user)
     errors = watch_errors(page)
     page.goto(gate_url(execution, gate))
     box = gate_box(page, gate)
-    output = box.locator("textarea[data-gate-field='output']")
-    edit = box.get_by_role("button", name="Pass on the edited data")
-    output.fill("{not json")
-    edit.click()
-    error = box.locator(".field-error[data-for='output']")
-    expect(error).to_contain_text("The edited data is not JSON")
-    expect(output).to_have_class(re.compile(r"\binvalid\b"))
+    draft = box.locator("textarea[data-gate-field='output.draft']")
+    expect(draft).to_have_value(shown)  # its lines as lines: no JSON, no \n escapes
+    expect(box.locator(".gate-field[data-field='draft'] label")).to_contain_text("draft (required)")
+    expect(box.locator(".gate-edit")).to_contain_text("held to the gate's schema")
+    review = box.get_by_role("button", name="Review the edit of gate approve")
 
-    output.fill('{"draft": "short"}')  # JSON, but not what the gate's contract with publish asks
-    edit.click()
-    expect(error).to_contain_text("output: breaks the contract 'approved_draft' at draft")
-    expect(output).to_have_class(re.compile(r"\binvalid\b"))
+    # Emptied, the draft breaks the gate's schema: refused by the server at the field, nothing stored.
+    draft.fill("")
+    review.click()
+    confirm = box.locator(".gate-confirm")
+    expect(confirm.locator(".gate-diff dt[data-diff='draft']")).to_contain_text("changed")
+    box.get_by_role("button", name="Pass on the edited data").click()
+    error = box.locator(".field-error[data-for='output.draft']")
+    expect(error).to_have_text("output.draft: '' should be non-empty (the gate's schema)")
+    expect(draft).to_have_class(re.compile(r"\binvalid\b"))
+    expect(draft).to_be_focused()
+    expect(confirm).to_be_hidden()  # back to the fields, the problem at its own
+    assert gate_of(execution).status == "waiting" and gate_of(execution).output is None
+
+    # Text the gate's schema takes but the contract with publish does not: refused at the field too.
+    draft.fill("short")
+    review.click()
+    box.get_by_role("button", name="Pass on the edited data").click()
+    expect(error).to_have_text("output.draft: 'short' is too short (the contract 'approved_draft')")
     expect(box.locator(".gate-form-error")).to_be_hidden()
     assert gate_of(execution).status == "waiting"
-    assert page.evaluate("window.pwned") is None  # the topic, in the draft shown, is text
+
+    # A real edit: the diff against what was shown, line by line, before anything is sent.
+    lines = shown.split("\n")
+    edited = "\n".join([lines[0], "", "- Breaking: the API's v1 endpoints are gone.", *lines[1:]])
+    draft.fill(edited)
+    review.click()
+    expect(confirm).to_be_visible()
+    expect(confirm.locator("ins.diff-line")).to_have_count(2)  # the line added, and the empty line after it
+    expect(confirm.locator("ins.diff-line", has_text="Breaking")).to_have_text(
+        re.compile(r"^\+ - Breaking: the API's v1 endpoints are gone\.\s*$"))
+    expect(confirm.locator("del.diff-line")).to_have_count(0)
+    expect(confirm.locator(".gate-diff dt")).to_have_count(1)  # the review, unchanged, is not listed
+    expect(draft).to_be_disabled()  # what is sent is what the diff shows
+    confirm.get_by_role("button", name="Back to editing").click()
+    expect(confirm).to_be_hidden()
+    expect(draft).to_be_enabled()
+    expect(draft).to_have_value(edited)
+    assert gate_of(execution).status == "waiting"
+    assert page.evaluate("window.pwned") is None  # the topic, in the draft shown and the diff, is text
     assert refused_requests_only(errors) == []
 
     # An author is not this gate's decider: who may decide is said, and there is no form.
@@ -198,15 +233,72 @@ def test_a_bad_edit_is_shown_at_its_field_and_a_non_decider_sees_who_may_decide(
     expect(author.locator("#gates-waiting")).not_to_contain_text("yours to decide")
     assert author_errors == []
 
-    # Edited within the contract, the edit is what goes on.
-    output.fill(json.dumps({"draft": "Release notes, as the approver wrote them."}))
-    box.locator("textarea[data-gate-field='comment']").fill("tightened")
-    edit.click()
+    # Confirmed, the edit is what goes on, as the fields held it.
+    box.locator("textarea[data-gate-field='comment']").fill("named the breaking change")
+    review.click()
+    box.get_by_role("button", name="Pass on the edited data").click()
     expect(box.locator(".gate-decision")).to_have_attribute("data-decision", "edit")
-    assert gate_of(execution).output == {"draft": "Release notes, as the approver wrote them."}
+    assert gate_of(execution).output == {"draft": edited, "review": gate.gate["shown"]["review"]}
     # The author's page follows: the decision, and still no form.
     expect(author_box.locator(".gate-decision .gate-decided-by")).to_have_text("approver-user")
     expect(author_box.locator(".gate-not-yours")).to_have_count(0)
+
+
+NUMBERS = {
+    "workflow_id": "stock_check", "name": "Stock check", "topology": "seq",
+    "nodes": [{"id": "count", "agent_ref": "Release_Manager",
+               "input_mapping": {"count": 3, "urgent": True, "tags": ["a"], "note": "$.input.note"},
+               "gate": {"prompt": "Confirm the count", "deciders": {"roles": ["approver"]},
+                        "schema": {"type": "object", "required": ["count"],
+                                   "properties": {"count": {"type": "integer", "minimum": 1},
+                                                  "urgent": {"type": "boolean"},
+                                                  "tags": {"type": "array", "items": {"type": "string"}},
+                                                  "note": {"type": "string"}}}}}],
+}
+
+
+def test_numbers_yes_no_and_lists_are_edited_as_such_and_refused_at_their_field(page_for, api, demo, no_tasks):
+    workflow_import_document(NUMBERS, actor="test")
+    execution = drain(execution_start(workflow=Workflow.objects.get(workflow_id="stock_check"), input={"note": "shelf 4"}))
+    gate = gate_of(execution, "count")
+    page = page_for(api.approver.user)
+    errors = watch_errors(page)
+    page.goto(gate_url(execution, gate))
+    box = gate_box(page, gate)
+    count = box.locator("input[type='number'][data-gate-field='output.count']")
+    urgent = box.locator("input[type='checkbox'][data-gate-field='output.urgent']")
+    tags = box.locator("textarea[data-gate-field='output.tags']")
+    expect(count).to_have_value("3")
+    expect(urgent).to_be_checked()
+    assert json.loads(tags.input_value()) == ["a"]  # a list, as JSON (the number field above was drawn first)
+    expect(box.locator("input[type='text'][data-gate-field='output.note']")).to_have_value("shelf 4")
+    review = box.get_by_role("button", name="Review the edit of gate count")
+
+    tags.fill("[not json")  # read on the page: refused at its field before anything is sent
+    review.click()
+    expect(box.locator(".field-error[data-for='output.tags']")).to_contain_text("tags is not JSON")
+    expect(box.locator(".gate-confirm")).to_be_hidden()
+
+    tags.fill('["a", "b"]')
+    count.fill("0")  # a number, but below the schema's minimum: the server refuses it there
+    urgent.uncheck()
+    review.click()
+    box.get_by_role("button", name="Pass on the edited data").click()
+    expect(box.locator(".field-error[data-for='output.count']")).to_have_text(
+        "output.count: 0 is less than the minimum of 1 (the gate's schema)")
+    expect(count).to_have_class(re.compile(r"\binvalid\b"))
+    assert gate_of(execution, "count").status == "waiting"
+
+    count.fill("5")
+    review.click()
+    diff = box.locator(".gate-confirm .gate-diff")
+    expect(diff.locator("dt")).to_have_text([re.compile("^count"), re.compile("^urgent"), re.compile("^tags")])
+    expect(diff.locator("dd[data-diff='count'] del")).to_have_text("- 3")
+    expect(diff.locator("dd[data-diff='count'] ins")).to_have_text("+ 5")
+    box.get_by_role("button", name="Pass on the edited data").click()
+    expect(box.locator(".gate-decision")).to_have_attribute("data-decision", "edit")
+    assert gate_of(execution, "count").output == {"count": 5, "urgent": False, "tags": ["a", "b"], "note": "shelf 4"}
+    assert refused_requests_only(errors) == []
 
 
 def test_two_gates_in_parallel_branches_are_decided_on_the_page_by_their_own_deciders(page_for, api, demo, no_tasks):
@@ -230,7 +322,7 @@ def test_two_gates_in_parallel_branches_are_decided_on_the_page_by_their_own_dec
     lea_page.locator(f"#gates-waiting li[data-gate-waiting='{legal.pk}'] a").click()
     legal_box = gate_box(lea_page, legal)
     legal_box.locator("textarea[data-gate-field='comment']").fill("Legal: fine.")
-    legal_box.get_by_role("button", name="Approve", exact=True).click()
+    legal_box.get_by_role("button", name="Approve the data of gate legal", exact=True).click()
     expect(legal_box.locator(".gate-decided-by")).to_have_text("lea")
     expect(lea_page.locator("#gates-waiting li")).to_have_count(1)
     expect(lea_page.locator("#run-status")).to_have_text("waiting")  # marketing still waits
@@ -241,8 +333,8 @@ def test_two_gates_in_parallel_branches_are_decided_on_the_page_by_their_own_dec
     max_page.goto(gate_url(execution, marketing))
     marketing_box = gate_box(max_page, marketing)
     expect(marketing_box.locator("button[data-decision]")).to_have_text(["Approve", "Reject"])  # no edit offered
-    expect(marketing_box.locator("textarea[data-gate-field='output']")).to_have_count(0)
-    marketing_box.get_by_role("button", name="Approve", exact=True).click()
+    expect(marketing_box.locator(".gate-edit")).to_have_count(0)
+    marketing_box.get_by_role("button", name="Approve the data of gate marketing", exact=True).click()
     expect(marketing_box.locator(".gate-decided-by")).to_have_text("max")
     execution = drain(execution)
     assert execution.status == "success"
@@ -272,9 +364,16 @@ def test_the_overview_lists_the_gates_waiting_for_the_user_and_links_to_the_form
     expect(row).to_contain_text(execution.execution_id)
     expect(row).to_contain_text("then escalate")
     row.locator("a.gate-link").click()
-    page.wait_for_url(f"**/executions/{execution.execution_id}/?node=approve&run={gate.pk}#node-panel")
-    expect(gate_box(page, gate).locator("form.gate-form")).to_be_visible()
+    page.wait_for_url(f"**/executions/{execution.execution_id}/?node=approve&run={gate.pk}#decide-{gate.pk}")
+    # The link lands on the form itself, scrolled into view and focused: its fields and buttons
+    # are what the decider sees first, and where the keyboard starts.
+    form = gate_box(page, gate).locator(f"form#decide-{gate.pk}")
+    expect(form).to_be_focused()
+    expect(form.get_by_role("button", name="Approve the data of gate approve")).to_be_in_viewport()
+    expect(form.locator("[data-gate-field='comment']")).to_be_in_viewport()
     expect(page.locator(f"#node-panel #run-{gate.pk}[open]")).to_be_visible()
+    page.keyboard.press("Tab")  # from the form, into its first field
+    expect(form.locator("[data-gate-field='comment']")).to_be_focused()
     assert errors == []
 
     # The executions list filters on waiting runs, drawn in their colour.
@@ -292,7 +391,7 @@ def test_a_refused_decision_is_said_and_one_made_meanwhile_is_shown_with_who_mad
     errors = watch_errors(page)
     page.goto(gate_url(execution, gate))
     box = gate_box(page, gate)
-    approve = box.get_by_role("button", name="Approve", exact=True)
+    approve = box.get_by_role("button", name="Approve the data of gate approve", exact=True)
     expect(approve).to_be_visible()
 
     # No longer an approver since the page was drawn: the API refuses, and the page says why.
@@ -350,3 +449,41 @@ def test_the_run_page_names_who_gave_an_output_on_resume_past_a_gate_and_past_an
     expect(page.locator(f"#run-{resumed.pk} > summary")).to_contain_text("given by author-user on resume")
     expect(page.locator(f"#run-{resumed.pk} .given-by")).to_have_text("author-user")
     assert errors == []
+
+
+def test_rounds_are_labelled_in_the_table_the_timeline_and_the_gate_panel(page_for, api, demo, no_tasks):
+    execution = release()
+    first = gate_of(execution)
+    gate_decide(execution=execution, node_run_id=first.pk, decision="reject", comment="again", actor=api.approver.user)
+    execution = drain(execution)  # draft, review and the gate again: each node's second round
+    second = gate_of(execution)
+    assert second.pk != first.pk and second.status == "waiting"
+
+    page = page_for(api.approver.user)
+    errors = watch_errors(page)
+    page.goto(gate_url(execution, second))
+    rows = page.locator("table.node-runs tbody tr")
+    approve_rows = rows.filter(has=page.locator("a[data-node='approve']"))
+    expect(approve_rows.locator("td.run-round")).to_have_text(["round 1 · attempt 1", "round 2 · attempt 1"])
+    draft_rows = rows.filter(has=page.locator("a[data-node='draft']"))
+    expect(draft_rows.locator("td.run-round")).to_have_text(
+        ["round 1 · attempt 1", "round 2 · attempt 1", "round 3 · attempt 1"])
+    expect(page.locator(".tl-row[data-node='approve'] .tl-bar")).to_have_text(
+        ["round 1 · attempt 1", "round 2 · attempt 1 · waiting"])
+    box = gate_box(page, second)
+    expect(box.locator(".gate-round")).to_have_text(" · round 2")
+    expect(page.locator(f"#run-{second.pk} > summary .run-round")).to_have_text("round 2 · attempt 1")
+    expect(page.locator("#node-panel .trail-chip")).to_have_text([re.compile(r"^round 1 · attempt 1 "),
+                                                                  re.compile(r"^round 2 · attempt 1 ")])
+    # The timeline's lane button and the gate's buttons each have a name of their own.
+    expect(page.get_by_role("button", name="Show node approve in the panel", exact=True)).to_have_count(1)
+    expect(page.get_by_role("button", name="Approve the data of gate approve", exact=True)).to_have_count(1)
+    expect(page.get_by_role("button", name="approve", exact=True)).to_have_count(0)
+    expect(page.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
+    assert errors == []
+
+    # The API's records carry the round too.
+    records = api.viewer.get(f"/api/executions/{execution.execution_id}/node-runs?node=approve").json()["items"]
+    assert [(r["round"], r["attempt"]) for r in records] == [(1, 1), (2, 1)]
+    whole = api.viewer.get(f"/api/executions/{execution.execution_id}/node-runs/{second.pk}").json()
+    assert whole["round"] == 2

@@ -73,7 +73,7 @@ def test_an_author_reruns_from_a_node_with_an_edited_output_and_a_picked_version
 
     # The copies are marked as such, in the timeline, the table and the panel, which links
     # each to the node run it copies.
-    expect(page.locator(".tl-row[data-node='task_scholar_001'] .tl-bar.kind-reused")).to_have_text("reused #1")
+    expect(page.locator(".tl-row[data-node='task_scholar_001'] .tl-bar.kind-reused")).to_have_text("round 1 · attempt 1 · reused")
     expect(page.locator(".tl-row[data-node='task_validator_001'] .tl-bar.kind-edited")).to_have_count(1)
     expect(page.locator("table.node-runs .kind.reused")).to_have_count(1)
     expect(page.locator("table.node-runs .kind.edited")).to_have_count(1)
@@ -121,7 +121,7 @@ def test_a_bad_edit_is_shown_at_its_output_and_starts_nothing(page_for, api, dem
 
     validator.fill('{"wrong": 1}')  # JSON, but not what the vault's contract with the validator asks
     submit.click()
-    expect(error).to_contain_text("outputs.task_validator_001: breaks the contract")
+    expect(error).to_contain_text("outputs.task_validator_001.validation_results: is required (the contract")
     expect(validator).to_have_class("invalid")
     expect(form.locator(".rerun-error")).to_be_hidden()
     assert Execution.objects.count() == 1 and page.url.endswith("?node=task_vault_001")

@@ -234,7 +234,7 @@ def test_a_small_runs_timeline_draws_each_run_and_zooms_and_comes_back(page_for,
     timeline = page.locator("#timeline")
     expect(timeline).to_have_attribute("data-drawn", "runs")
     expect(timeline.locator(".tl-row")).to_have_count(3)  # every node of the graph, one that did not run too
-    expect(timeline.locator(".tl-row[data-node='task_scholar_001'] .tl-bar")).to_have_text(["#1", "retry #2"])
+    expect(timeline.locator(".tl-row[data-node='task_scholar_001'] .tl-bar")).to_have_text(["round 1 · attempt 1", "round 1 · attempt 2 · retry"])
     expect(timeline.locator(".tl-row[data-node='task_vault_001'] .tl-bar")).to_have_count(0)
     expect(page.locator("#timeline-span")).to_have_text(re.compile(r"^\d+ ms from the first node's start$"))
     timeline.locator(".tl-bar.failed").click()

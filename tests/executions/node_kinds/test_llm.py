@@ -43,7 +43,8 @@ def test_it_reads_named_inputs_from_the_run_and_records_what_is_not_there_yet(ch
     items, failures = named_inputs(node, {"input": {"topic": "v2"}, "state": {}, "nodes": {}})
     assert items == [{"name": "topic", "content": "v2", "priority": 1}]
     assert [(f["input"], f["path"], f["error_code"], f["fallback_strategy"]) for f in failures] == [
-        ("feedback", "$.state.feedback", "REF_NOT_FOUND", "skip")]
+        ("feedback", "$.state.feedback", "REF_NOT_FOUND", "skip"),
+        ("gate_feedback", "$.state.gate_feedback", "REF_NOT_FOUND", "skip")]  # no gate has decided yet
 
 
 def test_a_run_missing_an_input_its_nodes_map_records_the_reference_that_selected_nothing(in_process, api):
