@@ -123,8 +123,7 @@ def workflows_delete(request, workflow_id: str):
              summary="Validate a workflow document, or the stored workflow, without saving")
 def workflows_validate(request, workflow_id: str, payload: dict[str, Any] | None = Body(
         None, description="a workflow document; none (or {}) validates the stored workflow")):
-    problems = selectors.workflow_check(workflow_id=workflow_id, document=payload)
-    return {"valid": not problems, "problems": problems}
+    return selectors.workflow_check(workflow_id=workflow_id, document=payload)
 
 
 # -- versions --------------------------------------------------------------------------

@@ -255,6 +255,9 @@ class ProblemOut(_Document):
 class ValidationOut(Schema):
     valid: bool
     problems: list[ProblemOut]
+    inferred_input_schema: dict[str, Any] = Field(
+        ..., description="a first draft of the workflow's input_schema: every input its nodes read through "
+                         "$.input paths, each required and described by the nodes that read it (engine/inputs.py)")
 
 
 # -- a node's context plan -------------------------------------------------------------

@@ -33,7 +33,13 @@ def workflow_problems(document: dict[str, Any]) -> list[dict[str, Any]]:
         check_shape(document, WorkflowDocument, "workflow")
     except DocumentError as error:
         return [{"where": error.where, "node": None, "transition": None, "code": error.code, "message": error.problem}]
-    return _graph_problems(_blanks_as_none(document))
+    problems = _graph_problems(_blanks_as_none(document))
+    try:
+        _input_schema(document.get("input_schema"))
+    except DocumentError as error:  # what a save would refuse, said before it
+        problems.append({"where": error.where, "node": None, "transition": None, "code": error.code,
+                         "message": error.problem})
+    return problems
 
 
 def _blanks_as_none(document: dict[str, Any]) -> dict[str, Any]:
