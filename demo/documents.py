@@ -276,6 +276,9 @@ PARALLEL_ANALYSIS = {
     "error_handling": {"retry_count": 1, "fallback_agent": None, "escalate_to": "Orchestrator"},
     "domain": "software_engineering",
     "evaluation": {"judge_agent": "Judge", "quality_gate": {"completeness": 1.0, "overall_score": 0.7}},
+    "input_schema": {"type": "object", "required": ["repository"], "properties": {
+        "repository": {"type": "string", "minLength": 1, "maxLength": 200,
+                       "description": "the repository to analyse: its name or address, e.g. acme/shop"}}},
 }
 
 # A workflow that runs another as one of its nodes (engine/subworkflows.py): the analysis is
@@ -292,6 +295,9 @@ REPOSITORY_REVIEW = {
     ],
     "error_handling": {"retry_count": 0, "fallback_agent": None, "escalate_to": None},
     "domain": "software_engineering",
+    "input_schema": {"type": "object", "required": ["repository"], "properties": {
+        "repository": {"type": "string", "minLength": 1, "maxLength": 200,
+                       "description": "the repository to review, given to parallel_analysis"}}},
 }
 
 RELEASE_REVIEW = {
@@ -333,10 +339,14 @@ RELEASE_REVIEW = {
     "error_handling": {"retry_count": 2, "fallback_agent": "Backup_Publisher", "escalate_to": "Orchestrator"},
     "limits": {"max_steps": 12, "max_wall_seconds": 600},
     "domain": "release_management",
+    "input_schema": {"type": "object", "required": ["topic"], "properties": {
+        "topic": {"type": "string", "minLength": 1, "maxLength": 200,
+                  "description": "what the release notes are about, e.g. release 2.1"}}},
 }
 
-# One node that runs a whole search; the run's input is {"numbers": [4, 9, 10, 13]} or
-# {"problem": "4 9 10 13"}, and may override settings with {"search_config": {...}}.
+# One node that runs a whole search; the run's input is {"numbers": [4, 9, 10, 13]}, and may
+# override settings with {"search_config": {...}}. (The node kind also reads a problem as text,
+# `problem`; a Game of 24 is its numbers, so this workflow asks for those.)
 GAME24_ROLES = {"decomposer": "ToT_Decomposer", "generator": "ToT_Generator", "evaluator": "ToT_Evaluator",
                 "synthesizer": "ToT_Synthesizer"}
 GAME24: dict[str, Any] = {
@@ -346,7 +356,7 @@ GAME24: dict[str, Any] = {
     "nodes": [
         {"id": "solve", "agent_ref": "ToT_Orchestrator",
          "input_mapping": {
-             "numbers": "$.input.numbers", "problem": "$.input.problem", "search_config": "$.input.search_config",
+             "numbers": "$.input.numbers", "search_config": "$.input.search_config",
              "tot": {
                  "task_type": "math_reasoning",
                  "roles": GAME24_ROLES,
@@ -362,6 +372,11 @@ GAME24: dict[str, Any] = {
     "domain": "math_reasoning",
     # A wrong answer must never pass: every answer is verified with exact arithmetic.
     "evaluation": {"quality_gate": {"accuracy": 1.0}},
+    "input_schema": {"type": "object", "required": ["numbers"], "properties": {
+        "numbers": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1, "maxItems": 8,
+                    "description": "the numbers to make 24 from, each used once, e.g. [4, 9, 10, 13]"},
+        "search_config": {"type": "object",
+                          "description": "settings that override the node's search, e.g. {\"strategy\": \"DFS\"}"}}},
 }
 
 DOCUMENTS = [*AGENTS, BLUEPRINT, THESIS_CHAIN, PARALLEL_ANALYSIS, REPOSITORY_REVIEW, RELEASE_REVIEW, GAME24]

@@ -29,17 +29,20 @@ _INPUT_PATH = re.compile(r"^\$\.input(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[['\"]([^'\"
 
 def read_inputs(document: dict[str, Any]) -> dict[str, list[str]]:
     """The inputs the document's nodes read through `$.input…` paths, each with the nodes
-    that read it, in the order they first appear."""
+    that read it, in the order they first appear. A document still being written may be
+    malformed (its problems are found elsewhere): what is not a node's mapping reads nothing."""
     read: dict[str, list[str]] = {}
-    for node in document.get("nodes", []):
-        for key, value in (node.get("input_mapping") or {}).items():
+    nodes = document.get("nodes")
+    for node in nodes if isinstance(nodes, list) else []:
+        mapping = node.get("input_mapping") if isinstance(node, dict) else None
+        for key, value in (mapping if isinstance(mapping, dict) else {}).items():
             if key in ("data_references", "transfer_config") or not isinstance(value, str):
                 continue
             match = _INPUT_PATH.match(value)
             if match:
                 readers = read.setdefault(match.group(1) or match.group(2), [])
-                if node["id"] not in readers:
-                    readers.append(node["id"])
+                if str(node.get("id")) not in readers:
+                    readers.append(str(node.get("id")))
     return read
 
 

@@ -266,6 +266,9 @@ class ValidationOut(Schema):
     valid: bool = Field(..., description="no problems: a save would be taken (warnings or not)")
     problems: list[ProblemOut] = Field(..., description="each refuses a save")
     warnings: list[WarningOut] = Field(..., description="allowed, but probably not meant; never refuse a save")
+    inferred_input_schema: dict[str, Any] = Field(
+        ..., description="a first draft of the workflow's input_schema: every input its nodes read through "
+                         "$.input paths, each required and described by the nodes that read it (engine/inputs.py)")
 
 
 # -- a node's context plan -------------------------------------------------------------

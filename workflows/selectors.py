@@ -7,6 +7,7 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 
 from core.errors import NotFound
+from engine.inputs import inferred_input_schema
 from engine.workflow_diff import workflow_diff
 from workflows.documents import workflow_document
 from workflows.models import Blueprint, Workflow, WorkflowVersion
@@ -49,18 +50,19 @@ def workflow_get(workflow_id: str) -> Workflow:
 
 def workflow_check(*, workflow_id: str, document: dict[str, Any] | None) -> dict[str, Any]:
     """The problems of `document` as the definition of workflow `workflow_id` (or, without a
-    document, of the stored workflow), each naming its node or transition, and its warnings
-    (engine/dataflow.py), which never refuse a save. Saves nothing."""
+    document, of the stored workflow), each naming its node or transition; its warnings
+    (engine/dataflow.py), which never refuse a save; and the draft of its `input_schema` its
+    nodes' `$.input` paths suggest (engine/inputs.py). Saves nothing."""
     if not document:
-        problems, warnings = workflow_findings(workflow_document(workflow_get(workflow_id)), warnings=True)
-        return {"valid": not problems, "problems": problems, "warnings": warnings}
-    if "workflow_id" not in document:
+        document = workflow_document(workflow_get(workflow_id))
+    elif "workflow_id" not in document:
         document = {"workflow_id": workflow_id, **document}
     problems, warnings = workflow_findings(document, warnings=True)
     if document["workflow_id"] != workflow_id:
         problems.insert(0, {"where": "workflow_id", "node": None, "transition": None, "code": "ID_MISMATCH",
                             "message": f"is {document['workflow_id']!r}, but this is workflow '{workflow_id}'"})
-    return {"valid": not problems, "problems": problems, "warnings": warnings}
+    return {"valid": not problems, "problems": problems, "warnings": warnings,
+            "inferred_input_schema": inferred_input_schema(document)}
 
 
 def workflow_versions(workflow: Workflow) -> QuerySet[WorkflowVersion]:

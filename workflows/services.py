@@ -41,7 +41,13 @@ def workflow_findings(document: dict[str, Any], *, warnings: bool = False) -> tu
     except DocumentError as error:
         return [{"where": error.where, "node": None, "transition": None, "code": error.code, "message": error.problem}], []
     document = _blanks_as_none(document)
-    return _graph_problems(document), dataflow_warnings(document) if warnings else []
+    problems = _graph_problems(document)
+    try:
+        _input_schema(document.get("input_schema"))
+    except DocumentError as error:  # what a save would refuse, said before it
+        problems.append({"where": error.where, "node": None, "transition": None, "code": error.code,
+                         "message": error.problem})
+    return problems, dataflow_warnings(document) if warnings else []
 
 
 def _blanks_as_none(document: dict[str, Any]) -> dict[str, Any]:

@@ -17,11 +17,14 @@
 // GET /api/workflows/{id}/versions or the latest), changed or removed in the node's settings,
 // and drawn as a folder with the workflow's id under the node's. The limits of a
 // run include what it, and each node run, may spend on model calls (max_cost, max_node_cost:
-// USD as text, kept exact) and what a run whose budget is reached does (on_budget).
+// USD as text, kept exact) and what a run whose budget is reached does (on_budget). The
+// inputs a run must be given (input_schema) are declared a row each under "Inputs of a run",
+// drafted from the $.input paths the nodes read as the validation answers them
+// (inferred_input_schema); the run dialog asks for them with a field each (run_input.js).
 (function () {
   "use strict";
 
-  const { api, el, jsonData, ApiError } = window.switchyard;
+  const { api, el, jsonData, ApiError, runInput } = window.switchyard;
   const config = jsonData("editor-config");
   const initial = jsonData("workflow-document");
   const editable = Boolean(config.editable);
@@ -52,6 +55,11 @@
   // -- the editor's state ---------------------------------------------------------------
 
   const GATE_SCORES = ["accuracy", "completeness", "efficiency", "overall_score"];
+  const INPUT_TYPES = [["", "any JSON"], ["string", "text"], ["number", "number"], ["integer", "whole number"],
+    ["boolean", "true or false"], ["array", "list (JSON array)"], ["object", "JSON object"]];
+  const KEPT_TYPE = "kept"; // a declared type the list does not offer, kept as written
+  const DEFAULT_EXPECTED = { number: "a number", integer: "a whole number", boolean: "true or false",
+    array: "a JSON array, e.g. [1, 2]", object: "a JSON object, e.g. {\"key\": 1}" };
   let keySequence = 0;
   const newKey = (prefix) => `${prefix}${++keySequence}`;
 
@@ -79,8 +87,9 @@
       on_budget: (initial.limits || {}).on_budget || "",
     },
     domain: initial.domain || "",
-    // The inputs a run must be given (a JSON Schema), kept as they were saved.
-    input_schema: initial.input_schema ?? null,
+    // The inputs a run must be given (input_schema, a JSON Schema of the run's input), a row
+    // per input; none: the workflow declares nothing (and takes any input).
+    inputs: inputsFromSchema(initial.input_schema),
     judge_agent: (initial.evaluation || {}).judge_agent || "",
     // score → the minimum a run's evaluation must reach, as typed ("" = no minimum)
     gate: Object.fromEntries(GATE_SCORES.map((score) =>
@@ -102,7 +111,32 @@
     workflows: [], // the stored workflows a node may run (GET /api/workflows), this one left out
     versions: new Map(), // workflow id → its version numbers, newest first (read when first needed)
     panelFields: [],
+    savedInputSchema: initial.input_schema ?? null, // what a run of the latest saved version must be given
+    inferredInputs: null, // the inputs the nodes read, as the latest validation drafted them (engine/inputs.py)
   };
+
+  /** The editor's pieces of an input_schema: a row per declared input, and the rest of the
+   * schema (other keywords, as written) kept for the save. */
+  function inputsFromSchema(schema) {
+    if (!isObject(schema)) return { rest: {}, rows: [] };
+    const { properties, required, ...rest } = schema;
+    delete rest.type; // "object", always: written again on save
+    const needed = Array.isArray(required) ? required : [];
+    return { rest, rows: Object.entries(isObject(properties) ? properties : {})
+      .map(([name, spec]) => inputRow(name, spec, needed.includes(name))) };
+  }
+
+  /** A declared input as the editor edits it: name, type, required, default (as typed) and
+   * description; the rest of its schema (minLength, items, enum …) kept as it was. A type the
+   * list does not offer (["string", "null"]) is kept as written too. */
+  function inputRow(name, spec, required) {
+    const { type, default: fallback, description, ...rest } = isObject(spec) ? spec : {};
+    const offered = type === undefined || INPUT_TYPES.some(([value]) => value === type);
+    let defaultText = "";
+    if (fallback !== undefined) defaultText = type === "string" && typeof fallback === "string" ? fallback : JSON.stringify(fallback);
+    return { key: newKey("i"), name, type: offered ? (type || "") : KEPT_TYPE, keptType: offered ? undefined : type,
+      required, defaultText, description: typeof description === "string" ? description : "", rest };
+  }
 
   function nodeFromDocument(document) {
     const mapping = document.input_mapping || {};
@@ -227,8 +261,51 @@
       judge_agent: state.judge_agent.trim() || null,
       quality_gate: Object.keys(gate).length ? gate : null,
     };
-    if (state.input_schema !== null) document.input_schema = state.input_schema;
+    const inputSchema = inputSchemaDocument(add);
+    if (inputSchema) document.input_schema = inputSchema;
     return { document, problems };
+  }
+
+  /** The input_schema of the Inputs rows; none when no input is declared. */
+  function inputSchemaDocument(add) {
+    if (!state.inputs.rows.length) return null;
+    const properties = {};
+    const required = [];
+    state.inputs.rows.forEach((row, index) => {
+      const name = row.name.trim();
+      const where = inputWhere(row, index);
+      if (!name) return add(where, "give the input a name, e.g. repository");
+      if (name in properties) return add(where, `two inputs are named '${name}'`);
+      const type = row.type === KEPT_TYPE ? row.keptType : row.type;
+      const spec = { ...(type ? { type } : {}), ...row.rest };
+      if (row.description.trim()) spec.description = row.description.trim();
+      if (row.defaultText.trim() !== "") {
+        const fallback = inputDefault(row.defaultText, type);
+        if ("problem" in fallback) add(`${where}.default`, fallback.problem);
+        else spec.default = fallback.value;
+      }
+      properties[name] = spec;
+      if (row.required) required.push(name);
+      return undefined;
+    });
+    return { ...state.inputs.rest, type: "object", properties, ...(required.length ? { required } : {}) };
+  }
+
+  const inputWhere = (row, index) => (row.name.trim() ? `input_schema.properties.${row.name.trim()}` : `input_schema.properties.#${index}`);
+
+  /** A default as typed, read as its input's type takes it: text as it is, anything else as JSON. */
+  function inputDefault(text, type) {
+    if (type === "string") return { value: text };
+    try {
+      const value = JSON.parse(text);
+      const fits = { number: typeof value === "number", integer: Number.isInteger(value), boolean: typeof value === "boolean",
+        array: Array.isArray(value), object: isObject(value) };
+      if (type in fits && !fits[type]) return { problem: `'${text.trim()}' is not ${DEFAULT_EXPECTED[type]}` };
+      return { value };
+    } catch (error) {
+      if (typeof type !== "string" || !type) return { value: text }; // any type: text that is not JSON is text
+      return { problem: `is not JSON (${error.message})` };
+    }
   }
 
   function nodeDocument(node, add) {
@@ -963,6 +1040,7 @@
       }, { placeholder: "e.g. Paper review", "data-field": "name" }), "name"),
       field("Topology", topology, "topology"),
       help,
+      inputsSection(),
       el("h3", {}, "Error handling"),
       el("p", { class: "small muted" }, "A failed node is retried, then its work goes to the fallback agent, then the run waits for a person (escalation)."),
       field("Retries per node", el("input", { type: "number", min: "0", max: "10", value: handling.retry_count,
@@ -1005,6 +1083,90 @@
       el("h3", {}, `Nodes (${state.nodes.length})`),
       nodes,
     ];
+  }
+
+  /** The inputs a run must be given (input_schema): a row per input; "Draft from mappings"
+   * adds those the nodes read through $.input paths and are not declared yet. */
+  function inputsSection() {
+    const rows = state.inputs.rows;
+    const list = el("div", { class: "input-rows", "data-inputs": "" });
+    rows.forEach((row, index) => list.append(inputRowControls(row, index)));
+    if (!rows.length) {
+      list.append(el("p", { class: "small muted" }, "None declared: a run may be given any input. "
+        + "Declare what the nodes read, and a run missing a required input is refused."));
+    }
+    const status = el("p", { class: "small muted", "data-inputs-status": "", role: "status" });
+    const problem = el("div", { class: "field-problem" });
+    ui.panelFields.push({ where: "input_schema", control: list, message: problem });
+    return el("section", { class: "inputs-section", "aria-labelledby": "inputs-heading" },
+      el("h3", { id: "inputs-heading" }, "Inputs of a run"),
+      el("p", { class: "small muted" }, "What a run is given, read in the node mappings as $.input.<name>. "
+        + "The run dialog asks for each; a required one left out refuses the run."),
+      list, problem,
+      editable ? el("div", { class: "row" },
+        el("button", { type: "button", class: "small-button", "data-add": "input-row", onclick: () => {
+          rows.push(inputRow("", { type: "string" }, true));
+          changed();
+          renderPanel();
+          const names = $("editor-panel").querySelectorAll("[data-inputs] .input-name");
+          if (names.length) names[names.length - 1].focus();
+        } }, "+ Add an input"),
+        el("button", { type: "button", class: "small-button", "data-draft-inputs": "",
+          title: "Add the inputs the nodes read through $.input paths that are not declared yet",
+          onclick: (event) => draftInputs(event.currentTarget) }, "Draft from mappings")) : null,
+      status);
+  }
+
+  function inputRowControls(row, index) {
+    const where = () => inputWhere(row, index);
+    const name = textInput(row.name, (value) => { row.name = value; changed(); },
+      { placeholder: "e.g. repository", class: "input-name mono", "data-input-name": "" });
+    const type = el("select", { "data-input-type": "", onchange: (event) => { row.type = event.target.value; changed(); } },
+      ...INPUT_TYPES.map(([value, label]) => el("option", { value, selected: value === row.type }, label)),
+      row.keptType !== undefined ? el("option", { value: KEPT_TYPE, selected: row.type === KEPT_TYPE }, `as written: ${JSON.stringify(row.keptType)}`) : null);
+    const required = el("input", { type: "checkbox", checked: row.required, disabled: !editable, "data-input-required": "",
+      onchange: (event) => { row.required = event.target.checked; changed(); } });
+    const fallback = textInput(row.defaultText, (value) => { row.defaultText = value; changed(); },
+      { placeholder: "none", "data-input-default": "" });
+    const description = textInput(row.description, (value) => { row.description = value; changed(); },
+      { placeholder: "what it is, shown in the run dialog", "data-input-description": "" });
+    const kept = Object.keys(row.rest).length
+      ? el("p", { class: "help small muted" }, `Also kept as written: ${Object.keys(row.rest).join(", ")}.`) : null;
+    return el("div", { class: "input-row", "data-input-row": row.key },
+      el("div", { class: "two" }, field("Input name", name, where), field("Type", type, () => `${where()}.type`)),
+      el("div", { class: "two" },
+        field("Default", fallback, () => `${where()}.default`),
+        el("div", { class: "field input-required" }, el("label", { class: "check" }, required, "Required"),
+          editable ? el("button", { type: "button", class: "link-button small", "data-remove-input": "",
+            onclick: () => { state.inputs.rows.splice(index, 1); changed(); renderPanel(); } }, "Remove this input") : null)),
+      field("Description", description, () => `${where()}.description`),
+      kept);
+  }
+
+  /** Add the inputs the nodes read and are not declared yet, as the server drafts them from
+   * the document as it is now (POST …/validate: engine/inputs.py, one rule for both). */
+  async function draftInputs(button) {
+    const status = () => $("editor-panel").querySelector("[data-inputs-status]");
+    button.disabled = true;
+    await validateNow();
+    button.disabled = false;
+    const draft = ui.inferredInputs;
+    if (!draft) {
+      if (status()) status().textContent = state.nodes.length ? "The mappings could not be read: see Problems." : "Add a node first.";
+      return;
+    }
+    const declared = new Set(state.inputs.rows.map((row) => row.name.trim()));
+    const needed = Array.isArray(draft.required) ? draft.required : [];
+    const added = Object.entries(draft.properties || {}).filter(([name]) => !declared.has(name));
+    state.inputs.rows.push(...added.map(([name, spec]) => inputRow(name, spec, needed.includes(name))));
+    if (added.length) changed();
+    renderPanel();
+    const read = Object.keys(draft.properties || {});
+    let said;
+    if (!read.length) said = "No node reads a $.input path: nothing to draft.";
+    else if (!added.length) said = "Every input the nodes read is declared already.";
+    else said = `Added ${added.map(([name]) => name).join(", ")}: give each a type and a description.`;
+    if (status()) status().textContent = said;
   }
 
   function agentSummary(agentId) {
@@ -1542,6 +1704,7 @@
       if (sequence !== validateSequence) return; // an older answer: a newer check is on its way
       ui.serverProblems = result.problems.map((problem) => normalize(problem, built.nodes));
       ui.serverWarnings = (result.warnings || []).map((warning) => normalize(warning, built.nodes));
+      ui.inferredInputs = result.inferred_input_schema;
       ui.checked = true;
       applyProblems();
     } catch (error) {
@@ -1588,6 +1751,7 @@
       state.isNew = false;
       state.savedId = saved.workflow_id;
       state.savedNodeIds = new Set(saved.nodes.map((node) => node.id));
+      ui.savedInputSchema = saved.input_schema ?? null;
       state.savedChanges = changesAtStart;
       ui.clientProblems = [];
       ui.serverProblems = [];
@@ -1644,27 +1808,58 @@
     applyProblems();
   }
 
+  // The run dialog: its input is a form made from the input_schema of the version it runs
+  // (static/js/run_input.js), or a JSON object when that version declares no inputs.
+  let runForm = null;
+  let runFormSequence = 0;
+
+  /** The input_schema of the version the dialog runs: the one chosen, or the latest saved. */
+  async function runSchema() {
+    const chosen = $("run-version");
+    if (!chosen || !chosen.value) return ui.savedInputSchema;
+    const version = await api.get(`/workflows/${encodeURIComponent(state.savedId)}/versions/${encodeURIComponent(chosen.value)}`);
+    return version.document.input_schema ?? null;
+  }
+
+  async function fillRunForm() {
+    const sequence = ++runFormSequence;
+    const error = $("run-error");
+    error.hidden = true;
+    $("run-start").disabled = true;
+    let schema = null;
+    try {
+      schema = await runSchema();
+    } catch (failure) {
+      error.textContent = `The inputs of that version could not be read (${failure.message}): give the input as JSON.`;
+      error.hidden = false;
+    }
+    if (sequence !== runFormSequence) return; // another version was chosen meanwhile
+    // The inputs the nodes read, for the hint of a workflow that declares none: the server's
+    // draft (POST …/validate), so that one rule says what a mapping reads.
+    const read = Object.fromEntries(Object.entries((ui.inferredInputs || {}).properties || {})
+      .map(([name, spec]) => [name, spec.description || ""]));
+    runForm = runInput.build($("run-fields"), schema, { read });
+    $("run-start").disabled = false;
+    const first = $("run-fields").querySelector("input, textarea, select");
+    if (first) first.focus();
+  }
+
   function openRunDialog() {
-    const dialog = $("run-dialog");
-    $("run-error").hidden = true;
-    dialog.showModal();
-    $("run-input").focus();
+    $("run-fields").replaceChildren(el("p", { class: "muted small" }, "Reading the workflow's inputs…"));
+    $("run-dialog").showModal();
+    fillRunForm();
   }
 
   async function startRun(event) {
     event.preventDefault();
     const error = $("run-error");
     const startButton = $("run-start");
-    let input;
-    try {
-      input = JSON.parse($("run-input").value || "{}");
-    } catch (parseError) {
-      error.textContent = `The input is not JSON: ${parseError.message}`;
-      error.hidden = false;
-      return;
-    }
-    if (!isObject(input)) {
-      error.textContent = "The input must be a JSON object, e.g. {\"topic\": \"release 2.1\"}.";
+    if (!runForm) return;
+    error.hidden = true;
+    const { input, problems } = runInput.read(runForm);
+    runInput.showProblems(runForm, problems);
+    if (problems.length) {
+      error.textContent = `Not started: ${problems.map((problem) => `${problem.where}: ${problem.message}`).join("; ")}`;
       error.hidden = false;
       return;
     }
@@ -1676,6 +1871,8 @@
       const execution = await api.post("/executions", { workflow_id: state.savedId, input, ...version });
       window.location.assign(config.urls.execution.replace(config.slots.execution, encodeURIComponent(execution.execution_id)));
     } catch (failure) {
+      // A refused input names the input (input.repository): shown at its field.
+      if (failure instanceof ApiError) runInput.showProblems(runForm, runInput.problemsOf(failure));
       error.textContent = `Not started: ${failure.message}`;
       error.hidden = false;
       startButton.disabled = false;
@@ -1789,6 +1986,10 @@
     $("run-button").addEventListener("click", openRunDialog);
     $("run-form").addEventListener("submit", startRun);
     $("run-cancel").addEventListener("click", () => $("run-dialog").close());
+    // The versions' list is drawn again after a save (workflow_versions.js): listened to here, on the dialog.
+    $("run-dialog").addEventListener("change", (event) => {
+      if (event.target.id === "run-version") fillRunForm();
+    });
     window.addEventListener("beforeunload", (event) => {
       if (isDirty() && (state.nodes.length || !state.isNew)) {
         event.preventDefault();

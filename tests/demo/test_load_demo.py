@@ -1,10 +1,15 @@
+import io
+
 import pypdf
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from agents.models import Agent
 from core.documents import export_document
-from demo.documents import THESIS_CHAIN, paper_pdf
+from demo.documents import DOCUMENTS, THESIS_CHAIN, paper_pdf
+from engine.inputs import read_inputs
+from executions.models import Execution
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db
@@ -60,3 +65,24 @@ def test_it_writes_a_sample_paper_that_a_pdf_reader_can_read(workspace):
     assert "Scaled dot-product attention" in reader.pages[2].extract_text()
     assert (workspace / "papers" / "transformer.md").read_text().startswith("# Attention Is All You Need")
     assert (workspace / "papers" / "transformer.pdf").read_bytes() == paper_pdf()
+
+
+def test_every_demo_workflow_declares_the_inputs_its_mappings_read():
+    for document in DOCUMENTS:
+        if "nodes" not in document:
+            continue  # an agent, the blueprint, the task chain (whose tasks read files, no input)
+        declared = (document.get("input_schema") or {}).get("properties", {})
+        read = read_inputs(document)
+        assert set(read) == set(declared), document["workflow_id"]
+        assert all(spec.get("type") and spec.get("description") for spec in declared.values()), document["workflow_id"]
+    assert read_inputs({"nodes": [{"id": t["task_id"], "input_mapping": t["input"]} for t in THESIS_CHAIN["task_chain"]]}) == {}
+
+
+@pytest.mark.parametrize("workflow_id, missing", [("parallel_analysis", "repository"), ("repository_review", "repository"),
+                                                  ("release_review", "topic"), ("game24", "numbers")])
+def test_a_demo_run_without_its_required_input_is_refused_by_the_command_naming_it(workspace, workflow_id, missing):
+    call_command("load_demo", stdout=io.StringIO())
+    with pytest.raises(CommandError, match=rf"^--input: input\.{missing}: is required by the workflow \(") as refused:
+        call_command("run_workflow", workflow_id, "--input", "{}")
+    assert refused.value.returncode == 2
+    assert not Execution.objects.exists()

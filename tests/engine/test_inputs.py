@@ -43,3 +43,9 @@ def test_an_input_schema_describes_an_object():
     assert input_schema_problem({"type": "object"}) is None
     assert input_schema_problem({"properties": {}}) is None
     assert "JSON object" in input_schema_problem({"type": "array"})
+
+
+def test_a_document_still_being_written_reads_what_its_well_formed_nodes_read():
+    document = {"nodes": [None, {"id": "a", "input_mapping": "$.input.x"}, {"id": "b", "input_mapping": {"y": "$.input.y"}}]}
+    assert read_inputs(document) == {"y": ["b"]}
+    assert read_inputs({"nodes": "none"}) == {} and read_inputs({}) == {}

@@ -53,7 +53,7 @@ def test_a_search_records_each_role_call_and_a_batched_node_each_batch():
 
 
 def test_the_judges_call_is_part_of_what_the_run_cost():
-    analysis = run("parallel_analysis")
+    analysis = run("parallel_analysis", repository="acme/shop")
     assert analysis.calls == []
     execution_evaluate(execution_pk=analysis.pk)
     analysis.refresh_from_db()

@@ -183,8 +183,9 @@ def test_a_pinned_version_runs_that_version():
     settle_all()
     child = Execution.objects.get(parent_node_run__execution=parent)
     assert child.workflow_version == first
-    pinned_latest = workflow_import_document(document("latest", [runs_workflow("n", "parallel_analysis")]))[0]
-    parent = execution_start(workflow=pinned_latest, input={})
+    pinned_latest = workflow_import_document(document("latest", [{**runs_workflow("n", "parallel_analysis"),
+                                                                   "input_mapping": {"repository": "$.input.repository"}}]))[0]
+    parent = execution_start(workflow=pinned_latest, input={"repository": "r"})
     settle_all()
     assert Execution.objects.get(parent_node_run__execution=parent).workflow_version.number == 2
 

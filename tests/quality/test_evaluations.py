@@ -64,7 +64,7 @@ def test_it_evaluates_a_run_once_however_often_it_is_asked():
 
 
 def test_it_leaves_runs_that_have_not_ended_and_cancelled_ones_alone():
-    execution = execution_start(workflow=Workflow.objects.get(workflow_id="parallel_analysis"), input={})
+    execution = execution_start(workflow=Workflow.objects.get(workflow_id="parallel_analysis"), input={"repository": "acme"})
     assert execution_evaluate(execution_pk=execution.pk) is None
     Execution.objects.filter(pk=execution.pk).update(status="cancelled")
     assert execution_evaluate(execution_pk=execution.pk) is None
@@ -106,7 +106,7 @@ def test_a_state_machine_that_failed_on_max_steps_is_neither_accurate_nor_approv
 def test_a_run_with_nothing_verifiable_says_accuracy_was_not_measured_and_passes_no_gate_on_it(api):
     edit_workflow("parallel_analysis", lambda document: document["evaluation"].update(
         judge_agent=None, quality_gate={"accuracy": 0.5, "completeness": 1.0}))
-    execution = run("parallel_analysis")  # no repository: nothing anyone checks says so
+    execution = run("parallel_analysis", repository="acme")  # nothing anyone checks says so
     assert execution.status == "success"
     evaluation = execution_evaluate(execution_pk=execution.pk)
     assert evaluation.accuracy is None and evaluation.details["accuracy"]["measured"] is False

@@ -74,3 +74,17 @@ def test_a_rerun_is_refused_when_the_version_it_runs_requires_an_input_the_run_w
     with pytest.raises(DocumentError, match="input.ticket: is required by the workflow"):
         execution_rerun(source=source, from_node="task_d")
     assert Execution.objects.count() == 1
+
+
+def test_validating_drafts_the_inputs_the_nodes_read_and_names_a_schema_a_save_would_refuse(api):
+    undeclared = {key: value for key, value in PARALLEL_ANALYSIS.items() if key != "input_schema"}
+    body = api.viewer.post("/api/workflows/parallel_analysis/validate", undeclared).json()
+    assert body["valid"] is True
+    assert body["inferred_input_schema"] == {"type": "object", "required": ["repository"], "properties": {
+        "repository": {"description": "read by task_a, task_b, task_c"}}}
+
+    body = api.viewer.post("/api/workflows/parallel_analysis/validate", {**undeclared, "input_schema": {"type": "array"}}).json()
+    assert body["valid"] is False
+    assert [(p["where"], p["code"]) for p in body["problems"]] == [("input_schema", "INVALID_DOCUMENT")]
+    assert "JSON object" in body["problems"][0]["message"]
+    assert Workflow.objects.get(workflow_id="parallel_analysis").input_schema == INPUTS  # nothing saved

@@ -2,6 +2,7 @@
 import pytest
 from django.core.management import call_command
 
+from demo.documents import PARALLEL_ANALYSIS
 from executions.compression import as_text
 from executions.node_errors import NodeFailure
 from executions.node_kinds.llm import check_contracts
@@ -9,6 +10,7 @@ from executions.output_readers import named_inputs
 from executions.services import workflow_graph
 from workflows.contracts import contract_results
 from workflows.models import Workflow
+from workflows.services import workflow_import_document
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +53,10 @@ def test_a_run_missing_an_input_its_nodes_map_records_the_reference_that_selecte
     from executions.services import execution_start
     from tests.executions.conftest import drain
 
-    execution = drain(execution_start(workflow=Workflow.objects.get(workflow_id="parallel_analysis"), input={}))
+    # A workflow that declares no inputs starts without them (parallel_analysis declares its repository).
+    undeclared = {key: value for key, value in PARALLEL_ANALYSIS.items() if key != "input_schema"}
+    workflow, _ = workflow_import_document({**undeclared, "workflow_id": "undeclared_analysis"})
+    execution = drain(execution_start(workflow=workflow, input={}))
     task_a = execution.node_runs.get(node_id="task_a")
     [failure] = task_a.resolution_failures
     assert failure | {"timestamp": None} == {
@@ -61,8 +66,7 @@ def test_a_run_missing_an_input_its_nodes_map_records_the_reference_that_selecte
     assert "repository" not in {item["name"] for item in task_a.resolved_inputs}
     shown = api.viewer.get(f"/api/executions/{execution.execution_id}/node-runs/{task_a.pk}").json()
     assert shown["resolution_failures"] == task_a.resolution_failures
-    with_it = drain(execution_start(workflow=Workflow.objects.get(workflow_id="parallel_analysis"),
-                                    input={"repository": "acme"}))
+    with_it = drain(execution_start(workflow=workflow, input={"repository": "acme"}))
     assert with_it.node_runs.get(node_id="task_a").resolution_failures == []
 
 

@@ -44,6 +44,18 @@ def solve(workflow_id="game24", **input):
     return drain(execution_start(workflow=Workflow.objects.get(workflow_id=workflow_id), input=input))
 
 
+@pytest.fixture
+def undeclared():
+    """game24 as a workflow that declares no inputs and also maps a problem as text: what the
+    node itself makes of any input (the demo's input_schema refuses a bad one before it starts)."""
+    document = json.loads(json.dumps(GAME24))
+    document.pop("input_schema")
+    document.update(workflow_id="tot_any_input", name="any input")
+    document["nodes"][0]["input_mapping"]["problem"] = "$.input.problem"
+    import_documents(document, actor="test")
+    return "tot_any_input"
+
+
 def assert_seed_shapes(search: ThoughtSearch):
     tree = search.tree
     assert set(tree) == TREE_KEYS
@@ -116,8 +128,8 @@ def test_it_takes_the_search_settings_from_the_node_and_the_run():
     assert (config["branching_factor"], config["max_depth"]) == (8, 3)  # the node's, and the decomposer's depth
 
 
-def test_it_reads_the_problem_as_text_too():
-    execution = solve(problem="4 9 10 13")
+def test_it_reads_the_problem_as_text_too(undeclared):
+    execution = solve(undeclared, problem="4 9 10 13")
     assert execution.status == Execution.Status.SUCCESS
     assert execution.thought_searches.get().problem == "4 9 10 13"
 
@@ -129,22 +141,30 @@ def test_it_reads_the_problem_as_text_too():
     ({"numbers": [4, 9, 10, 13], "search_config": {"strategy": "A*"}}, "INVALID_INPUT", "strategy"),
     ({"problem": "four nine ten thirteen"}, "INVALID_FORMAT", "payload.problem"),
 ])
-def test_it_fails_a_run_whose_problem_or_settings_it_cannot_use(input, code, message):
-    execution = solve(**input)
+def test_it_fails_a_run_whose_problem_or_settings_it_cannot_use(undeclared, input, code, message):
+    execution = solve(undeclared, **input)
     [run] = execution.node_runs.all()
     assert (execution.status, run.status, run.error_code) == ("failed", "failed", code)
     assert message in run.error
 
 
-def test_a_run_that_fails_says_what_its_node_said_in_its_reason_api_and_header(api, client):
-    execution = solve()
+def test_the_demo_asks_for_its_numbers_before_it_starts():
+    for input, said in (({}, "input.numbers: is required by the workflow"),
+                        ({"numbers": [4, "nine", 10, 13]}, "input.numbers.1: 'nine' is not of type 'integer'")):
+        with pytest.raises(DocumentError, match=re.escape(said)):
+            solve(**input)
+    assert not Execution.objects.exists()
+
+
+def test_a_run_that_fails_says_what_its_node_said_in_its_reason_api_and_header(api, client, undeclared):
+    execution = solve(undeclared)
     assert execution.ended_reason == (
         "node 'solve' failed: INVALID_INPUT: the run gives no problem: its input needs `numbers` "
         "(e.g. [4, 9, 10, 13]) or `problem` (a text)")
     record = api.viewer.get(f"/api/executions/{execution.execution_id}").json()
     assert record["ended_reason"] == execution.ended_reason
 
-    marked_up = solve(numbers=["<b>nine</b>"])
+    marked_up = solve(undeclared, numbers=["<b>nine</b>"])
     assert "got [\"<b>nine</b>\"]" in marked_up.ended_reason
     client.force_login(api.viewer.user)
     page = client.get(f"/executions/{marked_up.execution_id}/").content.decode()
