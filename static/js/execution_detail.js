@@ -212,6 +212,9 @@
       { selector: 'node[drawnAs = "workflow"]', style: { shape: "polygon", "shape-polygon-points": FOLDER_POINTS,
         "text-margin-y": 4 } },
       { selector: 'node[status = "waiting"]', style: { "border-width": 4 } },
+      // A re-run's copy (its latest run reused or edited from the source run): not run here.
+      { selector: 'node[copied = "reused"], node[copied = "edited"]', style: {
+        "background-color": "#eceff3", "border-color": "#7d8590", color: "#5d6878", "border-style": "dotted" } },
       { selector: "node.selected", style: { "overlay-color": "#2f6fdb", "overlay-opacity": 0.16, "overlay-padding": 7 } },
       { selector: "edge", style: {
         width: 1.6, "line-color": "#aab3c0", "target-arrow-color": "#aab3c0", "target-arrow-shape": "triangle",
@@ -252,7 +255,9 @@
         const box = nodeBox(data.graph.nodes.find((item) => item.id === node.id()) || { id: node.id(), agent: "" }, shown);
         if (node.data("label") !== box.label) node.data(box);
         node.data("cost", cost.called ? cost.value : "");
-        node.data("title", `${node.id()}: ${status}${cost.runs > 1 ? ` (${fmt.n(cost.runs)} runs)` : ""}` +
+        const latest = (page.nodes.get(node.id()) || {}).latest;
+        node.data("copied", latest && COPIES.has(latest.kind) ? latest.kind : "no");
+        node.data("title", `${node.id()}: ${status}${node.data("copied") !== "no" ? ` (${node.data("copied")}: copied, not run here)` : ""}${cost.runs > 1 ? ` (${fmt.n(cost.runs)} runs)` : ""}` +
           (cost.runs ? ` · ${fmt.n(cost.tokensIn)} → ${fmt.n(cost.tokensOut)} tokens` : "") +
           (cost.called ? ` · cost ${cost.complete ? "" : "at least "}${money.text(cost.value)}` +
             `${cost.complete ? "" : " (not every call priced)"}` : ""));
@@ -447,7 +452,7 @@
           el("button", { type: "button", "data-steer": "retry" }, "Retry the node"),
           el("button", { type: "button", class: "danger", "data-steer": "abort" }, "Abort the run"))));
     } else {
-      children.push(el("p", { class: "muted small" }, "Only authors can resume, retry or abort a run."));
+      children.push(el("p", { class: "muted small steering-refusal" }, data.steering_refusal || "Only authors can resume, retry or abort a run."));
     }
     const typedValue = typed ? typed.value : null;
     section.replaceChildren(...children);
@@ -1327,7 +1332,7 @@
       el("td", {}, badge(run.status)),
       el("td", {}, `${run.tokens_in ?? "—"} / ${run.tokens_out ?? "—"}`),
       el("td", { class: "cost-cell" }, runCost(run)),
-      el("td", {}, run.duration_ms !== null && run.duration_ms !== undefined ? `${run.duration_ms} ms` : el("span", { class: "muted" }, "—")),
+      el("td", {}, run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : el("span", { class: "muted" }, "—")),
       el("td", { class: "small error-cell" }, run.error_code ? el("code", {}, run.error_code) : "", run.error_code ? " " : "", error),
       el("td", { class: "small output-preview", "data-run": run.node_run_id }, known && known.status === run.status ? known.text : ""));
   }

@@ -79,6 +79,7 @@
       on_budget: (initial.limits || {}).on_budget || "",
     },
     domain: initial.domain || "",
+    description: initial.description || "", // not edited here; kept through a save
     // The inputs a run must be given (a JSON Schema), kept as they were saved.
     input_schema: initial.input_schema ?? null,
     judge_agent: (initial.evaluation || {}).judge_agent || "",
@@ -212,6 +213,7 @@
     }
     if (state.limits.on_budget) document.limits.on_budget = state.limits.on_budget;
     document.domain = state.domain.trim();
+    if (state.description) document.description = state.description;
     const gate = {};
     GATE_SCORES.forEach((score) => {
       const value = state.gate[score].trim();
@@ -545,13 +547,19 @@
     else cy.edges().filter((edge) => edge.data("transition") === ui.selected.key).addClass("chosen");
   }
 
+  // In a narrow window the settings sit under the graph: a click on the graph brings them into view.
+  function revealPanel() {
+    const panel = $("editor-panel");
+    if (panel.getBoundingClientRect().top > window.innerHeight - 80) panel.scrollIntoView({ block: "start" });
+  }
+
   cy.on("tap", "node", (event) => {
     if (ui.connecting) connectTo(event.target.id());
-    else select({ kind: "node", key: event.target.id() });
+    else { select({ kind: "node", key: event.target.id() }); revealPanel(); }
   });
   cy.on("tap", "edge", (event) => {
     const key = event.target.data("transition");
-    if (key && !ui.connecting) select({ kind: "transition", key });
+    if (key && !ui.connecting) { select({ kind: "transition", key }); revealPanel(); }
   });
   cy.on("tap", (event) => {
     if (event.target !== cy) return;
@@ -1061,7 +1069,7 @@
       oninput: (event) => { node.gateText = event.target.value; changed({ labels: true }); } }, node.gateText);
 
     const parts = [
-      el("div", { class: "row panel-head" }, el("h2", {}, "Node ", el("span", { class: "mono" }, node.id)), el("div", { class: "spacer" }), backButton()),
+      el("div", { class: "row panel-head" }, el("h2", { title: `Node ${node.id}` }, "Node ", el("span", { class: "mono" }, node.id)), el("div", { class: "spacer" }), backButton()),
       el("div", { class: "panel-problems", "data-node-problems": node.id }),
       el("div", { class: "panel-warnings", "data-node-warnings": node.id }),
       el("div", { class: "field" }, el("label", {}, "Node id", idInput), idMessage),
