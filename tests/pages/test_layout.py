@@ -144,3 +144,26 @@ def test_it_shows_an_evaluations_feedback_whole_at_1280_px(page_for, api, runs, 
     # The table fits its place: nothing of it (the Feedback column least of all) is scrolled out of sight.
     assert table.evaluate("(table) => table.getBoundingClientRect().right <= table.closest('.card, main').getBoundingClientRect().right + 0.5 &&"
                           " table.parentElement.scrollWidth <= table.parentElement.clientWidth")
+
+
+def test_it_keeps_the_design_documents_sections_in_tooltips(page_for, api, demo):
+    from tests.pages.test_execution_browser import click_graph_node
+    from tests.pages.test_executions import CONTEXT, make_execution
+
+    whole = "300 tokens < 2K: passed whole (§5.1)"
+    record = {**CONTEXT, "resolution": {**CONTEXT["resolution"], "actions": [
+        {"data": "notes", "action": "summarize", "original_tokens": 900, "reduced_tokens": 300,
+         "reason": "text data is passed as summary (§5.3)"}]}}
+    run = make_execution("thesis_reading", [{"node_id": "task_scholar_001", "status": "success", "context_record": record,
+                                             "resolved_inputs": [{"name": "notes", "transfer_mode": "full", "reason": whole,
+                                                                  "resolved_tokens": 300, "passed_tokens": 300}]}])
+    page = page_for(api.author.user)
+    page.goto(f"/executions/{run.execution_id}/")
+    page.wait_for_function("() => window.switchyard.executionGraph")
+    click_graph_node(page, "task_scholar_001")
+    reasons = page.locator("#node-panel .reason")
+    expect(reasons.first).to_be_visible()
+    assert "§" not in page.locator("#node-panel").inner_text()
+    shown = reasons.evaluate_all("(spans) => spans.map((span) => [span.textContent, span.title])")
+    assert ["300 tokens < 2K: passed whole", "data-transfer-protocol §5.1"] in shown
+    assert ["text data is passed as summary", "data-transfer-protocol §5.3"] in shown
