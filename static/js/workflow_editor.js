@@ -1294,7 +1294,7 @@
       el("div", { class: "panel-warnings", "data-transition-warnings": transition.key }),
       el("p", { class: "small muted", "data-field": "transition-meaning" }, transitionMeaning(transition)),
       ...readingOffer(transition),
-      el("div", { class: "two" }, field("From", endpoint("from"), where(".from")), field("To", endpoint("to"), where(".to"))),
+      el("div", { class: "two endpoints" }, field("From", endpoint("from"), where(".from")), field("To", endpoint("to"), where(".to"))),
       chooses || transition.condition.trim() ? field("Condition", condition, where(".condition"), chooses
         ? "Taken when the condition holds, e.g. output.verdict == 'accept' and state.rounds < 3 — comparisons, and / or / not, over output.… and state.…; empty means always."
         : `Only a state machine chooses by condition: a ${state.topology} runs every node, so empty it (or make the workflow a state_machine).`) : null,

@@ -167,3 +167,39 @@ def test_it_keeps_the_design_documents_sections_in_tooltips(page_for, api, demo)
     shown = reasons.evaluate_all("(spans) => spans.map((span) => [span.textContent, span.title])")
     assert ["300 tokens < 2K: passed whole", "data-transfer-protocol §5.1"] in shown
     assert ["text data is passed as summary", "data-transfer-protocol §5.3"] in shown
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_it_fits_a_transitions_from_and_to_in_its_settings(page_for, api, demo, width):
+    from tests.workflow_edits import edit_workflow
+
+    def long_ids(document):  # ids of some 25 characters, as people write them
+        ids = {node["id"] for node in document["nodes"]}
+        for node in document["nodes"]:
+            node["id"] = f"{node['id']}_of_the_release"
+        for transition in document["transitions"]:
+            for end in ("from", "to", "on_failure"):
+                if transition.get(end) in ids:
+                    transition[end] = f"{transition[end]}_of_the_release"
+
+    edit_workflow("release_review", long_ids)
+    page = page_for(api.author.user)
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto("/workflows/release_review/")
+    page.wait_for_function("window.workflowEditor && window.workflowEditor.cy.edges().length > 0")
+    page.evaluate("window.workflowEditor.cy.edges('[transition]')[0].emit('tap')")
+    panel = page.locator("#editor-panel")
+    expect(panel.locator("h2").first).to_have_text("Transition")
+    # Each select stays in the panel and shows the whole id it holds (measured in its own font).
+    fits = panel.evaluate("""(panel) => {
+        const edge = panel.getBoundingClientRect().right - parseFloat(getComputedStyle(panel).paddingRight);
+        const pen = document.createElement('canvas').getContext('2d');
+        return [...panel.querySelectorAll('.endpoints select')].map((select) => {
+            const style = getComputedStyle(select);
+            pen.font = `${style.fontSize} ${style.fontFamily}`;
+            const room = select.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - 20;  // the arrow
+            return [select.value, select.getBoundingClientRect().right <= edge + 0.5,
+                    pen.measureText(select.selectedOptions[0].text).width <= room];
+        });
+    }""")
+    assert fits == [["draft_of_the_release", True, True], ["review_of_the_release", True, True]]
