@@ -1264,7 +1264,7 @@
     const more = Math.min(MAX_ATTEMPTS_SHOWN, older, MAX_PANEL_RUNS - panel.runs.length);
     box.replaceChildren(...[
       el("div", { class: "row panel-head" },
-        el("h2", {}, "Node ", el("span", { class: "mono" }, nodeId)), badge(status === "none" ? "not run" : status, status === "none" ? "pending" : ""),
+        el("h2", { title: `Node ${nodeId}` }, "Node ", el("span", { class: "mono" }, nodeId)), badge(status === "none" ? "not run" : status, status === "none" ? "pending" : ""),
         node && node.gate ? el("span", { class: "gate-tag", title: "The run stops here for a person to approve, reject or edit" }, "gate: a person decides") : null,
         node && node.shape === "workflow" ? el("span", { class: "workflow-tag", title: "Its run hands its work to a child run of this workflow" },
           workflowLine(node), node.subworkflow.version ? "" : " (its latest version)") : null,
