@@ -212,7 +212,7 @@ BLUEPRINT = {
 # data-transfer-protocol §7.1, as written, plus the demo's own additions on the last task.
 THESIS_CHAIN = {
     "workflow_id": "thesis_reading",
-    "name": "Thesis reading (task chain §7.1)",
+    "name": "Thesis reading (task chain)",
     "task_chain": [
         {
             "task_id": "task_scholar_001",
@@ -303,6 +303,10 @@ REPOSITORY_REVIEW = {
 RELEASE_REVIEW = {
     "workflow_id": "release_review",
     "name": "Release review (state machine)",
+    "description": ("Ends escalated, on purpose: the demo's publisher fails three times, its fallback "
+                    "(Backup_Publisher) lacks the skill to publish, and the run goes to a person — to show "
+                    "retries, fallback and escalation. An author resumes it with an output, retries "
+                    "the node, or aborts the run."),
     "topology": "state_machine",
     "nodes": [
         # The drafter reads the reviewer's comments and, after a rejection at the gate, the

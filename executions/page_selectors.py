@@ -239,6 +239,23 @@ def cost_text(cost_units: int | None) -> str:
     return "" if text is None else _usd_text(text)
 
 
+def duration_ms_text(ms: float | None) -> str:
+    """A duration as the pages show it: "420 ms", "3.2 s", "4 min 05 s", "2 h 03 min"; ""
+    for None. static/js/budget.js's fmt.ms writes the same."""
+    if ms is None:
+        return ""
+    seconds = max(0.0, ms / 1000)
+    if seconds < 1:
+        return f"{round(seconds * 1000)} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, whole = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {whole:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
 def _usd_text(value: str) -> str:
     """A USD decimal string ("0.001500000000") as the pages write money ("$0.0015")."""
     whole, _, fraction = value.partition(".")

@@ -12,7 +12,7 @@ from django.utils.dateparse import parse_date
 
 from core.errors import DocumentError, NotFound
 from core.pages import paginate
-from core.roles import roles_of
+from core.roles import AUTHOR, holders, roles_of, steering_refusal
 from executions import page_selectors
 from executions.comparison import comparison_page, executions_for_comparison, runs_aligned
 from executions.models import Execution, ThoughtSearch
@@ -77,6 +77,9 @@ def execution_detail(request, execution_id: str):
     escalated = execution.status == Execution.Status.ESCALATED and execution.escalation
     request.roles_held = roles_of(request.user)  # read once: the page's templates use them too
     evaluation = page_selectors.execution_evaluation(execution)
+    # Whom to ask, for those who may not steer an escalated run (one query, on those pages only).
+    refusal = steering_refusal(request.user, request.roles_held, who=holders(AUTHOR)) \
+        if escalated and AUTHOR not in request.roles_held else None
     return render(request, "executions/execution_detail.html", {
         **context,
         "execution": execution,
@@ -91,6 +94,7 @@ def execution_detail(request, execution_id: str):
         "counts": counts,
         "active": execution.status in page_selectors.ACTIVE,
         "escalation": execution.escalation if escalated else None,
+        "steering_refusal": refusal,
         "duration": duration_text(execution.started_at, execution.completed_at),
         "copy_text": page_selectors.copy_text(execution.copy_progress),
         "cost_text": page_selectors.cost_text(execution.cost),
@@ -105,6 +109,7 @@ def execution_detail(request, execution_id: str):
             "downstream": page_selectors.rerun_downstream(graph),
             "states": states,
             "gates": page_selectors.gate_deciders(graph, request.user.get_username(), request.roles_held),
+            "steering_refusal": refusal,
             "plan_url": reverse("executions:node_plan", args=[execution.workflow.workflow_id, "NODE"]),
         },
     })
@@ -174,7 +179,7 @@ def node_plan(request, workflow_id: str, node_id: str):
         raise Http404(f"no node '{node_id}' in workflow '{workflow_id}'")
     workflow, node = found
     return render(request, "executions/node_plan.html", {
-        "workflow": workflow, "node": node,
+        "workflow": workflow, "node": node, "nav_section": "workflows",  # as its breadcrumb says
         "page_data": {"workflow_id": workflow.workflow_id, "node_id": node["node_id"], "agent_id": node["agent__agent_id"]},
     })
 
@@ -190,16 +195,7 @@ def duration_text(start, end, *, now=None) -> str:
     """How long a run took (or has been going): "420 ms", "3.2 s", "4 min 05 s", "2 h 03 min"."""
     if start is None:
         return ""
-    seconds = max(0.0, ((end or now or timezone.now()) - start).total_seconds())
-    if seconds < 1:
-        return f"{round(seconds * 1000)} ms"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, seconds = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {seconds:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
+    return page_selectors.duration_ms_text(max(0.0, ((end or now or timezone.now()) - start).total_seconds()) * 1000)
 
 
 # -- a Tree-of-Thoughts search (tot-protocol) ---------------------------------------------

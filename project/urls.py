@@ -1,6 +1,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from agents.urls import agent_patterns
 from executions.urls import execution_patterns
@@ -12,6 +15,8 @@ from workflows.urls import blueprint_patterns, workflow_patterns
 
 urlpatterns = [
     path("", project_views.overview, name="overview"),
+    # Browsers ask for /favicon.ico whatever the pages link to: send them to the one icon.
+    path("favicon.ico", login_not_required(RedirectView.as_view(url=static("favicon.svg"), permanent=True))),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("agents/", include((agent_patterns, "agents"))),

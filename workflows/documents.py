@@ -65,6 +65,7 @@ def workflow_document(workflow: Workflow) -> dict[str, Any]:
         "limits": {"max_steps": workflow.max_steps, "max_wall_seconds": workflow.max_wall_seconds,
                    **workflow.cost_limits},
         "domain": workflow.domain,
+        **({"description": workflow.description} if workflow.description else {}),
         "evaluation": {
             "judge_agent": workflow.judge_agent.agent_id if workflow.judge_agent is not None else None,
             "quality_gate": workflow.quality_gate or None,

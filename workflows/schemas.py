@@ -158,6 +158,8 @@ class WorkflowEvaluation(Shape):
 class WorkflowDocument(Shape):
     workflow_id: Identifier
     name: Name
+    description: Omittable[Annotated[str, Field(max_length=2000)]] = Field(
+        None, description="what the workflow does, for the people who run it (shown on its page)")
     topology: Topology
     nodes: list[NodeDocument] = Field(..., min_length=1)
     transitions: Omittable[list[TransitionDocument]] = None

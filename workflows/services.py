@@ -124,6 +124,7 @@ def workflow_import_document(document: dict[str, Any], *, actor: str = "", sourc
         "cost_limits": {key: limits[key] for key in COST_LIMITS if limits.get(key) is not None},
         "source_format": source_format,
         "domain": document.get("domain", ""),
+        "description": document.get("description") or "",
         "judge_agent": Agent.objects.get(agent_id=evaluation["judge_agent"]) if evaluation.get("judge_agent") else None,
         "quality_gate": evaluation.get("quality_gate") or None,
         "input_schema": _input_schema(document.get("input_schema")),

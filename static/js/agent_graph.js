@@ -10,7 +10,7 @@
   function style() {
     return [
       { selector: "node", style: {
-        shape: "round-rectangle", width: "label", height: "label", padding: "10px",
+        shape: "round-rectangle", width: "data(width)", height: "data(height)",
         "background-color": "#ffffff", "border-width": 1.5, "border-color": "#b5bfcc",
         label: "data(label)", "text-wrap": "wrap", "text-valign": "center", "text-halign": "center",
         "font-size": 12, color: "#1d2430", "font-family": "system-ui, sans-serif",
@@ -19,7 +19,6 @@
       { selector: "node[?current]", style: {
         "background-color": "#2f6fdb", color: "#ffffff", "border-color": "#1d4fa8", "border-width": 3, "font-weight": 700,
       } },
-      { selector: "node[href]", style: { cursor: "pointer" } },
       { selector: "node:active", style: { "overlay-opacity": 0.08 } },
       { selector: "edge", style: {
         width: 1.6, "line-color": "#9aa4b2", "target-arrow-color": "#9aa4b2", "target-arrow-shape": "triangle",
@@ -28,6 +27,14 @@
         "text-rotation": "autorotate",
       } },
     ];
+  }
+
+  // A box around the label (cytoscape's own "label" sizing is deprecated): 12 px text in
+  // system-ui is about 7 px a character, with 10 px of padding each side.
+  function boxFor(label) {
+    const lines = String(label).split("\n");
+    const longest = Math.max(...lines.map((line) => line.length));
+    return { width: Math.max(60, longest * 7 + 20), height: lines.length * 15 + 20 };
   }
 
   function draw(container) {
@@ -45,12 +52,15 @@
       draw.registered = true;
     }
     const elements = [
-      ...data.nodes.map((node) => ({ data: { ...node, label: node.label || node.id } })),
+      ...data.nodes.map((node) => {
+        const label = node.label || node.id;
+        return { data: { ...node, label, ...boxFor(label) } };
+      }),
       ...data.edges.map((edge, index) => ({ data: { id: `e${index}`, label: "", ...edge } })),
     ];
     const rankDir = container.dataset.rankDir || "TB";
     const cy = window.cytoscape({
-      container, elements, style: style(), wheelSensitivity: 0.2, boxSelectionEnabled: false, autoungrabify: true,
+      container, elements, style: style(), boxSelectionEnabled: false, autoungrabify: true,
       // Left to right, the edges carry labels (a contract's data type): leave room for them.
       layout: { name: "dagre", rankDir, nodeSep: 40, rankSep: rankDir === "LR" ? 170 : 60, padding: 20 },
       maxZoom: 1.6, minZoom: 0.2,
@@ -59,6 +69,9 @@
       const href = event.target.data("href");
       if (href && !event.target.data("current")) window.location.assign(href);
     });
+    // A node that opens a page shows the hand (cytoscape styles cannot set the cursor).
+    cy.on("mouseover", "node[href]", () => { container.style.cursor = "pointer"; });
+    cy.on("mouseout", "node", () => { container.style.cursor = ""; });
     cy.ready(() => {
       cy.fit(undefined, 24);
       if (cy.zoom() > 1.2) { cy.zoom(1.2); cy.center(); }

@@ -26,6 +26,14 @@
       if (minutes < 60) return `${minutes} min ${String(Math.floor(seconds % 60)).padStart(2, "0")} s`;
       return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, "0")} min`;
     },
+    // A decision's reason as authors read it: the design documents' section ("(§5.1)") is
+    // left out of the words and kept in the tooltip.
+    reason(text) {
+      const words = String(text ?? "");
+      const sections = words.match(/§[\d.–-]+/g);
+      const plain = words.replace(/\s*\(§[^)]*\)/g, "").trim();
+      return el("span", { class: "reason", title: sections ? `data-transfer-protocol ${sections.join(", ")}` : null }, plain);
+    },
     // ISO (UTC) → "2026-02-03 10:30:00", as the server renders dates.
     time(iso) {
       if (!iso) return "";
@@ -81,7 +89,7 @@
 
   function actionWords(action) {
     const words = `${action.action} ${fmt.n(action.original_tokens)} → ${fmt.n(action.reduced_tokens)}`;
-    return action.reason ? `${words} (${action.reason})` : words;
+    return action.reason ? `${words} (${action.reason.replace(/\s*\(§[^)]*\)/g, "")})` : words;
   }
 
   function pct(value, scale) {
@@ -226,7 +234,7 @@
           el("td", {}, el("span", { class: `action-tag ${action.action}` }, action.action)),
           el("td", { class: "tokens" }, `${fmt.n(before)} → ${fmt.n(after)}`,
             before ? el("span", { class: "muted" }, ` (−${fmt.percent(before - after, before)})`) : ""),
-          el("td", {}, action.reason || "", extra ? el("div", { class: "muted small" }, extra) : ""));
+          el("td", {}, action.reason ? fmt.reason(action.reason) : "", extra ? el("div", { class: "muted small" }, extra) : ""));
       }))));
   }
 
@@ -274,7 +282,7 @@
         el("td", { class: "small mono" }, sourceText(input.source), input.resolved_at ? el("div", { class: "muted" }, input.resolved_at) : ""),
         el("td", { class: "small" }, `${input.data_type || ""} · p${input.priority ?? "?"}`),
         el("td", { class: "small" }, el("strong", {}, input.transfer_mode || ""), input.batches ? ` · ${input.batches} batches` : "",
-          input.reason ? el("div", { class: "muted" }, input.reason) : ""),
+          input.reason ? el("div", { class: "muted" }, fmt.reason(input.reason)) : ""),
         el("td", { class: "tokens" }, `${fmt.n(input.resolved_tokens)} → ${fmt.n(input.passed_tokens)}`))))));
   }
 

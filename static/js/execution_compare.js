@@ -137,7 +137,16 @@
   function budgets(pair) {
     return el("div", { class: "budget-pair" }, SIDES.map((side) => el("div", { class: "budget-side", "data-side": side },
       el("p", { class: "small budget-side-title" }, sideTag(side), " ", el("span", { class: "mono" }, data[side].execution_id)),
-      pair[side] ? budget.bar(pair[side].context_record) : el("p", { class: "muted small budget-empty" }, "Not run in this run."))));
+      budgetOf(pair[side]))));
+  }
+
+  // A re-run's copy (reused or edited) did not run: no context was assembled for it.
+  function budgetOf(run) {
+    if (!run) return el("p", { class: "muted small budget-empty" }, "Not run in this run.");
+    if (run.kind === "reused" || run.kind === "edited") {
+      return el("p", { class: "muted small budget-empty" }, `Did not run: ${run.kind === "edited" ? "an edited" : "a reused"} copy of the run it was re-run from.`);
+    }
+    return budget.bar(run.context_record);
   }
 
   // One side of a decision: its words, each field that differs from the other side marked.
@@ -163,7 +172,7 @@
         values.passed === false ? mark("passed", el("span", { class: "muted" }, " · not passed")) : "",
         values.batches ? mark("batches", ` · ${values.batches} batches`) : ""),
       el("div", { class: "tokens" }, mark("resolved_tokens", fmt.n(values.resolved_tokens)), " → ", mark("passed_tokens", fmt.n(values.passed_tokens))),
-      values.reason ? el("div", { class: "muted small" }, mark("reason", values.reason)) : "",
+      values.reason ? el("div", { class: "muted small" }, mark("reason", fmt.reason(values.reason))) : "",
     ];
   }
 
@@ -171,7 +180,7 @@
     return [
       el("div", { class: "tokens" }, mark("original_tokens", fmt.n(values.original_tokens)), " → ", mark("reduced_tokens", fmt.n(values.reduced_tokens)),
         values.stage ? mark("stage", el("span", { class: "muted" }, ` · ${values.stage}`)) : ""),
-      values.reason ? el("div", { class: "muted small" }, mark("reason", values.reason)) : "",
+      values.reason ? el("div", { class: "muted small" }, mark("reason", fmt.reason(values.reason))) : "",
     ];
   }
 

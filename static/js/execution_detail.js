@@ -215,6 +215,9 @@
       { selector: 'node[drawnAs = "workflow"]', style: { shape: "polygon", "shape-polygon-points": FOLDER_POINTS,
         "text-margin-y": 4 } },
       { selector: 'node[status = "waiting"]', style: { "border-width": 4 } },
+      // A re-run's copy (its latest run reused or edited from the source run): not run here.
+      { selector: 'node[copied = "reused"], node[copied = "edited"]', style: {
+        "background-color": "#eceff3", "border-color": "#7d8590", color: "#5d6878", "border-style": "dotted" } },
       { selector: "node.selected", style: { "overlay-color": "#2f6fdb", "overlay-opacity": 0.16, "overlay-padding": 7 } },
       { selector: "edge", style: {
         width: 1.6, "line-color": "#aab3c0", "target-arrow-color": "#aab3c0", "target-arrow-shape": "triangle",
@@ -255,7 +258,9 @@
         const box = nodeBox(data.graph.nodes.find((item) => item.id === node.id()) || { id: node.id(), agent: "" }, shown);
         if (node.data("label") !== box.label) node.data(box);
         node.data("cost", cost.called ? cost.value : "");
-        node.data("title", `${node.id()}: ${status}${cost.runs > 1 ? ` (${fmt.n(cost.runs)} runs)` : ""}` +
+        const latest = (page.nodes.get(node.id()) || {}).latest;
+        node.data("copied", latest && COPIES.has(latest.kind) ? latest.kind : "no");
+        node.data("title", `${node.id()}: ${status}${node.data("copied") !== "no" ? ` (${node.data("copied")}: copied, not run here)` : ""}${cost.runs > 1 ? ` (${fmt.n(cost.runs)} runs)` : ""}` +
           (cost.runs ? ` · ${fmt.n(cost.tokensIn)} → ${fmt.n(cost.tokensOut)} tokens` : "") +
           (cost.called ? ` · cost ${cost.complete ? "" : "at least "}${money.text(cost.value)}` +
             `${cost.complete ? "" : " (not every call priced)"}` : ""));
@@ -450,7 +455,7 @@
           el("button", { type: "button", "data-steer": "retry" }, "Retry the node"),
           el("button", { type: "button", class: "danger", "data-steer": "abort" }, "Abort the run"))));
     } else {
-      children.push(el("p", { class: "muted small" }, "Only authors can resume, retry or abort a run."));
+      children.push(el("p", { class: "muted small steering-refusal" }, data.steering_refusal || "Only authors can resume, retry or abort a run."));
     }
     const typedValue = typed ? typed.value : null;
     section.replaceChildren(...children);
@@ -1507,7 +1512,7 @@
     const more = Math.min(MAX_ATTEMPTS_SHOWN, older, MAX_PANEL_RUNS - panel.runs.length);
     box.replaceChildren(...[
       el("div", { class: "row panel-head" },
-        el("h2", {}, "Node ", el("span", { class: "mono" }, nodeId)), badge(status === "none" ? "not run" : status, status === "none" ? "pending" : ""),
+        el("h2", { title: `Node ${nodeId}` }, "Node ", el("span", { class: "mono" }, nodeId)), badge(status === "none" ? "not run" : status, status === "none" ? "pending" : ""),
         node && node.gate ? el("span", { class: "gate-tag", title: "The run stops here for a person to approve, reject or edit" }, "gate: a person decides") : null,
         node && node.shape === "workflow" ? el("span", { class: "workflow-tag", title: "Its run hands its work to a child run of this workflow" },
           workflowLine(node), node.subworkflow.version ? "" : " (its latest version)") : null,
@@ -1577,7 +1582,7 @@
       el("td", {}, badge(run.status)),
       el("td", {}, `${run.tokens_in ?? "—"} / ${run.tokens_out ?? "—"}`),
       el("td", { class: "cost-cell" }, runCost(run)),
-      el("td", {}, run.duration_ms !== null && run.duration_ms !== undefined ? `${run.duration_ms} ms` : el("span", { class: "muted" }, "—")),
+      el("td", {}, run.duration_ms !== null && run.duration_ms !== undefined ? fmt.ms(run.duration_ms) : el("span", { class: "muted" }, "—")),
       el("td", { class: "small error-cell" }, run.error_code ? el("code", {}, run.error_code) : "", run.error_code ? " " : "", error),
       el("td", { class: "small output-preview", "data-run": run.node_run_id }, known && known.status === run.status ? known.text : ""));
   }

@@ -289,7 +289,7 @@
     { selector: "node", style: {
       shape: "round-rectangle", width: 128, height: "data(h)", label: "data(label)", "text-wrap": "wrap",
       "text-max-width": 124, "text-valign": "center", "text-halign": "center", "font-size": 11.5, "line-height": 1.2,
-      "font-family": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif", color: "#1d2430",
+      "font-family": "system-ui, sans-serif", color: "#1d2430",
       "background-color": "#ffffff", "border-width": 1.5, "border-color": "#7f8ba0",
     } },
     { selector: "node.pending", style: { "border-style": "dashed", "border-color": "#9aa4b2" } },
@@ -330,7 +330,7 @@
     if (first) {
       graphBox.replaceChildren();
       state.cy = window.cytoscape({
-        container: graphBox, style: STYLE, minZoom: 0.08, maxZoom: 1.6, wheelSensitivity: 0.2,
+        container: graphBox, style: STYLE, minZoom: 0.08, maxZoom: 1.6,
         userZoomingEnabled: false, boxSelectionEnabled: false, autoungrabify: true,
       });
       state.cy.on("tap", "node", (event) => {

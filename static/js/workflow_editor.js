@@ -87,6 +87,7 @@
       on_budget: (initial.limits || {}).on_budget || "",
     },
     domain: initial.domain || "",
+    description: initial.description || "", // not edited here; kept through a save
     // The inputs a run must be given (input_schema, a JSON Schema of the run's input), a row
     // per input; none: the workflow declares nothing (and takes any input).
     inputs: inputsFromSchema(initial.input_schema),
@@ -246,6 +247,7 @@
     }
     if (state.limits.on_budget) document.limits.on_budget = state.limits.on_budget;
     document.domain = state.domain.trim();
+    if (state.description) document.description = state.description;
     const gate = {};
     GATE_SCORES.forEach((score) => {
       const value = state.gate[score].trim();
@@ -622,13 +624,19 @@
     else cy.edges().filter((edge) => edge.data("transition") === ui.selected.key).addClass("chosen");
   }
 
+  // In a narrow window the settings sit under the graph: a click on the graph brings them into view.
+  function revealPanel() {
+    const panel = $("editor-panel");
+    if (panel.getBoundingClientRect().top > window.innerHeight - 80) panel.scrollIntoView({ block: "start" });
+  }
+
   cy.on("tap", "node", (event) => {
     if (ui.connecting) connectTo(event.target.id());
-    else select({ kind: "node", key: event.target.id() });
+    else { select({ kind: "node", key: event.target.id() }); revealPanel(); }
   });
   cy.on("tap", "edge", (event) => {
     const key = event.target.data("transition");
-    if (key && !ui.connecting) select({ kind: "transition", key });
+    if (key && !ui.connecting) { select({ kind: "transition", key }); revealPanel(); }
   });
   cy.on("tap", (event) => {
     if (event.target !== cy) return;
@@ -1223,7 +1231,7 @@
       oninput: (event) => { node.gateText = event.target.value; changed({ labels: true }); } }, node.gateText);
 
     const parts = [
-      el("div", { class: "row panel-head" }, el("h2", {}, "Node ", el("span", { class: "mono" }, node.id)), el("div", { class: "spacer" }), backButton()),
+      el("div", { class: "row panel-head" }, el("h2", { title: `Node ${node.id}` }, "Node ", el("span", { class: "mono" }, node.id)), el("div", { class: "spacer" }), backButton()),
       el("div", { class: "panel-problems", "data-node-problems": node.id }),
       el("div", { class: "panel-warnings", "data-node-warnings": node.id }),
       el("div", { class: "field" }, el("label", {}, "Node id", idInput), idMessage),
@@ -1448,7 +1456,7 @@
       el("div", { class: "panel-warnings", "data-transition-warnings": transition.key }),
       el("p", { class: "small muted", "data-field": "transition-meaning" }, transitionMeaning(transition)),
       ...readingOffer(transition),
-      el("div", { class: "two" }, field("From", endpoint("from"), where(".from")), field("To", endpoint("to"), where(".to"))),
+      el("div", { class: "two endpoints" }, field("From", endpoint("from"), where(".from")), field("To", endpoint("to"), where(".to"))),
       chooses || transition.condition.trim() ? field("Condition", condition, where(".condition"), chooses
         ? "Taken when the condition holds, e.g. output.verdict == 'accept' and state.rounds < 3 — comparisons, and / or / not, over output.… and state.…; empty means always."
         : `Only a state machine chooses by condition: a ${state.topology} runs every node, so empty it (or make the workflow a state_machine).`) : null,

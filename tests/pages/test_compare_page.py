@@ -216,3 +216,19 @@ def test_it_shows_a_node_whose_pair_is_on_another_page_and_filters_the_table(pag
     expect(rows.nth(1).locator("td.differs[data-field='output']")).to_have_text("1 difference")
     expect(page.locator("#compare-scope")).to_contain_text("Pairs 1–2 of 2 that match")
     assert errors == []
+
+
+def test_it_shows_no_context_budget_for_an_edited_copy_that_never_ran(page_for, api, demo):
+    draft = {"node_id": "draft", "status": "success", "output": {"text": "Release notes"}, "tokens_in": 300,
+             "tokens_out": 80, "context_record": context("full", 300, [])}
+    source = make_execution("release_review", [draft], execution_id="exec_source")
+    make_execution("release_review", [{**draft, "kind": "edited", "output": {"text": "Edited notes"}}],
+                   execution_id="exec_rerun", rerun_of=source)
+    page = page_for(api.viewer.user)
+    page.goto("/executions/compare/?a=exec_source&b=exec_rerun")
+    page.wait_for_function("() => window.switchyard.compareGraphs && window.switchyard.compareGraphs.b")
+    click_graph_node(page, "b", "draft")
+    bars = page.locator("#compare-panel .budget-side")
+    expect(bars.nth(0).locator(".budget-summary")).to_contain_text("309 of 4,050 tokens passed")
+    expect(bars.nth(1)).to_contain_text("Did not run: an edited copy of the run it was re-run from.")
+    expect(bars.nth(1).locator(".budget-summary")).to_have_count(0)

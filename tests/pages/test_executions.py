@@ -491,3 +491,26 @@ def test_it_reads_a_re_run_with_re_runs_of_its_own_in_as_few_queries_as_a_plain_
     browser = signed_in(api.viewer.user)
     browser.get("/executions/")
     assert count_queries(browser, "/executions/exec_rerun/") == count_queries(browser, f"/executions/{plain.execution_id}/")
+
+
+def test_it_tells_an_approver_why_they_cannot_resume_and_whom_to_ask(api, demo):
+    execution = escalated()
+    page = signed_in(api.approver.user).get(f"/executions/{execution.execution_id}/").content.decode()
+    assert "data-steer=" not in page
+    assert ("Only authors can resume, retry or abort a run; you are signed in as approver-user (viewer, approver). "
+            "Ask admin-user, author-user.") in page
+
+
+def test_it_says_on_release_reviews_page_that_it_ends_escalated_on_purpose(api, demo):
+    page = signed_in(api.viewer.user).get("/workflows/release_review/").content.decode()
+    assert "Ends escalated, on purpose" in page and "Backup_Publisher" in page
+
+
+def test_it_writes_a_gates_wait_in_seconds_and_minutes_not_milliseconds(api, demo):
+    execution = make_execution("release_review", [{"node_id": "draft", "status": "success"},
+                                                  {"node_id": "approve", "status": "success"}])
+    execution.node_runs.filter(node_id="approve").update(duration_ms=45932)
+    execution.node_runs.filter(node_id="draft").update(duration_ms=245_000)
+    page = signed_in(api.viewer.user).get(f"/executions/{execution.execution_id}/").content.decode()
+    assert "45.9 s" in page and "4 min 05 s" in page
+    assert "45932 ms" not in page and "245000 ms" not in page

@@ -77,6 +77,13 @@ def test_an_author_reruns_from_a_node_with_an_edited_output_and_a_picked_version
     expect(page.locator(".tl-row[data-node='task_validator_001'] .tl-bar.kind-edited")).to_have_count(1)
     expect(page.locator("table.node-runs .kind.reused")).to_have_count(1)
     expect(page.locator("table.node-runs .kind.edited")).to_have_count(1)
+    # In the graph too: a copy is drawn apart from a node that ran, and the legend says how.
+    page.wait_for_function("() => window.switchyard.executionGraph.getElementById('task_scholar_001').data('copied') === 'reused'")
+    copied = page.evaluate("""() => Object.fromEntries(['task_scholar_001', 'task_validator_001', 'task_vault_001'].map(
+        (id) => [id, window.switchyard.executionGraph.getElementById(id).style('border-style')]))""")
+    assert (copied["task_scholar_001"], copied["task_validator_001"]) == ("dotted", "dotted")
+    assert copied["task_vault_001"] != "dotted"  # it runs again
+    expect(page.locator(".status-legend")).to_contain_text("copied from the run re-run (not run here)")
     open_node(page, "task_scholar_001")
     origin = page.locator("#node-panel .attempt[open] .copy-origin")
     expect(origin).to_contain_text("Not run in this execution: reused from")

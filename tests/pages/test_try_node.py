@@ -79,3 +79,18 @@ def test_a_trial_the_server_refuses_is_shown_at_the_field_it_names(page_for, api
     expect(page.locator("#try-error")).to_contain_text("Could not try the node")
     expect(page.locator("#try-progress")).to_be_hidden()
     assert not Execution.objects.filter(trial=True).exists()
+
+
+def test_the_try_section_has_its_own_button_and_the_nav_agrees_with_the_breadcrumb(page_for, api, demo, no_tasks):
+    finished_in_process("thesis_reading")
+    page = page_for(api.author.user)
+    page.goto(PLAN)
+    expect(page.locator("#plan-outcome")).to_have_text("ready")
+    expect(page.locator(".nav a[aria-current='page']")).to_have_text("Workflows")
+    expect(page.locator(".crumbs a").first).to_have_text("Workflows")
+
+    page.get_by_role("link", name="Try this node").click()  # the link at the top leads to the section
+    section = page.locator("#try-card")
+    section.get_by_role("button", name="Try this node").click()
+    expect(page.locator("#try-progress")).to_contain_text("waiting for a worker")
+    assert started_trial().rerun["from_node"] == "task_vault_001"
