@@ -62,10 +62,15 @@ def _paths(node: dict[str, Any]) -> list[str]:
     return [value for key, value in inputs.items() if key not in RESERVED_INPUTS and isinstance(value, str)]
 
 
+def node_read(path: str) -> str | None:
+    """The node whose output a JSONPath reads (`$.nodes.<id>…`), ALL for every node's, or None."""
+    return _named(_NODE_PATH, path)
+
+
 def outputs_read(node: dict[str, Any]) -> set[str]:
     """The nodes whose outputs `node` reads by its named inputs and task_output references
     (ALL among them: every node's)."""
-    read = {name for path in _paths(node) if (name := _named(_NODE_PATH, path))}
+    read = {name for path in _paths(node) if (name := node_read(path))}
     for reference in (node.get("input_mapping") or {}).get("data_references") or []:
         if isinstance(reference, dict) and reference.get("ref_type") == "task_output":
             read.add(reference["task_id"])

@@ -55,11 +55,18 @@ def inferred_input_schema(document: dict[str, Any]) -> dict[str, Any]:
             "required": list(read)}
 
 
-def input_schema_problem(schema: Any) -> str | None:
+def input_schema_problem(schema: Any) -> tuple[str, str] | None:
     """What keeps `schema` from being a workflow's input schema beyond being a JSON Schema
-    (checked first, elsewhere): a run's input is an object, so the schema describes one."""
+    (checked first, elsewhere), as (where inside it, what): a run's input is an object, so
+    the schema describes one; and a default that its own input would refuse would refuse
+    every run that leaves the input out."""
     if not isinstance(schema, dict) or schema.get("type", "object") != "object":
-        return 'describes the run\'s input, a JSON object: its "type" is "object"'
+        return "", 'describes the run\'s input, a JSON object: its "type" is "object"'
+    for name, spec in (schema.get("properties") or {}).items():
+        if isinstance(spec, dict) and "default" in spec:
+            error = next(iter(SchemaValidator(spec).iter_errors(spec["default"])), None)
+            if error is not None:
+                return f".properties.{name}.default", f"the default does not fit its input: {error.message}"
     return None
 
 

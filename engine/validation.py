@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from engine.conditions import ConditionError, parse_condition
+from engine.dataflow import ALL, node_read
 from engine.gates import gate_problems
 from engine.jsonpath import PathError, compile_path
 from engine.scheduling import unhonoured
@@ -156,6 +157,10 @@ def _check_mappings(node: dict[str, Any], known_nodes: set[str], problems: _Prob
     for key, value in inputs.items():
         if key not in ("data_references", "transfer_config") and isinstance(value, str) and value.startswith("$"):
             _check_path(value, f"{base}.input_mapping.{key}", node_id, problems)
+            source = node_read(value)
+            if source not in (None, ALL) and source not in known_nodes:
+                problems.add(f"{base}.input_mapping.{key}", "REF_NOT_FOUND",
+                             f"reads '{value}': '{source}' is not a node of this workflow", node=node_id)
     for key, value in node.get("output_mapping", {}).items():
         _check_path(value, f"{base}.output_mapping.{key}", node_id, problems)
 

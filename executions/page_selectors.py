@@ -18,6 +18,7 @@ from django.db.models import Case, F, Q, QuerySet, Value, When
 from agents.backends.metering import usd
 from agents.models import Agent
 from engine import gates as person_gates
+from engine.dataflow import ALL, outputs_read
 from engine.replay import descendants
 from engine.scheduling import Plan
 from engine.validation import dependency_edges
@@ -113,6 +114,9 @@ def workflow_graph(workflow: Workflow, version_id: int | None = None) -> dict[st
     for source, target in dependency_edges({"nodes": nodes, "transitions": []}):
         dependency = topology == Workflow.Topology.DAG
         add(source, target, "dependency" if dependency else "data")
+    for node in nodes:  # named inputs over $.nodes.<id>: read, never waited for
+        for source in sorted(outputs_read(node) - {ALL}):
+            add(source, node["id"], "data")
     return {
         "workflow_id": workflow.workflow_id,
         "version": number,

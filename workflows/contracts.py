@@ -42,7 +42,7 @@ def gate_schema(node: Node, plan: Plan, contracts: list[Contract]) -> tuple[dict
     gate's schema", "the contract 'approved_draft'"; engine/gates.py): the gate's own, else
     the node's output contract (all of them, when there are several), else none."""
     own = (node.gate or {}).get("schema")
-    if own:
+    if own is not None:  # {} too: the gate takes anything, whatever the contracts say
         return own, "the gate's schema"
     owed = contracts_of(node, plan, contracts)
     if not owed:

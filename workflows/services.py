@@ -189,7 +189,8 @@ def _input_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     _check_user_schema(schema, where="input_schema")
     problem = input_schema_problem(schema)
     if problem:
-        raise DocumentError(problem, where="input_schema")
+        inside, what = problem
+        raise DocumentError(what, where=f"input_schema{inside}")
     return schema
 
 

@@ -42,6 +42,7 @@
   // What a named input reads of another node: `$.nodes.<id>…` or `$.nodes['<id>']…`
   // (engine/dataflow.py reads them the same way).
   const NODE_PATH = /^\$\.nodes(?:\.([A-Za-z0-9][A-Za-z0-9_:\-]*)|\[['"]([^'"]+)['"]\])(?=[.[]|$)/;
+  const STATE_PATH = /^\$\.state(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[['"]([^'"]+)['"]\])?(?=[.[]|$)/;
   const DOLLARS = /^[0-9]{1,9}(\.[0-9]{1,6})?$/; // a cost limit: USD as decimal text, as the API takes it
   const ON_BUDGET = [["", "fail the run (the default)"], ["fail", "fail the run"], ["escalate", "escalate to a person"]];
   const TOPOLOGY_HELP = {
@@ -554,6 +555,31 @@
     return read;
   }
 
+  /** Whether `target` reads anything of `source`'s output, by the server's rule
+   * (engine/dataflow.py reads_from): directly, by compressing what it waits for (`source`
+   * among it), or through a state key `source` sets. */
+  function readsFrom(target, source) {
+    if (outputsRead(target).has(source.id)) return true;
+    const readsEveryNode = (row) => !row.json && /^\$\.nodes(?=[.[]|$)/.test(row.value.trim()) && !NODE_PATH.test(row.value.trim());
+    if (target.inputs.some(readsEveryNode)) return true;
+    const previous = state.nodes[state.nodes.indexOf(target) - 1];
+    const waitsFor = state.topology === "dag" || (state.topology === "seq" && previous === source);
+    if (target.compress && waitsFor) return true;
+    const written = new Set(source.outputs.map((row) => row.name.trim()).filter(Boolean));
+    return target.inputs.some((row) => {
+      const match = row.json ? null : row.value.trim().match(STATE_PATH);
+      if (!match) return false;
+      const key = match[1] || match[2];
+      return written.size > 0 && (!key || written.has(key));
+    });
+  }
+
+  /** Whether the transition `from` → `to` passes nothing: a seq or a dag waits for a node
+   * whose output it then never reads (what the server warns of as EDGE_UNUSED). */
+  function passesNothing(source, target) {
+    return ["seq", "dag"].includes(state.topology) && !source.gateText.trim() && !readsFrom(target, source);
+  }
+
   function dagre() {
     cy.layout({ name: "dagre", rankDir: "LR", nodeSep: 60, rankSep: 150, edgeSep: 30, fit: false, animate: false }).run();
   }
@@ -866,8 +892,7 @@
 
   /** What a new transition means in this topology, and what to do next. */
   function connectedHint(from, to) {
-    const reads = outputsRead(nodeById(to)).has(from);
-    const data = reads ? "" : ` “${to}” reads nothing of “${from}” yet: add the input in the transition's settings.`;
+    const data = !passesNothing(nodeById(from), nodeById(to)) ? "" : ` “${to}” reads nothing of “${from}” yet: add the input in the transition's settings.`;
     const more = ui.connecting ? " Click the next source node, or Esc to stop connecting." : "";
     if (state.topology === "state_machine") {
       return `Connected “${from}” → “${to}”: after “${from}” the run goes on to “${to}”. `
@@ -1484,7 +1509,7 @@
   function readingOffer(transition) {
     const source = nodeById(transition.from);
     const target = nodeById(transition.to);
-    if (!editable || !source || !target || source === target || outputsRead(target).has(source.id)) return [];
+    if (!editable || !source || !target || source === target || !passesNothing(source, target)) return [];
     const name = textInput(freeInputName(target, source.id), () => {}, { "data-field": "offer-input-name",
       "aria-label": `Name of the input of ${target.id}`, class: "mapping-name" });
     return [el("div", { class: "reading-offer", "data-field": "reading-offer" },

@@ -42,7 +42,10 @@ def test_it_drafts_a_schema_from_the_input_paths_the_nodes_read():
 def test_an_input_schema_describes_an_object():
     assert input_schema_problem({"type": "object"}) is None
     assert input_schema_problem({"properties": {}}) is None
-    assert "JSON object" in input_schema_problem({"type": "array"})
+    assert "JSON object" in input_schema_problem({"type": "array"})[1]
+    assert input_schema_problem({"properties": {"depth": {"type": "integer", "minimum": 1, "default": 0}}}) == (
+        ".properties.depth.default", "the default does not fit its input: 0 is less than the minimum of 1")
+    assert input_schema_problem({"properties": {"depth": {"type": "integer", "minimum": 1, "default": 2}}}) is None
 
 
 def test_a_document_still_being_written_reads_what_its_well_formed_nodes_read():

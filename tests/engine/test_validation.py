@@ -179,6 +179,15 @@ def test_it_reports_references_to_tasks_that_are_not_nodes():
     ]
 
 
+def test_it_reports_a_named_input_that_reads_a_node_that_does_not_exist():
+    node = {"id": "b", "agent_ref": "validator",
+            "input_mapping": {"draft": "$.nodes.drafter.text", "all": "$.nodes", "a": "$.nodes['a']"}}
+    found = validate_workflow(workflow(nodes=[{"id": "a", "agent_ref": "scholar"}, node]), AGENTS)
+    assert [(p["where"], p["code"], p["message"]) for p in found] == [
+        ("nodes[b].input_mapping.draft", "REF_NOT_FOUND",
+         "reads '$.nodes.drafter.text': 'drafter' is not a node of this workflow")]
+
+
 def test_it_refuses_a_seq_node_that_reads_a_later_one():
     nodes = [
         {"id": "a", "agent_ref": "scholar", "input_mapping": {"data_references": [{"ref_type": "task_output", "task_id": "b"}]}},

@@ -86,6 +86,17 @@ def test_it_filters_the_list_and_shrugs_off_an_impossible_day(api, demo):
 # -- a run's page ------------------------------------------------------------------------------
 
 
+def test_it_draws_a_named_input_that_reads_another_node_as_a_data_edge(api, demo):
+    from executions.page_selectors import workflow_graph
+
+    import_documents({"workflow_id": "reads", "name": "Reads", "topology": "par", "nodes": [
+        {"id": "code", "agent_ref": "Code_Analyzer"},
+        {"id": "report", "agent_ref": "Report_Synthesizer", "input_mapping": {"code": "$.nodes.code.analysis"}}]},
+        actor="test")
+    edges = workflow_graph(Workflow.objects.get(workflow_id="reads"))["edges"]
+    assert edges == [{"source": "code", "target": "report", "kind": "data"}]
+
+
 def test_it_renders_a_run_with_its_workflow_graph_and_node_runs(api, demo):
     execution = make_execution("thesis_reading", [heavy_run("task_scholar_001"), heavy_run("task_validator_001")],
                                execution_id="exec_shown", status="running", completed_at=None, input={"paper": "t.pdf"})

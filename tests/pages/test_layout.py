@@ -3,6 +3,8 @@ finished runs: no control (a link, button, input, select, textarea) lies outside
 sideways unless it sits in a container that scrolls, the document itself never scrolls
 sideways, and the browser's console stays silent (no warning, no error, no 404)."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -24,6 +26,7 @@ PAGES = {
     "derive-requests": lambda runs: "/derive-requests/",
     "workflows": lambda runs: "/workflows/",
     "workflow-editor": lambda runs: "/workflows/thesis_reading/",
+    "workflow-new": lambda runs: "/workflows/new/",
     "runs": lambda runs: "/executions/",
     "run": lambda runs: f"/executions/{runs['first'].execution_id}/",
     "run-compare": lambda runs: f"/executions/compare/?a={runs['first'].execution_id}&b={runs['second'].execution_id}",
@@ -31,6 +34,7 @@ PAGES = {
     "thought-tree": lambda runs: f"/executions/{runs['tot'][0].execution_id}/tot/{runs['tot'][1].node_run_id}/",
     "evaluations": lambda runs: "/evaluations/",
     "evaluation": lambda runs: f"/evaluations/{runs['evaluation'].evaluation_id}/",
+    "evaluation-new": lambda runs: "/evaluations/new/",
     "blueprints": lambda runs: "/blueprints/",
     "blueprint": lambda runs: "/blueprints/thesis_reading_system/",
 }
@@ -41,7 +45,7 @@ STRAYS = """() => {
   const scrolls = element => {
     for (let box = element.parentElement; box && box !== document.body; box = box.parentElement) {
       const overflow = getComputedStyle(box).overflowX;
-      if ((overflow === 'auto' || overflow === 'scroll' || overflow === 'hidden') && box.scrollWidth > box.clientWidth) return true;
+      if ((overflow === 'auto' || overflow === 'scroll') && box.scrollWidth > box.clientWidth) return true;
     }
     return false;
   };
@@ -203,3 +207,18 @@ def test_it_fits_a_transitions_from_and_to_in_its_settings(page_for, api, demo, 
         });
     }""")
     assert fits == [["draft_of_the_release", True, True], ["review_of_the_release", True, True]]
+
+
+def test_a_table_wider_than_its_place_scrolls_in_a_frame_that_says_so(page_for, api, runs):
+    page = page_for(api.author.user)
+    page.set_viewport_size({"width": 800, "height": 900})
+    page.goto(f"/executions/{runs['first'].execution_id}/")
+    frame = page.locator(".table-frame:has(table.node-runs)")
+    scroller = frame.locator(".table-scroll")
+    assert scroller.evaluate("(box) => box.scrollWidth > box.clientWidth"), "the node runs table is wider at 800 px"
+    expect(frame).to_have_class(re.compile(r"\bmore-right\b"))  # the shadow and "scroll →" on the right
+    assert scroller.get_attribute("tabindex") == "0" and "scrolls sideways" in scroller.get_attribute("aria-label")
+
+    scroller.evaluate("(box) => { box.scrollLeft = box.scrollWidth; }")  # scrolled to the end: the cue moves left
+    expect(frame).to_have_class(re.compile(r"\bmore-left\b"))
+    expect(frame).not_to_have_class(re.compile(r"\bmore-right\b"))

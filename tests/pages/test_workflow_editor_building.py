@@ -363,3 +363,24 @@ def test_it_clears_a_stale_hint_and_keeps_connecting_until_told_to_stop(author_p
     click_node(page, "validator")  # the next action: what the last one said goes
     page.wait_for_selector("#editor-panel h2:has-text('Node validator')")
     expect(hint).to_have_text("")
+
+
+@pytest.mark.parametrize("reading", ["state", "compress"])
+def test_it_offers_no_input_where_the_target_reads_its_source_another_way(author_page, api, reading):
+    """A state key the source sets and the target reads, or a target that compresses what it
+    waits for: the edge passes data, as the server says (no warning), and nothing is offered."""
+    from workflows.services import workflow_import_document
+
+    draft = {"id": "draft", "agent_ref": "Scholar", "output_mapping": {"draft": "$.text"}}
+    review = ({"id": "review", "agent_ref": "Validator", "input_mapping": {"text": "$.state.draft"}}
+              if reading == "state" else {"id": "review", "agent_ref": "Validator", "compress": True})
+    workflow_import_document({"workflow_id": "drafts", "name": "Drafts", "topology": "dag", "nodes": [draft, review],
+                              "transitions": [{"from": "draft", "to": "review"}]})
+    assert api.viewer.post("/api/workflows/drafts/validate").json()["warnings"] == []
+    page = author_page
+    page.goto("/workflows/drafts/")
+    expect(page.locator("#problems-summary")).to_have_text("No problems: the workflow is valid.")
+    click_node(page, "review")
+    page.click("#editor-panel button:text-is('draft → review')")
+    page.wait_for_selector("#editor-panel p.mono:text-is('draft → review')")
+    expect(page.locator("#editor-panel [data-field=reading-offer]")).to_have_count(0)

@@ -41,6 +41,11 @@ def test_it_refuses_a_schema_that_is_not_one_of_an_object_naming_the_field():
         with pytest.raises(DocumentError, match=said) as refused:
             workflow_import_document({**PARALLEL_ANALYSIS, "input_schema": schema})
         assert refused.value.where == "input_schema"
+    # A default its own input refuses would refuse every run that leaves that input out.
+    depth = {"type": "integer", "minimum": 1, "default": 0}
+    with pytest.raises(DocumentError, match="the default does not fit its input: 0 is less than the minimum of 1") as refused:
+        workflow_import_document({**PARALLEL_ANALYSIS, "input_schema": {"type": "object", "properties": {"depth": depth}}})
+    assert refused.value.where == "input_schema.properties.depth.default"
     assert Workflow.objects.get(workflow_id="parallel_analysis").input_schema == INPUTS  # nothing lost
 
 
