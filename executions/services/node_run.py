@@ -79,6 +79,7 @@ def _execute(node_run_id: int, worker: str, claimed: Claimed | None = None,
         claim = f"{worker}/{uuid.uuid4().hex[:8]}"
         run = _claim(node_run_id, claim, now)
         if run is None:
+            _advance_what_a_stopped_worker_left(node_run_id, now)
             return "duplicate", None
     else:
         run, claim = claimed
@@ -267,11 +268,8 @@ def _store_success(run: NodeRun, claim: str, performed, node, fields: dict, adde
         # Stored by an earlier try, its cost with it. A success stored together with what
         # follows it is whole; one that settles alone may not have ended its run yet.
         if _settles_alone(run.execution, node, ended):
-            with transaction.atomic():
-                locked = LockedRun.lock(run.execution)
-                run.status, run.output = NodeRun.Status.SUCCESS, performed.output
-                if not any_node_run_active(locked.execution):
-                    locked.advance(completed=run)
+            run.status, run.output = NodeRun.Status.SUCCESS, performed.output
+            _advance_if_nothing_active(run)
         return None
     if _settles_alone(run.execution, node, ended):
         alone = _store_alone(run, claim, fields, added, flags)
@@ -288,6 +286,30 @@ def _store_success(run: NodeRun, claim: str, performed, node, fields: dict, adde
         run.status, run.output = NodeRun.Status.SUCCESS, performed.output
         locked.apply_output(run, node)
         return locked.advance(completed=run, chain=chain)
+
+
+def _advance_if_nothing_active(run: NodeRun) -> None:
+    """Advance the run of `run`, a success stored alone (_store_alone), unless another of its
+    node runs is still to end: what its worker does next, done again when that worker may
+    have stopped in between."""
+    with transaction.atomic():
+        locked = LockedRun.lock(run.execution)
+        if locked.execution.status == Execution.Status.RUNNING and not any_node_run_active(locked.execution):
+            locked.advance(completed=run)
+
+
+def _advance_what_a_stopped_worker_left(node_run_id: int, now) -> None:
+    """A node run delivered again once it was stored. A success stored alone and its run's
+    advance are two transactions: a worker killed between them left the run running with
+    nothing active, and this delivery (its message, never acknowledged) advances it. A
+    duplicate of anything else changes nothing."""
+    run = (NodeRun.objects.select_related("execution__workflow")
+           .filter(pk=node_run_id, status=NodeRun.Status.SUCCESS, execution__status=Execution.Status.RUNNING).first())
+    if run is None:
+        return
+    node = execution_graph(run.execution).nodes.get(run.node_id)
+    if node is not None and _settles_alone(run.execution, node, now):
+        _advance_if_nothing_active(run)
 
 
 def _settles_alone(execution: Execution, node, now) -> bool:

@@ -54,6 +54,34 @@ def test_it_claims_a_pending_node_run_once_and_returns_it():
     assert (run.status, run.worker, run.started_at, run.heartbeat_at) == ("running", "w1/abc", now, now)
 
 
+class WorkerKilled(BaseException):
+    """What a SIGKILL does to a worker between two of its transactions, in this process."""
+
+
+def test_a_success_stored_alone_whose_worker_stopped_before_advancing_is_advanced_when_its_message_comes_back():
+    from executions.services.run import LockedRun
+
+    advance = LockedRun.advance
+
+    def killed_after_storing_the_last_node(self, *, completed, **kwargs):
+        if completed is not None and completed.node_id == "task_d":
+            raise WorkerKilled
+        return advance(self, completed=completed, **kwargs)
+
+    execution = start("parallel_analysis", repository="acme")
+    with mock.patch.object(LockedRun, "advance", killed_after_storing_the_last_node), pytest.raises(WorkerKilled):
+        drain(execution)
+    last = execution.node_runs.get(node_id="task_d")
+    execution.refresh_from_db()
+    assert (last.status, execution.status) == ("success", "running")  # stored alone, not advanced
+
+    # Its message, never acknowledged, comes back: nothing runs again, and the run ends.
+    assert node_run_execute(node_run_id=last.pk, worker="again") == "duplicate"
+    execution.refresh_from_db()
+    assert execution.status == "success"
+    assert execution.node_runs.filter(node_id="task_d").count() == 1
+
+
 def test_it_touches_the_heartbeat_of_a_node_run_only_while_it_runs(settings):
     settings.NODE_HEARTBEAT_SECONDS = 0.05
     execution = start("parallel_analysis", repository="acme")
