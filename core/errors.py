@@ -37,6 +37,13 @@ class DocumentError(SwitchyardError):
         self.problem = problem
         super().__init__(f"{where}: {problem}" if where else problem, details=details)
 
+    @classmethod
+    def at_fields(cls, problems: list[tuple[str, str]]) -> DocumentError:
+        """The refusal of a value that breaks a schema at these fields, each (where, what): at
+        the first, with every one in its details as `{where, message}`."""
+        at, message = problems[0]
+        return cls(message, where=at, details=[{"where": field, "message": text} for field, text in problems])
+
     def located(self, prefix: str) -> DocumentError:
         """The same error with its location prefixed, e.g. by the document's place in a list."""
         where = f"{prefix}.{self.where}" if self.where else prefix

@@ -59,7 +59,8 @@ from typing import Any
 
 from engine.context.errors import RefError
 from engine.context.resolution import select_path
-from engine.json_schema import schema_refusal
+from engine.dataflow import RESERVED_INPUTS
+from engine.json_schema import object_schema_problem, schema_refusal
 from engine.jsonpath import PathError
 
 APPROVE, REJECT, EDIT = "approve", "reject", "edit"
@@ -130,9 +131,7 @@ def schema_problem(schema: Any) -> str | None:
     refusal = schema_refusal(schema, field="schema")
     if refusal:
         return refusal
-    if not isinstance(schema, dict) or schema.get("type", "object") != "object":
-        return 'describes the data a person passes on, a JSON object: its "type" is "object"'
-    return None
+    return object_schema_problem(schema, of="the data a person passes on")
 
 
 def feedback_of(node_id: str, decided: dict[str, Any]) -> dict[str, Any]:
@@ -147,7 +146,7 @@ def shown_data(input_mapping: dict[str, Any], scope: dict[str, Any]) -> tuple[di
     with why (it is shown as missing, and an approval passes on only what was found)."""
     shown, missing = {}, []
     for name, value in input_mapping.items():
-        if name in ("data_references", "transfer_config"):
+        if name in RESERVED_INPUTS:
             continue
         if isinstance(value, str) and value.startswith("$"):
             try:

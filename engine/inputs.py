@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from engine.json_schema import SchemaValidator
+from engine.dataflow import RESERVED_INPUTS
+from engine.json_schema import SchemaValidator, object_schema_problem
 
 # `$.input.name…` or `$.input['name']…`: the input a path reads.
 _INPUT_PATH = re.compile(r"^\$\.input(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[['\"]([^'\"]+)['\"]\])")
@@ -36,7 +37,7 @@ def read_inputs(document: dict[str, Any]) -> dict[str, list[str]]:
     for node in nodes if isinstance(nodes, list) else []:
         mapping = node.get("input_mapping") if isinstance(node, dict) else None
         for key, value in (mapping if isinstance(mapping, dict) else {}).items():
-            if key in ("data_references", "transfer_config") or not isinstance(value, str):
+            if key in RESERVED_INPUTS or not isinstance(value, str):
                 continue
             match = _INPUT_PATH.match(value)
             if match:
@@ -60,8 +61,9 @@ def input_schema_problem(schema: Any) -> tuple[str, str] | None:
     (checked first, elsewhere), as (where inside it, what): a run's input is an object, so
     the schema describes one; and a default that its own input would refuse would refuse
     every run that leaves the input out."""
-    if not isinstance(schema, dict) or schema.get("type", "object") != "object":
-        return "", 'describes the run\'s input, a JSON object: its "type" is "object"'
+    problem = object_schema_problem(schema, of="the run's input")
+    if problem:
+        return "", problem
     for name, spec in (schema.get("properties") or {}).items():
         if isinstance(spec, dict) and "default" in spec:
             error = next(iter(SchemaValidator(spec).iter_errors(spec["default"])), None)

@@ -122,6 +122,14 @@ def schema_refusal(schema: Any, *, field: str) -> str | None:
     return None
 
 
+def object_schema_problem(schema: Any, *, of: str) -> str | None:
+    """Why a JSON Schema of `of` (a JSON object: a run's input, what a gate passes on) does
+    not describe an object; None when it does (its "type", when it has one, is "object")."""
+    if not isinstance(schema, dict) or schema.get("type", "object") != "object":
+        return f'describes {of}, a JSON object: its "type" is "object"'
+    return None
+
+
 def field_problems(schema: dict[str, Any] | bool | None, value: Any, *, where: str) -> list[tuple[str, str]]:
     """What `value` breaks of `schema`, each (where, what), `where` the field it concerns
     under the name given ("output.draft", "output.items[2].name"), in the order of the

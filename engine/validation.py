@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from engine.conditions import ConditionError, parse_condition
-from engine.dataflow import ALL, node_read
+from engine.dataflow import ALL, RESERVED_INPUTS, node_read
 from engine.gates import gate_problems
 from engine.jsonpath import PathError, compile_path
 from engine.scheduling import unhonoured
@@ -155,7 +155,7 @@ def _check_mappings(node: dict[str, Any], known_nodes: set[str], problems: _Prob
         if "path" in reference:
             _check_path(reference["path"], f"{where}.path", node_id, problems)
     for key, value in inputs.items():
-        if key not in ("data_references", "transfer_config") and isinstance(value, str) and value.startswith("$"):
+        if key not in RESERVED_INPUTS and isinstance(value, str) and value.startswith("$"):
             _check_path(value, f"{base}.input_mapping.{key}", node_id, problems)
             source = node_read(value)
             if source not in (None, ALL) and source not in known_nodes:

@@ -14,6 +14,7 @@ from typing import Any
 from django.db.models import Q, Subquery
 
 from engine.context.resolution import Resolver, Sources
+from engine.dataflow import RESERVED_INPUTS
 from engine.scheduling import Plan
 from executions.models import NodeRun
 from workflows.models import Node
@@ -27,7 +28,7 @@ def needed_outputs(node: Node, plan: Plan) -> set[str] | None:
     if node.compress:
         needed.update(plan.dependencies(node.node_id))
     for name, value in node.input_mapping.items():
-        if name not in ("data_references", "transfer_config") and isinstance(value, str) and value.startswith("$.nodes"):
+        if name not in RESERVED_INPUTS and isinstance(value, str) and value.startswith("$.nodes"):
             match = NODE_PATH.match(value)
             if not match:
                 return None
@@ -68,7 +69,7 @@ def named_inputs(node: Node, scope: dict) -> tuple[list[dict], list[dict]]:
     items, failures = [], []
     resolver = Resolver(Sources())
     for name, value in node.input_mapping.items():
-        if name in ("data_references", "transfer_config"):
+        if name in RESERVED_INPUTS:
             continue
         if isinstance(value, str) and value.startswith("$"):
             resolved = resolver.resolve_named(name, value, scope)

@@ -179,6 +179,5 @@ def check_contracts_of(graph: Graph, node_id: str, output: Any, *, where: str) -
         problems = [(field, f"{text} (the contract '{contract.key}')")
                     for field, text in field_problems(contract.schema, output, where=where)]
         if problems:
-            at, message = problems[0]
-            raise DocumentError(message, where=at, details=[{"where": field, "message": text} for field, text in problems])
+            raise DocumentError.at_fields(problems)
 

@@ -39,15 +39,19 @@ def workflow_findings(document: dict[str, Any], *, warnings: bool = False) -> tu
     try:
         check_shape(document, WorkflowDocument, "workflow")
     except DocumentError as error:
-        return [{"where": error.where, "node": None, "transition": None, "code": error.code, "message": error.problem}], []
+        return [_problem_of(error)], []
     document = _blanks_as_none(document)
     problems = _graph_problems(document)
     try:
         _input_schema(document.get("input_schema"))
     except DocumentError as error:  # what a save would refuse, said before it
-        problems.append({"where": error.where, "node": None, "transition": None, "code": error.code,
-                         "message": error.problem})
+        problems.append(_problem_of(error))
     return problems, dataflow_warnings(document) if warnings else []
+
+
+def _problem_of(error: DocumentError) -> dict[str, Any]:
+    """A refusal of the document as a problem of its own, in validation's shape."""
+    return {"where": error.where, "node": None, "transition": None, "code": error.code, "message": error.problem}
 
 
 def _blanks_as_none(document: dict[str, Any]) -> dict[str, Any]:

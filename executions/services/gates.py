@@ -170,8 +170,7 @@ def check_edit(gate: dict[str, Any], output: Any, *, where: str) -> None:
     problems = [(field, f"{message} ({whose})")
                 for field, message in field_problems(gate.get("schema"), output, where=where)]
     if problems:
-        at, message = problems[0]
-        raise DocumentError(message, where=at, details=[{"where": field, "message": text} for field, text in problems])
+        raise DocumentError.at_fields(problems)
 
 
 def _decide(locked: LockedRun, run: NodeRun, decision: str, *, output: Any, by: str, comment: str = "",
