@@ -233,6 +233,10 @@ class NodeRun(models.Model):
     gate = models.JSONField(null=True, blank=True, help_text="A gate's run: what was asked, of whom, the data shown, "
                                                              "and the decision, who made it, when, the comment")
     decide_by = models.DateTimeField(null=True, blank=True, help_text="A waiting gate's time-out")
+    turns = models.JSONField(default=list, blank=True, help_text="A node whose agent has tools: each model turn, its "
+                                                                 "tokens, its calls and its context decisions")
+    tool_calls = models.JSONField(default=list, blank=True, help_text="Every tool call, in order: tool, arguments, "
+                                                                      "result (preview, digest), status, duration")
     calls = models.JSONField(default=list, blank=True, help_text="Every model call: purpose, backend, model, "
                                                                  "tokens (reported or counted), cost")
     cost = models.BigIntegerField(default=0, help_text="Its priced calls' cost, in units of 10⁻¹² USD (while it "

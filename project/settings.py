@@ -102,6 +102,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "ninja",  # serves the API docs page's Swagger UI from its own static files (no CDN)
     "core",
+    "tools",  # the tool catalogue: builtin tools and operators' MCP servers
     "agents",
     "workflows",
     "executions",
@@ -407,6 +408,9 @@ LOGGING = {
 LLM_BACKENDS: dict[str, dict] = {"builtin": {"kind": "builtin"}}
 MODEL_ALIASES: dict[str, dict] = {}  # compress_model name → {"backend", "model"}
 MODEL_OVERRIDES: dict[str, dict] = {}  # model id → context_window, max_output, encoding, prices
+TOOL_SERVERS: dict[str, dict] = {}  # MCP servers agents' tools are called on (the file's [tools.NAME])
+# The largest result a builtin tool may answer (JSON, in bytes); MCP servers set their own cap.
+TOOL_RESULT_MAX_BYTES = env_int("TOOL_RESULT_MAX_BYTES", 100_000)
 if os.environ.get("SWITCHYARD_BACKENDS_FILE"):
     from django.core.exceptions import ImproperlyConfigured
 

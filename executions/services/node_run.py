@@ -384,7 +384,7 @@ def _ms(start, end) -> int:
 
 
 STORED_FIELDS = {"backend", "model", "tokens_in", "tokens_out", "prompt", "resolved_inputs", "context_record",
-                 "resolution_failures", "compression"}
+                 "resolution_failures", "compression", "turns", "tool_calls"}
 
 
 def _fields(record: dict) -> dict:
