@@ -31,6 +31,13 @@ class BackendRequest:
     # The encoding the agent's tokens are counted in (its model's, as the catalogue names
     # it); "" for the catalogue's, or cl100k_base where it names none.
     encoding: str = ""
+    # The tools the agent may call this turn, each {"name": "server.tool", "description",
+    # "input_schema"} (empty: it calls none), and the conversation since the prompt: the
+    # model's turns that asked for calls, {"role": "assistant", "text", "tool_calls": [{"id",
+    # "name", "arguments"}]}, each followed by its calls' results, {"role": "tool", "id",
+    # "name", "status" ("success" or an error code), "content"} (the result, or the error).
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    transcript: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -41,6 +48,18 @@ class BackendResponse:
     backend: str
     model: str
     text: str = ""  # the raw reply, when the backend produced text
+    # The calls the model asks for instead of answering, each {"id", "name", "arguments"}
+    # (`arguments` as the model wrote them: a JSON object, or the text it sent when that is
+    # not one). Non-empty: `output` is None, and the caller runs them and asks again.
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class ToolRequest:
+    """What a builtin skill answers to ask for tool calls rather than answer: each call
+    {"name": "server.tool", "arguments": {...}}; the backend gives each its id."""
+
+    calls: list[dict[str, Any]]
 
 
 class BackendError(EngineError):

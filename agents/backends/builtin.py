@@ -29,7 +29,7 @@ from engine.tot.errors import ToTError
 from engine.tot.game24 import builtin_roles as game24_roles
 from engine.tot.messages import check_message, make_message
 
-from .base import Backend, BackendError, BackendRequest, BackendResponse
+from .base import Backend, BackendError, BackendRequest, BackendResponse, ToolRequest
 from .metering import counting_encoding, record_call
 
 
@@ -249,7 +249,8 @@ def game24(request: BackendRequest, skill: str) -> dict:
 
 # --------------------------------------------------------------------------- the backend
 
-Skill = Callable[[BackendRequest], dict]
+# A skill answers an output (a JSON object), or a ToolRequest for tool calls to be made first.
+Skill = Callable[[BackendRequest], dict | ToolRequest]
 # The product's own skills; an app adds its own with `register_skill` (the demo app does, from
 # its AppConfig.ready()), so this module never imports the apps that use it.
 SKILLS: dict[str, Skill] = {
@@ -305,14 +306,21 @@ class BuiltinBackend(Backend):
                 f"the builtin backend has no behaviour for skill {skill!r} (it performs {', '.join(SKILLS)})",
                 code="UNKNOWN_SKILL", retryable=False,
             )
-        output = perform(request)
-        text = output_text(output)
-        tokens_in = count_tokens(request.system_prompt, encoding) + count_tokens(request.prompt, encoding)
+        output: Any = perform(request)
+        tool_calls = []
+        if isinstance(output, ToolRequest):  # a skill that uses tools asks for calls first
+            turn = sum(1 for message in request.transcript if message.get("role") == "assistant") + 1
+            tool_calls = [{"id": f"call_{turn}_{number}", "name": call["name"], "arguments": call["arguments"]}
+                          for number, call in enumerate(output.calls, start=1)]
+            output = None
+        text = output_text(output if output is not None else {"tool_calls": tool_calls})
+        tokens_in = count_tokens(request.system_prompt, encoding) + count_tokens(request.prompt, encoding) + sum(
+            count_tokens(output_text(message), encoding) for message in request.transcript)
         tokens_out = count_tokens(text, encoding)
         record_call(backend=self.name, model="builtin", tokens_in=tokens_in, tokens_out=tokens_out, usage="builtin",
                     encoding=encoding)
         return BackendResponse(output=output, tokens_in=tokens_in, tokens_out=tokens_out, backend=self.name,
-                               model="builtin", text=text)
+                               model="builtin", text=text, tool_calls=tool_calls)
 
     def summarize(self, text: str, target_tokens: int, *, model: str = "") -> str:
         """An extractive summary (the builtin writes nothing of its own)."""
