@@ -15,13 +15,16 @@ from agents.models import Agent
 from engine.context.batching import aggregate
 from engine.context.errors import RefError
 from engine.context.resolution import NOT_READY, ResolutionAborted
+from engine.context.tool_results import ToolBudget
 from engine.context.trimming import InstructionsTooLarge
 from engine.scheduling import Plan
+from engine.tokens import TokenCounter
 from executions.compression import compress_dependencies
 from executions.context import assemble_node_context
 from executions.models import NodeRun
 from executions.node_errors import NodeFailure
 from executions.node_kinds.base import Performed, WorkerKind
+from executions.node_kinds.tool_loop import Toolbox, converse
 from executions.output_readers import named_inputs, run_scope
 from executions.prompts import PROMPT_LIMIT, bounded, counting_encoding, prompt_items, render_prompt, skills
 from workflows.contracts import contract_results
@@ -79,6 +82,9 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
     # A fallback agent must share a skill with the node's own agent (`node` is shared
     # within the process, so its agent is read here rather than through it).
     required = skills(agent if node.agent_id == agent.pk else Agent.objects.only("capabilities").get(pk=node.agent_id))
+    toolbox = Toolbox.of(agent)
+    if toolbox is not None and toolbox.missing:
+        record["missing_tools"] = toolbox.missing
     replies, prompts, tokens_in, tokens_out = [], [], 0, 0
     for call in range(assembly.batch_count):
         texts = assembly.texts(call)
@@ -91,12 +97,23 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
             execution_input=dict(execution.input), node_id=node.node_id, execution_id=execution.execution_id,
             attempt=run.attempt, model=agent.model, max_output_tokens=agent.max_output_tokens, encoding=encoding,
         )
+        purpose = f"batch {call + 1}/{assembly.batch_count}" if assembly.batch_count > 1 else "node"
         try:
-            with calling(f"batch {call + 1}/{assembly.batch_count}" if assembly.batch_count > 1 else "node"):
-                response = backend.complete(request)
+            if toolbox is not None:
+                budget = ToolBudget(limit=agent.context_limits.data_limit, counter=TokenCounter(encoding),
+                                    prompt_tokens=assembly.record["resolution"]["final_tokens"], role=agent.role,
+                                    abstractive=abstractive_summarizer(backend, agent.model))
+                response = converse(backend, request, toolbox, budget, record, purpose=purpose)
+            else:
+                with calling(purpose):
+                    response = backend.complete(request)
         except BackendError as error:
             raise NodeFailure(str(error), code=error.code, retryable=error.retryable, record=record,
                               details=error.details) from None
+        if response.tool_calls and toolbox is None:
+            asked = list(dict.fromkeys(str(c.get("name", "")) for c in response.tool_calls))
+            raise NodeFailure(f"{agent.agent_id} was asked to call {', '.join(asked)} and has no tools",
+                              code="CAPABILITY_GAP", retryable=False, record=record, details={"missing_tools": asked})
         replies.append(response.output)
         tokens_in += response.tokens_in
         tokens_out += response.tokens_out

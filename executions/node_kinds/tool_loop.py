@@ -1,0 +1,184 @@
+"""The conversation of a node whose agent has tools: ask the model, run the calls it asks
+for, give it their results, ask again — until it answers without calls.
+
+The agent's `capabilities.tools` are looked up in the catalogue (tools/catalogue.py) and
+sent with every turn; a name the catalogue does not hold is a missing tool, which the
+model is never offered. Each call's arguments are checked against the tool's schema
+before it runs; a failed call (its code from tools/errors.py) is returned to the model as
+an error result, as the protocols do, and recorded. The node fails only when the loop
+cannot finish: the model still asks for calls after `max_tool_calls` (TOOL_LOOP_LIMIT, or
+the last failed call's code when the last turn's calls all failed), or a skill needs a tool
+the agent lacks (CAPABILITY_GAP naming it).
+
+Results are inputs: engine/context/tool_results.py passes each into the next turn in the
+mode its size calls for and holds the node's budget across turns. What happened is on the
+node run: `turns` (each model turn: tokens, text, the calls it asked for, the context record
+of what it was given) and `tool_calls` (each call: tool, arguments, status, result preview,
+digest and the result itself up to RESULT_KEPT_BYTES, duration, result tokens).
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+from agents.backends import BackendRequest, BackendResponse
+from agents.backends.metering import calling
+from engine.context.tool_results import ToolBudget, ToolResultsOverBudget
+from executions.node_errors import NodeFailure
+from tools import catalogue
+from tools.errors import TOOL_LOOP_LIMIT, TOOL_UNAVAILABLE
+
+DEFAULT_MAX_TOOL_CALLS = 8
+RESULT_KEPT_BYTES = 64_000  # a result larger than this is kept as its preview and digest only
+PREVIEW_CHARS = 500
+TEXT_KEPT_CHARS = 2_000
+
+
+@dataclasses.dataclass
+class Toolbox:
+    """What one node run's agent can call."""
+
+    tools: dict[str, catalogue.Tool]
+    missing: list[str]  # named by the agent, not in the catalogue
+    max_calls: int
+    parallel: bool
+    needs_approval: set[str]
+
+    @classmethod
+    def of(cls, agent) -> Toolbox | None:
+        """The agent's tools, or None when it names none."""
+        wanted = list((agent.capabilities or {}).get("tools") or [])
+        if not wanted:
+            return None
+        tools, missing = catalogue.resolve(wanted)
+        return cls({tool.name: tool for tool in tools}, missing,
+                   getattr(agent, "max_tool_calls", DEFAULT_MAX_TOOL_CALLS),
+                   getattr(agent, "parallel_tool_calls", True), set(getattr(agent, "tools_needing_approval", [])))
+
+    def specs(self) -> list[dict[str, Any]]:
+        return [{"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+                for tool in self.tools.values()]
+
+
+def converse(backend, request: BackendRequest, toolbox: Toolbox, budget: ToolBudget, record: dict,
+             *, purpose: str = "node") -> BackendResponse:
+    """The model's final answer to `request`, after as many turns of tool calls as it asks
+    for. `record["turns"]` and `record["tool_calls"]` grow as it goes (so that a failure
+    still shows what was done); the response's tokens are every turn's."""
+    request = dataclasses.replace(request, tools=toolbox.specs(), transcript=[])
+    turns = record.setdefault("turns", [])
+    calls = record.setdefault("tool_calls", [])
+    tokens_in = tokens_out = 0
+    context: dict[str, Any] | None = None  # what the turn is given besides the prompt
+    while True:
+        turn = len(turns) + 1
+        with calling(f"{purpose}, turn {turn}"):
+            response = backend.complete(request)
+        tokens_in += response.tokens_in
+        tokens_out += response.tokens_out
+        turns.append({"turn": turn, "tokens_in": response.tokens_in, "tokens_out": response.tokens_out,
+                      "text": (response.text or "")[:TEXT_KEPT_CHARS],
+                      "tool_call_ids": [call.get("id", "") for call in response.tool_calls],
+                      **({"context": context} if context else {})})
+        if not response.tool_calls:
+            return dataclasses.replace(response, tokens_in=tokens_in, tokens_out=tokens_out)
+        made = len(calls)
+        if made + len(response.tool_calls) > toolbox.max_calls:
+            raise _loop_limit(toolbox, calls, len(response.tool_calls), record)
+        done = run_calls(toolbox, response.tool_calls, turn, record)
+        outcomes = [entry for entry, _ in done]
+        calls += outcomes
+        try:
+            passed, context = budget.add(turn, [(entry["id"], entry["name"], _content(outcome))
+                                                for entry, outcome in done])
+        except ToolResultsOverBudget as error:
+            raise NodeFailure(str(error), code=error.code, retryable=False, record=record,
+                              details=error.details) from None
+        for entry in outcomes:
+            entry["result_tokens"] = context["total_input_data"][f"{entry['name']} result ({entry['id']})"]["passed_tokens"]
+        transcript = [*request.transcript,
+                      {"role": "assistant", "text": response.text or "",
+                       "tool_calls": [{"id": entry["id"], "name": entry["name"], "arguments": entry["arguments"]}
+                                      for entry in outcomes]}]
+        transcript += [{"role": "tool", "id": entry["id"], "name": entry["name"], "status": entry["status"],
+                        "content": content} for entry, content in zip(outcomes, passed, strict=True)]
+        request = dataclasses.replace(request, transcript=transcript)
+
+
+Done = tuple[dict[str, Any], catalogue.Outcome]  # a call's entry of `tool_calls`, and how it ended
+
+
+def run_calls(toolbox: Toolbox, asked: list[dict[str, Any]], turn: int, record: dict) -> list[Done]:
+    """Run one turn's calls: builtin tools here, one after another (they read the database
+    on this thread's connection); those on MCP servers at once when the agent allows
+    parallel calls. In the order asked."""
+    entries: list[Done | None] = [None] * len(asked)
+    remote: list[tuple[int, catalogue.Tool, Any]] = []
+    for index, call in enumerate(asked):
+        name = str(call.get("name", ""))
+        tool = toolbox.tools.get(name)
+        arguments = call.get("arguments")
+        entry = {"id": str(call.get("id") or f"call_{turn}_{index + 1}"), "turn": turn, "name": name,
+                 "server": tool.server if tool else "", "tool": tool.tool if tool else name,
+                 "arguments": arguments, "started_at": datetime.now(UTC).isoformat().replace("+00:00", "Z")}
+        if name in toolbox.missing:
+            raise NodeFailure(f"the model asked for {name}, which the agent names but the tool catalogue does not "
+                              "hold", code="CAPABILITY_GAP", retryable=False, record=record,
+                              details={"missing_tools": [name]})
+        if tool is None:
+            entries[index] = _finish(entry, catalogue.Outcome(
+                TOOL_UNAVAILABLE, error=f"{name!r} is not one of this agent's tools "
+                                        f"({', '.join(toolbox.tools) or 'it has none'})"))
+        elif name in toolbox.needs_approval:
+            raise NodeFailure(f"{name} needs a person's approval before it runs, and waiting for one inside a node "
+                              "run is not available yet: the call was not made", code="TOOL_APPROVAL_UNAVAILABLE",
+                              retryable=False, record=record, details={"tool": name})
+        elif isinstance(arguments, str):  # the model's text that is not a JSON object
+            entries[index] = _finish(entry, catalogue.Outcome(
+                "TOOL_ARGUMENTS_INVALID", error=f"the arguments of {name} are not a JSON object: {arguments[:200]!r}"))
+        elif tool.server == catalogue.BUILTIN or not toolbox.parallel:
+            entries[index] = _finish(entry, catalogue.call(tool, arguments))
+        else:
+            remote.append((index, tool, entry))
+    if remote:
+        with ThreadPoolExecutor(max_workers=len(remote), thread_name_prefix="tool-call") as pool:
+            futures = [(index, entry, pool.submit(catalogue.call, tool, entry["arguments"]))
+                       for index, tool, entry in remote]
+            for index, entry, future in futures:
+                entries[index] = _finish(entry, future.result())
+    return [done for done in entries if done is not None]
+
+
+def _finish(entry: dict[str, Any], outcome: catalogue.Outcome) -> Done:
+    """The call's entry of `tool_calls`, filled in from its outcome."""
+    text = json.dumps(outcome.result if outcome.ok else {"error": outcome.error}, ensure_ascii=False, default=str)
+    kept = outcome.ok and len(text.encode()) <= RESULT_KEPT_BYTES
+    entry.update(status=outcome.status, error_code="" if outcome.ok else outcome.status, error=outcome.error,
+                 duration_ms=outcome.duration_ms, result_preview=text[:PREVIEW_CHARS],
+                 result_digest="sha256:" + hashlib.sha256(text.encode()).hexdigest(),
+                 result=outcome.result if kept else None, result_kept=kept, result_tokens=0,
+                 approved_by=None)
+    return entry, outcome
+
+
+def _content(outcome: catalogue.Outcome) -> Any:
+    """What the model is given for a call: its result, or the error (code and message)."""
+    if outcome.ok:
+        return outcome.result
+    return {"error": {"code": outcome.status, "message": outcome.error}}
+
+
+def _loop_limit(toolbox: Toolbox, calls: list[dict[str, Any]], asked: int, record: dict) -> NodeFailure:
+    last_turn = [entry for entry in calls if calls and entry["turn"] == calls[-1]["turn"]]
+    failed = bool(last_turn) and all(entry["status"] != "success" for entry in last_turn)
+    code = last_turn[-1]["error_code"] if failed else TOOL_LOOP_LIMIT
+    return NodeFailure(
+        f"the model asked for {asked} more tool call(s) after {len(calls)}, and the agent allows {toolbox.max_calls} "
+        f"per node run (max_tool_calls)" + (f"; the last turn's calls all failed, the last with {code}" if failed else ""),
+        code=code, retryable=False, record=record,
+        details={"tool_calls_made": len(calls), "max_tool_calls": toolbox.max_calls, "asked": asked})
+
