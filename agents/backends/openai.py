@@ -290,7 +290,8 @@ class OpenAICompatibleBackend(Backend):
         tools = [{"type": "function", "function": {"name": names[tool["name"]], "description": tool["description"],
                                                    "parameters": tool["input_schema"]}} for tool in request.tools]
         data, content, call = self.chat(messages, model=request.model, max_tokens=request.max_output_tokens,
-                                        encoding=request.encoding, tools=tools)
+                                        encoding=request.encoding, tools=tools,
+                                        parallel_tool_calls=request.parallel_tool_calls)
         tool_calls = asked_calls(data, {function: tool for tool, function in names.items()})
         output = None if tool_calls else parse_reply(content or "")
         return BackendResponse(output=output, tokens_in=call.tokens_in, tokens_out=call.tokens_out,
@@ -307,7 +308,8 @@ class OpenAICompatibleBackend(Backend):
     # ------------------------------------------------------------------ HTTP
 
     def chat(self, messages: list[dict], *, model: str = "", max_tokens: int | None = None,
-             encoding: str = "", tools: list[dict] | None = None) -> tuple[dict, str | None, Call]:
+             encoding: str = "", tools: list[dict] | None = None,
+             parallel_tool_calls: bool = True) -> tuple[dict, str | None, Call]:
         """(the response body, the first choice's content, the call as metered) of one chat
         completion; a streamed one's body is put together as the unstreamed body would be.
         Its tokens are the server's `usage` (in a stream, the last one sent); where it
@@ -320,6 +322,8 @@ class OpenAICompatibleBackend(Backend):
         body: dict[str, Any] = {"model": chosen, "messages": messages}
         if tools:
             body["tools"] = tools
+            if not parallel_tool_calls:  # the API's default is true: say so only when it is not
+                body["parallel_tool_calls"] = False
         if max_tokens:
             body["max_tokens"] = max_tokens
         if self.stream:

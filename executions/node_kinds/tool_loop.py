@@ -80,7 +80,7 @@ def converse(backend, request: BackendRequest, toolbox: Toolbox, budget: ToolBud
     any of its calls runs; `resume` is what it stopped with (`NodeWaits.conversation`), the
     person's decision added, and the conversation goes on from there without asking the
     model again what it already answered."""
-    request = dataclasses.replace(request, tools=toolbox.specs(), transcript=[])
+    request = dataclasses.replace(request, tools=toolbox.specs(), transcript=[], parallel_tool_calls=toolbox.parallel)
     turns = record.setdefault("turns", [])
     calls = record.setdefault("tool_calls", [])
     tokens_in = tokens_out = 0

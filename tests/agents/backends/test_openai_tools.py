@@ -55,3 +55,10 @@ def test_function_names_are_what_the_api_allows_and_unique():
     names = function_names(["a.b", "a_.b", "a.b.c", "x" * 80 + ".y", "a.b-c"])
     assert names["a.b"] == "a__b" and names["a.b.c"] == "a__b_c" and names["a.b-c"] == "a__b-c"
     assert len(set(names.values())) == 5 and all(len(name) <= 64 for name in names.values())
+
+
+def test_it_tells_the_model_when_the_agent_allows_one_call_at_a_time(chat_server, make):
+    make().complete(request(tools=[ECHO], parallel_tool_calls=False))
+    make().complete(request(tools=[ECHO]))
+    make().complete(request(parallel_tool_calls=False))  # no tools: nothing to say about them
+    assert [sent.body.get("parallel_tool_calls") for sent in chat_server.requests] == [False, None, None]
