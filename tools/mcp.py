@@ -59,7 +59,7 @@ def list_tools(server: str, options: dict[str, Any]) -> list[dict[str, Any]]:
         return tools
 
     timeout = float(options.get("timeout_seconds") or 30)
-    return _run(server, options, f"{server} (listing its tools)", listing, timeout)
+    return _run(options, f"{server} (listing its tools)", listing, timeout)
 
 
 def call_tool(server: str, options: dict[str, Any], tool: str, arguments: dict[str, Any], *,
@@ -74,7 +74,7 @@ def call_tool(server: str, options: dict[str, Any], tool: str, arguments: dict[s
     async def calling(client: Client) -> CallToolResult:
         return await client.call_tool(tool, arguments)
 
-    result = _run(server, options, where, calling, timeout)
+    result = _run(options, where, calling, timeout)
     if result.is_error:
         text = as_json(result.content)
         raise ToolError(f"{where} answered an error: {_clipped(text if isinstance(text, str) else str(text))}",
@@ -109,7 +109,7 @@ def _part(part: Any) -> Any:
 # -- one request, in a thread of its own ------------------------------------------------------
 
 
-def _run(server: str, options: dict[str, Any], where: str, request: Callable[[Client], Awaitable[T]],
+def _run(options: dict[str, Any], where: str, request: Callable[[Client], Awaitable[T]],
          timeout: float) -> T:
     """Connect to the server, make `request`, disconnect, all within `timeout` seconds."""
     state: dict[str, Any] = {"stage": "connecting", "http_status": None}

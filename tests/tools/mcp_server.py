@@ -1,4 +1,4 @@
-"""A small MCP server for the tests and the benchmark, written with the SDK's server API.
+"""A small MCP server for the tool tests, written with the SDK's server API.
 
     python mcp_server.py stdio                 # over its stdin and stdout
     python mcp_server.py http HEADER VALUE     # streamable HTTP on 127.0.0.1, a free port:

@@ -64,6 +64,8 @@ def test_the_call_tool_command_calls_once_and_fails_with_the_code(servers):
 
 def test_authors_see_the_catalogue_and_viewers_do_not(api, servers):
     assert api.viewer.get("/api/tools").status_code == 403
+    assert api.approver.get("/api/tools").json()["code"] == "FORBIDDEN"
+    assert api.admin.get("/api/tools").status_code == 200
     response = api.author.get("/api/tools", fresh="true")
     assert response.status_code == 200
     entries = {entry["name"]: entry for entry in response.json()}
