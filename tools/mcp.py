@@ -13,7 +13,10 @@ process group, each a couple of seconds apart), so a hung server is killed but n
 the caller past its limit.
 
 Every failure is a `ToolError` whose code says what went wrong (tools/errors.py) and whose
-message names the server and the tool, never a header's or a variable's value.
+message names the server and the tool, never a header's or a variable's value: the server
+cannot be started, reached or initialised, or does not offer the tool, TOOL_UNAVAILABLE (a
+failed call lists the server's tools to tell which: no listing is made for a call that
+works); over its time limit, TOOL_TIMEOUT; an error result or a protocol error, TOOL_ERROR.
 """
 from __future__ import annotations
 
@@ -48,15 +51,8 @@ def list_tools(server: str, options: dict[str, Any]) -> list[dict[str, Any]]:
     the allowed ones; the catalogue keeps those)."""
 
     async def listing(client: Client) -> list[dict[str, Any]]:
-        tools, cursor = [], None
-        for _ in range(100):  # pages; a server whose pages never end cannot hold us
-            page = await client.list_tools(cursor=cursor)
-            tools += [{"name": tool.name, "description": tool.description or "", "input_schema": tool.input_schema}
-                      for tool in page.tools]
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return tools
+        return [{"name": tool.name, "description": tool.description or "", "input_schema": tool.input_schema}
+                for tool in await _all_tools(client)]
 
     timeout = float(options.get("timeout_seconds") or 30)
     return _run(options, f"{server} (listing its tools)", listing, timeout)
@@ -72,7 +68,18 @@ def call_tool(server: str, options: dict[str, Any], tool: str, arguments: dict[s
         raise ToolError(f"{where} is not in the allow list of the tool server {server!r}", code=TOOL_UNAVAILABLE)
 
     async def calling(client: Client) -> CallToolResult:
-        return await client.call_tool(tool, arguments)
+        """The call's result; a failure for a tool the server does not offer (now) is that."""
+        try:
+            result = await client.call_tool(tool, arguments)
+        except MCPError:
+            if not await _offers(client, tool):
+                raise ToolError(f"{where} is unavailable: {server} does not offer a tool named {tool!r}",
+                                code=TOOL_UNAVAILABLE) from None
+            raise
+        if result.is_error and not await _offers(client, tool):
+            raise ToolError(f"{where} is unavailable: {server} does not offer a tool named {tool!r}",
+                            code=TOOL_UNAVAILABLE)
+        return result
 
     result = _run(options, where, calling, timeout)
     if result.is_error:
@@ -82,6 +89,27 @@ def call_tool(server: str, options: dict[str, Any], tool: str, arguments: dict[s
     if result.structured_content is not None:
         return result.structured_content
     return as_json(result.content)
+
+
+async def _all_tools(client: Client) -> list[Any]:
+    tools: list[Any] = []
+    cursor = None
+    for _ in range(100):  # pages; a server whose pages never end cannot hold us
+        page = await client.list_tools(cursor=cursor)
+        tools += page.tools
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+async def _offers(client: Client, tool: str) -> bool:
+    """Whether the server lists `tool`: asked only once a call failed, to tell a tool that is
+    not there from one that failed. A server that cannot list is taken to offer it."""
+    try:
+        return any(entry.name == tool for entry in await _all_tools(client))
+    except Exception:  # noqa: BLE001 - the call's own failure is the one to report
+        return True
 
 
 def as_json(content: list[Any]) -> Any:

@@ -13,7 +13,7 @@ from tools.errors import TOOL_ARGUMENTS_INVALID, TOOL_RESULT_TOO_LARGE
 @pytest.fixture
 def servers(settings, http_server):
     """The HTTP test server as `t` (its big tool capped at 300 bytes), and `down`, which is not there."""
-    settings.TOOL_SERVERS = {"t": {**http_server, "max_result_bytes": 300},
+    settings.TOOL_SERVERS = {"t": {**http_server, "max_result_bytes": 300, "allow": [*http_server["allow"], "absent"]},
                              "down": {**http_server, "url": "http://127.0.0.1:1/mcp", "allow": ["echo"]}}
     catalogue.clear_listings()
     yield settings.TOOL_SERVERS
@@ -43,6 +43,7 @@ def test_the_tools_command_lists_every_tool_saying_which_cannot_be_reached(serve
     assert entries["t.echo"]["reachable"] and entries["t.echo"]["description"] == "Answer the text given."
     assert entries["t.add"]["input_schema"]["properties"]["b"]["type"] == "integer"
     assert "builtin.read_file" in entries
+    assert not entries["t.absent"]["reachable"] and entries["t.absent"]["problem"] == "t does not offer a tool named 'absent'"
     down = entries["down.echo"]
     assert not down["reachable"] and "cannot reach http://127.0.0.1:1/mcp" in down["problem"]
 

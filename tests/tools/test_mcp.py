@@ -62,6 +62,12 @@ def test_an_error_result_or_a_protocol_error_is_a_tool_error_with_the_servers_te
     assert str(error) == "t.refuse: the server answered a protocol error -32602: refused by the test server"
 
 
+def test_an_allowed_tool_the_server_does_not_offer_is_unavailable(http_server):
+    options = {**http_server, "allow": ["echo", "absent"]}
+    error = failure(lambda: mcp.call_tool("t", options, "absent", {}, timeout=10))
+    assert error.code == TOOL_UNAVAILABLE and str(error) == "t.absent is unavailable: t does not offer a tool named 'absent'"
+
+
 def test_a_tool_outside_the_allow_list_is_unavailable_without_a_call(http_server):
     options = {**http_server, "url": "http://127.0.0.1:1/mcp", "allow": ["echo"]}  # nothing listens there
     error = failure(lambda: mcp.call_tool("t", options, "pid", {}, timeout=10))
