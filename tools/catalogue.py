@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -70,6 +71,7 @@ class Outcome:
     result: Any = None
     error: str = ""
     duration_ms: float = 0.0
+    started_at: str = ""  # when the call began (ISO 8601, UTC); "" for a call never made
 
     @property
     def ok(self) -> bool:
@@ -215,10 +217,10 @@ def arguments_problem(tool: Tool, arguments: Any) -> str | None:
 def call(tool: Tool, arguments: Any) -> Outcome:
     """Call `tool` once with `arguments`: the arguments checked first, the call held to its
     server's time limit, the result to its size cap (as JSON, in UTF-8 bytes)."""
-    started = time.perf_counter()
+    started, began = time.perf_counter(), datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
     def ended(status: str, result: Any = None, error: str = "") -> Outcome:
-        return Outcome(status, result, error, round((time.perf_counter() - started) * 1000, 3))
+        return Outcome(status, result, error, round((time.perf_counter() - started) * 1000, 3), began)
 
     if not tool.reachable:
         return ended(errors.TOOL_UNAVAILABLE, error=f"{tool.name} is unavailable: {tool.problem}")

@@ -21,6 +21,7 @@ works); over its time limit, TOOL_TIMEOUT; an error result or a protocol error, 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
@@ -29,7 +30,7 @@ from typing import Any, TypeVar
 import anyio
 import httpx2
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, EmbeddedResource, ImageContent, ResourceLink, TextContent
@@ -176,7 +177,11 @@ async def _connect(stack: AsyncExitStack, where: str, options: dict[str, Any], s
         if options.get("cwd") and not os.path.isdir(options["cwd"]):
             raise ToolError(f"{where} is unavailable: its directory {options['cwd']} does not exist",
                             code=TOOL_UNAVAILABLE)
-        return await stack.enter_async_context(Client(stdio_parameters(options), cache=None))
+        # The server's stderr goes to this process's: a Celery worker's sys.stderr is a logging
+        # proxy with no file descriptor for a child process to write to, so its own stream.
+        errlog = sys.stderr if _has_fileno(sys.stderr) else sys.__stderr__
+        return await stack.enter_async_context(Client(stdio_client(stdio_parameters(options), errlog=errlog),
+                                                      cache=None))
     headers = {}
     for header, variable in (options.get("headers") or {}).items():
         value = os.environ.get(variable)
@@ -193,6 +198,14 @@ async def _connect(stack: AsyncExitStack, where: str, options: dict[str, Any], s
         headers=headers, timeout=httpx2.Timeout(float(options.get("timeout_seconds") or 30)),
         event_hooks={"response": [keep_status]}))
     return await stack.enter_async_context(Client(streamable_http_client(options["url"], http_client=http), cache=None))
+
+
+def _has_fileno(stream: Any) -> bool:
+    try:
+        stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    return True
 
 
 def stdio_parameters(options: dict[str, Any]) -> StdioServerParameters:

@@ -1,8 +1,9 @@
 """Agents that call tools, on a real worker: a loopback chat-completions server plays the
 model and answers with tool calls — one, two at once, malformed arguments, a tool the agent
-does not have, and calls without end — and the worker runs them through the catalogue, feeds
-the results back and records every turn and call."""
+does not have, calls without end, and two calls at once to an MCP server over stdio — and the
+worker runs them through the catalogue, feeds the results back and records every turn and call."""
 import json
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -12,6 +13,7 @@ from executions.services import execution_start
 from knowledge.models import KnowledgeAtom, Paper
 from tests.agents.backends.chat_server import ChatServer, ToolCalls
 from tests.executions.conftest import wait_for
+from tests.tools.conftest import stdio_options
 from workflows.services import workflow_import_document
 
 pytestmark = pytest.mark.integration
@@ -24,6 +26,8 @@ BEHAVIOURS = {  # the agent's system prompt names what its model does
     "malformed": [[(SEARCH, '{"query": "unfinished')]],
     "unknown": [[("builtin__delete_everything", {})]],
     "endless": [[(SEARCH, {"query": "again"})]] * 100,
+    # Two calls of one turn to an MCP server (the tool tests' own, over stdio): they run at once.
+    "mcp": [[("testmcp__slow", {"seconds": 1}), ("testmcp__add", {"a": 2, "b": 3})]],
 }
 
 
@@ -34,7 +38,8 @@ def model(body):
     results = [message for message in body["messages"] if message["role"] == "tool"]
     turn = sum(1 for message in body["messages"] if message["role"] == "assistant")
     if turn < len(BEHAVIOURS[behaviour]):
-        assert [tool["function"]["name"] for tool in body["tools"]] == [SEARCH, "builtin__db_query"]
+        assert {"builtin__knowledge_search", "builtin__db_query", "testmcp__slow"} <= {
+            tool["function"]["name"] for tool in body["tools"]}
         return ToolCalls(BEHAVIOURS[behaviour][turn])
     return {"answered": behaviour, "results": [json.loads(message["content"]) for message in results]}
 
@@ -48,14 +53,17 @@ def tool_model(demo, tmp_path, settings):
         server.reply(usage={"prompt_tokens": 100, "completion_tokens": 10}).respond_with(model)
         config = tmp_path / "backends.toml"
         config.write_text(f'[backends.model]\nkind = "openai_compatible"\nbase_url = "{server.base_url}"\n'
-                          'model = "gpt-4o-mini"\nmax_retries = 0\n')
+                          'model = "gpt-4o-mini"\nmax_retries = 0\n\n'
+                          f'[tools.testmcp]\ntransport = "stdio"\nargv = {json.dumps(stdio_options()["argv"])}\n'
+                          'allow = ["slow", "add"]\n')
         demo.env.update(SWITCHYARD_BACKENDS_FILE=str(config))
         settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "model": {"kind": "openai_compatible",
                                                                      "base_url": server.base_url}}
+        settings.TOOL_SERVERS = {"testmcp": stdio_options(allow=["slow", "add"])}
         for behaviour in BEHAVIOURS:
             agent = _agent(f"tools_{behaviour}", f"Tools {behaviour}", skills=[],
                            prompt=f"You answer with tools: {behaviour}")
-            agent["capabilities"]["tools"] = ["builtin.knowledge_search", "builtin.db_query"]
+            agent["capabilities"]["tools"] = ["builtin.knowledge_search", "builtin.db_query", "testmcp.*"]
             agent["runtime"].update(backend="model", model="gpt-4o-mini", encoding="o200k_base")
             agent_import_document(agent)
         yield server
@@ -71,7 +79,7 @@ def run(nodes, topology="dag"):
 
 def test_a_worker_runs_the_calls_a_model_asks_for_and_records_each_turn(demo, tool_model):
     demo.start(1)
-    calling = run(["one", "parallel", "malformed", "unknown"])
+    calling = run(["one", "parallel", "malformed", "unknown", "mcp"])
     endless = run(["endless"], topology="seq")
     calling, endless = wait_for(calling, workers=demo, timeout=120), wait_for(endless, workers=demo, timeout=120)
 
@@ -91,6 +99,13 @@ def test_a_worker_runs_the_calls_a_model_asks_for_and_records_each_turn(demo, to
     assert node["malformed"].output["results"][0]["error"]["code"] == "TOOL_ARGUMENTS_INVALID"
     [unknown] = node["unknown"].tool_calls
     assert unknown["status"] == "TOOL_UNAVAILABLE" and "delete_everything" in unknown["error"]
+
+    slow, add = node["mcp"].tool_calls
+    assert (slow["server"], slow["tool"], slow["status"], add["result"]) == ("testmcp", "slow", "success", {"sum": 5})
+    assert node["mcp"].output["results"] == [{"result": "done"}, {"sum": 5}]
+    began = sorted((datetime.fromisoformat(call["started_at"]), call["duration_ms"]) for call in (slow, add))
+    (first, first_ms), (second, _) = began
+    assert second < first + timedelta(milliseconds=first_ms)  # the second began before the first ended
 
     assert endless.status == "failed"
     [stopped] = endless.node_runs.all()
