@@ -179,7 +179,7 @@ async def _connect(stack: AsyncExitStack, where: str, options: dict[str, Any], s
                             code=TOOL_UNAVAILABLE)
         # The server's stderr goes to this process's: a Celery worker's sys.stderr is a logging
         # proxy with no file descriptor for a child process to write to, so its own stream.
-        errlog = sys.stderr if _has_fileno(sys.stderr) else sys.__stderr__
+        errlog = sys.stderr if _has_fileno(sys.stderr) or sys.__stderr__ is None else sys.__stderr__
         return await stack.enter_async_context(Client(stdio_client(stdio_parameters(options), errlog=errlog),
                                                       cache=None))
     headers = {}
