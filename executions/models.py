@@ -159,9 +159,12 @@ class NodeRun(models.Model):
             # running → pending: the sweep re-dispatches a run whose worker went silent, and a
             # worker gives back a claimed run it will not get to. running → cancelled: the run
             # was cancelled, or had ended or passed its wall time when the worker took it.
-            "running": {"success", "failed", "cancelled", "pending"},
+            # running → waiting: a node stopped for a person's decision on tool calls its model
+            # asked for (executions/node_kinds/tool_loop.py).
+            "running": {"success", "failed", "cancelled", "pending", "waiting"},
             # A gate: approved or edited (success), rejected or timed out (failed), or the run ended.
-            "waiting": {"success", "failed", "cancelled"},
+            # waiting → pending: the decision on a node's tool calls is made, and it goes on.
+            "waiting": {"success", "failed", "cancelled", "pending"},
             "success": set(),
             "failed": set(),
             "skipped": set(),
@@ -233,6 +236,8 @@ class NodeRun(models.Model):
     gate = models.JSONField(null=True, blank=True, help_text="A gate's run: what was asked, of whom, the data shown, "
                                                              "and the decision, who made it, when, the comment")
     decide_by = models.DateTimeField(null=True, blank=True, help_text="A waiting gate's time-out")
+    conversation = models.JSONField(null=True, blank=True, help_text="A node waiting for a decision on tool calls: "
+                                    "the conversation it goes on from once the decision is made")
     turns = models.JSONField(default=list, blank=True, help_text="A node whose agent has tools: each model turn, its "
                                                                  "tokens, its calls and its context decisions")
     tool_calls = models.JSONField(default=list, blank=True, help_text="Every tool call, in order: tool, arguments, "

@@ -20,3 +20,17 @@ class NodeFailure(EngineError):
         super().__init__(message, code=code, details=details or None)
         self.retryable = retryable
         self.record = record or {}
+
+
+class NodeWaits(EngineError):
+    """A node run that stops for a person's decision on tool calls its model asked for: the
+    gate it opens (the calls shown, who decides), the conversation it goes on from after the
+    decision, and the fields of the run to store meanwhile (its turns and calls so far)."""
+
+    code = "WAITING_FOR_DECISION"
+
+    def __init__(self, message: str, *, gate: dict, conversation: dict, record: dict):
+        super().__init__(message)
+        self.gate = gate
+        self.conversation = conversation
+        self.record = record

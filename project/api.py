@@ -13,7 +13,7 @@ from core.errors import SwitchyardError
 
 api = NinjaAPI(title="Switchyard API", version="1", urls_namespace="api", auth=AUTH, docs_decorator=signed_in,
                parser=StrictParser(),
-               description="Agents, blueprints, workflows, executions, derive requests and evaluations.")
+               description="Agents, blueprints, workflows, executions, derive requests, evaluations and tools.")
 
 STATUS_BY_CODE = {
     "NOT_FOUND": 404,
@@ -74,6 +74,7 @@ def _add_routers() -> None:
     from executions.api import router as executions_router
     from quality.api import router as quality_router
     from quality.derive_requests.api import router as derive_requests_router
+    from tools.api import router as tools_router
     from workflows.api import router as workflows_router
 
     api.add_router("/", core_router)
@@ -82,6 +83,7 @@ def _add_routers() -> None:
     api.add_router("/", workflows_router)
     api.add_router("/", executions_router)
     api.add_router("/", quality_router)
+    api.add_router("/", tools_router)
 
 
 _add_routers()

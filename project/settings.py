@@ -397,7 +397,8 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # django-axes says hello at every start of every command; its lockouts are still logged.
-    "loggers": {"axes.apps": {"level": "WARNING"}},
+    # The MCP SDK's HTTP client logs each request of each tool call; failures are still logged.
+    "loggers": {"axes.apps": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
 }
 
 # LLM backends are defined by operators here, never by workflow authors: an agent names
@@ -417,11 +418,12 @@ if os.environ.get("SWITCHYARD_BACKENDS_FILE"):
     from agents.backends.config import BackendsFileError, read_backends_file
 
     try:
-        _backends_file = read_backends_file(os.environ["SWITCHYARD_BACKENDS_FILE"])
+        _backends_file = read_backends_file(os.environ["SWITCHYARD_BACKENDS_FILE"], workspace_root=WORKSPACE_ROOT)
     except BackendsFileError as _error:
         raise ImproperlyConfigured(f"SWITCHYARD_BACKENDS_FILE {_error}") from None
     LLM_BACKENDS.update(_backends_file["backends"])
     MODEL_ALIASES, MODEL_OVERRIDES = _backends_file["aliases"], _backends_file["models"]
+    TOOL_SERVERS = _backends_file["tools"]
 if os.environ.get("OPENAI_BASE_URL"):
     from django.core.exceptions import ImproperlyConfigured
 

@@ -38,6 +38,7 @@ class BackendRequest:
     # "name", "status" ("success" or an error code), "content"} (the result, or the error).
     tools: list[dict[str, Any]] = field(default_factory=list)
     transcript: list[dict[str, Any]] = field(default_factory=list)
+    parallel_tool_calls: bool = True  # whether the model may ask for several calls in one turn
 
 
 @dataclass

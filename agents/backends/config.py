@@ -43,6 +43,9 @@ What is refused, so that nothing the file says is taken as something else later:
   maximum output larger than the context window given beside it;
 - a file that is not UTF-8 text, not TOML, or nested past what can be read.
 
+The file's `[tools.NAME]` tables, the MCP servers agents' tools are called on, are checked
+by tools/config.py, which says what they hold.
+
 This module is read by the settings, so it imports nothing of Django's.
 """
 from __future__ import annotations
@@ -58,6 +61,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from core.backend_urls import base_url_problem
 from engine.errors import EngineError
 from engine.tokens import OFFLINE_ENCODINGS
+from tools.config import SECRET_KEYS, SECRET_MESSAGE, ServerName, ToolServer, tool_servers
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,49}$")]
 # Bounds far above any model served today (the largest context windows hold about ten
@@ -148,6 +152,7 @@ class _File(_Strict):
     backends: dict[Name, _Backend] = Field(default_factory=dict)
     aliases: dict[Name, _Alias] = Field(default_factory=dict)
     models: dict[Annotated[str, Field(min_length=1)], _Model] = Field(default_factory=dict)
+    tools: dict[ServerName, ToolServer] = Field(default_factory=dict)  # MCP servers (tools/config.py)
 
 
 class BackendsFileError(EngineError):
@@ -156,8 +161,9 @@ class BackendsFileError(EngineError):
     code = "BAD_BACKENDS_FILE"
 
 
-def read_backends_file(path: str | Path) -> dict[str, Any]:
-    """The file's backends (as `LLM_BACKENDS` entries), aliases and model overrides."""
+def read_backends_file(path: str | Path, *, workspace_root: str | Path | None = None) -> dict[str, Any]:
+    """The file's backends (as `LLM_BACKENDS` entries), aliases, model overrides and MCP servers
+    (as `TOOL_SERVERS` entries); a server's `cwd` is checked to be inside `workspace_root`."""
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -182,7 +188,9 @@ def read_backends_file(path: str | Path) -> dict[str, Any]:
             message = problem["msg"]
             if problem["type"] == "value_error":  # this module's own words, without pydantic's "Value error, "
                 message = str(problem["ctx"]["error"])
-            if problem["type"] == "extra_forbidden" and problem["loc"][-1] in ("api_key", "key", "token", "password"):
+            if problem["type"] == "extra_forbidden" and problem["loc"][0] == "tools" and problem["loc"][-1] in SECRET_KEYS:
+                message = SECRET_MESSAGE
+            elif problem["type"] == "extra_forbidden" and problem["loc"][-1] in ("api_key", "key", "token", "password"):
                 message = "a secret is never written here: name the environment variable that holds it (api_key_env)"
             problems.append(f"{where}: {message}")
         raise BackendsFileError(f"{path}: " + "; ".join(problems)) from None
@@ -204,10 +212,13 @@ def read_backends_file(path: str | Path) -> dict[str, Any]:
     for name, model in parsed.models.items():
         if model.max_output and model.context_window and model.max_output > model.context_window:
             problems.append(f"models.{name}.max_output: larger than its context_window ({model.context_window})")
+    servers, server_problems = tool_servers(parsed.tools, workspace_root)
+    problems += server_problems
     if problems:
         raise BackendsFileError(f"{path}: " + "; ".join(problems))
     return {"backends": backends, "aliases": {name: alias.model_dump() for name, alias in parsed.aliases.items()},
-            "models": {name: model.model_dump(exclude_none=True) for name, model in parsed.models.items()}}
+            "models": {name: model.model_dump(exclude_none=True) for name, model in parsed.models.items()},
+            "tools": servers}
 
 
 KIND_OPTIONS = {

@@ -72,6 +72,70 @@ def parse_reply(content: str) -> Any:
     return {"text": content}
 
 
+def function_names(tools: list[str]) -> dict[str, str]:
+    """A function name for each tool (`server.tool` → `server__tool`): what the API allows,
+    letters, digits, _ and -, at most 64; made unique with a number where two would meet."""
+    names: dict[str, str] = {}
+    for tool in tools:
+        base = re.sub(r"[^A-Za-z0-9_-]", "_", tool.replace(".", "__", 1))[:60]
+        name, number = base, 1
+        while name in names.values():
+            number += 1
+            name = f"{base}_{number}"
+        names[tool] = name
+    return names
+
+
+def transcript_messages(transcript: list[dict], names: dict[str, str]) -> list[dict]:
+    """The conversation since the prompt as chat messages: the assistant's turns with their
+    `tool_calls`, each call's result as a `tool` message (its JSON text)."""
+    messages: list[dict] = []
+    for entry in transcript:
+        if entry["role"] == "assistant":
+            messages.append({"role": "assistant", "content": entry.get("text") or None, "tool_calls": [
+                {"id": call["id"], "type": "function",
+                 "function": {"name": names.get(call["name"], call["name"]),
+                              "arguments": call["arguments"] if isinstance(call["arguments"], str)
+                              else json.dumps(call["arguments"], ensure_ascii=False)}}
+                for call in entry["tool_calls"]]})
+        else:
+            content = entry["content"]
+            messages.append({"role": "tool", "tool_call_id": entry["id"],
+                             "content": content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)})
+    return messages
+
+
+def asked_calls(data: dict, tools: dict[str, str]) -> list[dict]:
+    """The calls the reply asks for, each {"id", "name" (the tool's, where the function
+    name is one of ours), "arguments" (the JSON object, or the text when it is not one)}."""
+    asked = []
+    for number, call in enumerate(data["choices"][0]["message"].get("tool_calls") or [], start=1):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        text = function.get("arguments")
+        try:
+            arguments = json.loads(text) if isinstance(text, str) and text.strip() else {}
+        except ValueError:
+            arguments = text
+        if not isinstance(arguments, dict):
+            arguments = text if isinstance(text, str) else json.dumps(text)
+        name = str(function.get("name") or "")
+        asked.append({"id": str(call.get("id") or f"call_{number}"), "name": tools.get(name, name),
+                      "arguments": arguments})
+    return asked
+
+
+def message_text(message: dict) -> str:
+    """What a chat message's tokens are counted from: its text and its calls' names and arguments."""
+    content = message.get("content")
+    parts = [content if isinstance(content, str) else ""]
+    for call in message.get("tool_calls") or []:
+        function = (call.get("function") if isinstance(call, dict) else None) or {}
+        parts += [str(function.get("name", "")), str(function.get("arguments", ""))]
+    return "".join(parts)
+
+
 def summary_text(reply: str) -> str:
     """The summary in a reply: its text, or the `summary`/`text` of a JSON object."""
     value = parse_reply(reply)
@@ -217,14 +281,21 @@ class OpenAICompatibleBackend(Backend):
     # ------------------------------------------------------------------ the Backend API
 
     def complete(self, request: BackendRequest) -> BackendResponse:
+        names = function_names([tool["name"] for tool in request.tools])
         messages = []
         if request.system_prompt:
             messages.append({"role": "system", "content": request.system_prompt})
         messages.append({"role": "user", "content": request.prompt})
+        messages += transcript_messages(request.transcript, names)
+        tools = [{"type": "function", "function": {"name": names[tool["name"]], "description": tool["description"],
+                                                   "parameters": tool["input_schema"]}} for tool in request.tools]
         data, content, call = self.chat(messages, model=request.model, max_tokens=request.max_output_tokens,
-                                        encoding=request.encoding)
-        return BackendResponse(output=parse_reply(content), tokens_in=call.tokens_in, tokens_out=call.tokens_out,
-                               backend=self.name, model=call.model, text=content)
+                                        encoding=request.encoding, tools=tools,
+                                        parallel_tool_calls=request.parallel_tool_calls)
+        tool_calls = asked_calls(data, {function: tool for tool, function in names.items()})
+        output = None if tool_calls else parse_reply(content or "")
+        return BackendResponse(output=output, tokens_in=call.tokens_in, tokens_out=call.tokens_out,
+                               backend=self.name, model=call.model, text=content or "", tool_calls=tool_calls)
 
     def summarize(self, text: str, target_tokens: int, *, model: str = "") -> str:
         messages = [
@@ -232,12 +303,13 @@ class OpenAICompatibleBackend(Backend):
             {"role": "user", "content": f"{summary_instruction(target_tokens)}\n\n{text}"},
         ]
         _, content, _ = self.chat(messages, model=model, max_tokens=max(32, int(target_tokens * 1.5)))
-        return summary_text(content)
+        return summary_text(content or "")
 
     # ------------------------------------------------------------------ HTTP
 
     def chat(self, messages: list[dict], *, model: str = "", max_tokens: int | None = None,
-             encoding: str = "") -> tuple[dict, str, Call]:
+             encoding: str = "", tools: list[dict] | None = None,
+             parallel_tool_calls: bool = True) -> tuple[dict, str | None, Call]:
         """(the response body, the first choice's content, the call as metered) of one chat
         completion; a streamed one's body is put together as the unstreamed body would be.
         Its tokens are the server's `usage` (in a stream, the last one sent); where it
@@ -248,13 +320,17 @@ class OpenAICompatibleBackend(Backend):
             raise BackendError(f"backend {self.name!r} has no default model and the agent names none",
                                code="BAD_BACKEND_CONFIG", retryable=False)
         body: dict[str, Any] = {"model": chosen, "messages": messages}
+        if tools:
+            body["tools"] = tools
+            if not parallel_tool_calls:  # the API's default is true: say so only when it is not
+                body["parallel_tool_calls"] = False
         if max_tokens:
             body["max_tokens"] = max_tokens
         if self.stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
         encoding = counting_encoding(self.name, chosen, encoding)
-        counted_in = sum(count_tokens(str(message.get("content", "")), encoding) for message in messages)
+        counted_in = sum(count_tokens(message_text(message), encoding) for message in messages)
         check_call(backend=self.name, model=chosen, tokens_in=counted_in, max_tokens=max_tokens)
         try:
             return self._answer(body, chosen, counted_in, encoding)
@@ -264,7 +340,7 @@ class OpenAICompatibleBackend(Backend):
                             encoding=encoding)
             raise
 
-    def _answer(self, body: dict, chosen: str, counted_in: int, encoding: str) -> tuple[dict, str, Call]:
+    def _answer(self, body: dict, chosen: str, counted_in: int, encoding: str) -> tuple[dict, str | None, Call]:
         data = self._post(body)
         try:
             message = data["choices"][0]["message"]
@@ -274,14 +350,14 @@ class OpenAICompatibleBackend(Backend):
                                code="BAD_RESPONSE", retryable=False) from None
         if isinstance(content, list):  # content parts
             content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-        if not isinstance(content, str):
+        if not isinstance(content, str) and not (content is None and message.get("tool_calls")):
             raise BackendError(f"{self.name}: the reply has no text content", code="BAD_RESPONSE", retryable=True)
         reported_in, reported_out, cached_in = _usage(data.get("usage"))
         reported = reported_in is not None and reported_out is not None
         if reported_in is not None and reported_out is not None:
             tokens_in, tokens_out = reported_in, reported_out
         else:
-            tokens_in, tokens_out = counted_in, count_tokens(content, encoding)
+            tokens_in, tokens_out = counted_in, count_tokens(message_text(message), encoding)
         call = record_call(backend=self.name, model=str(data.get("model") or chosen), tokens_in=tokens_in,
                            tokens_out=tokens_out, cached_in=cached_in if reported else 0,
                            usage="reported" if reported else "counted", encoding=encoding)
@@ -363,6 +439,7 @@ class OpenAICompatibleBackend(Backend):
         model = ""
         completion_id = ""
         finish_reason = None
+        calls: dict[int, dict] = {}  # a tool call's deltas, joined, by its index
 
         def malformed(what: str, event: str) -> BackendError:
             return BackendError(f"{where} sent a stream event {what}: {event[:200]!r}", code="BAD_RESPONSE",
@@ -398,6 +475,15 @@ class OpenAICompatibleBackend(Backend):
                     if choice.get("index", 0) != 0:
                         continue
                     choice_seen = True
+                    for part in (delta or {}).get("tool_calls") or []:
+                        if not isinstance(part, dict) or not isinstance(part.get("index", 0), int):
+                            raise malformed("with a tool call delta that is not one", event)
+                        joined = calls.setdefault(part.get("index", 0), {"id": "", "type": "function",
+                                                                         "function": {"name": "", "arguments": ""}})
+                        joined["id"] = part.get("id") or joined["id"]
+                        function = part.get("function") or {}
+                        joined["function"]["name"] += function.get("name") or ""
+                        joined["function"]["arguments"] += function.get("arguments") or ""
                     content = (delta or {}).get("content")
                     if isinstance(content, str):
                         pieces.append(content)
@@ -425,6 +511,8 @@ class OpenAICompatibleBackend(Backend):
             "choices": [{"index": 0, "finish_reason": finish_reason,
                          "message": {"role": "assistant", "content": "".join(pieces) if texts else None}}],
         }
+        if calls:
+            data["choices"][0]["message"]["tool_calls"] = [calls[index] for index in sorted(calls)]
         if usage is not None:
             data["usage"] = usage
         return data

@@ -20,6 +20,7 @@ before and after and why, the shape the budget bar draws.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,6 +67,13 @@ class ToolBudget:
         self.role = role
         self.abstractive = abstractive
         self.passed: list[Passed] = []
+
+    def saved(self) -> list[dict[str, Any]]:
+        """What has been passed so far, to go on from later (`restore`)."""
+        return [dataclasses.asdict(entry) for entry in self.passed]
+
+    def restore(self, saved: list[dict[str, Any]]) -> None:
+        self.passed = [Passed(**entry) for entry in saved]
 
     def used(self) -> int:
         return self.prompt_tokens + sum(entry.tokens for entry in self.passed)

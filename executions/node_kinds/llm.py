@@ -22,9 +22,9 @@ from engine.tokens import TokenCounter
 from executions.compression import compress_dependencies
 from executions.context import assemble_node_context
 from executions.models import NodeRun
-from executions.node_errors import NodeFailure
+from executions.node_errors import NodeFailure, NodeWaits
 from executions.node_kinds.base import Performed, WorkerKind
-from executions.node_kinds.tool_loop import Toolbox, converse
+from executions.node_kinds.tool_loop import AWAITING, Toolbox, converse
 from executions.output_readers import named_inputs, run_scope
 from executions.prompts import PROMPT_LIMIT, bounded, counting_encoding, prompt_items, render_prompt, skills
 from workflows.contracts import contract_results
@@ -83,13 +83,20 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
     # within the process, so its agent is read here rather than through it).
     required = skills(agent if node.agent_id == agent.pk else Agent.objects.only("capabilities").get(pk=node.agent_id))
     toolbox = Toolbox.of(agent)
-    if toolbox is not None and toolbox.missing:
-        record["missing_tools"] = toolbox.missing
-    replies, prompts, tokens_in, tokens_out = [], [], 0, 0
+    # A node that stopped for a decision on tool calls goes on where it stopped: the batches
+    # answered before are not asked again, nor the turns of the one it stopped in.
+    resume = run.conversation if toolbox is not None else None
+    replies, tokens_in, tokens_out = [], 0, 0
+    if resume is not None:
+        replies, tokens_in, tokens_out = resume["replies"], resume["tokens_in_before"], resume["tokens_out_before"]
+        record.update(turns=list(run.turns), tool_calls=[c for c in run.tool_calls if c["status"] != AWAITING])
+    prompts = []
     for call in range(assembly.batch_count):
         texts = assembly.texts(call)
         prompt = render_prompt(texts)
         prompts.append(prompt)
+        if call < len(replies):
+            continue
         inputs = dict(zip((name for name, _ in texts), batch_contents(assembly, call), strict=True))
         request = BackendRequest(
             agent_id=agent.agent_id, skills=skills(agent), required_skills=required,
@@ -103,13 +110,22 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
                 budget = ToolBudget(limit=agent.context_limits.data_limit, counter=TokenCounter(encoding),
                                     prompt_tokens=assembly.record["resolution"]["final_tokens"], role=agent.role,
                                     abstractive=abstractive_summarizer(backend, agent.model))
-                response = converse(backend, request, toolbox, budget, record, purpose=purpose)
+                response = converse(backend, request, toolbox, budget, record, purpose=purpose,
+                                    resume=resume and resume["conversation"])
+                resume = None
             else:
                 with calling(purpose):
                     response = backend.complete(request)
         except BackendError as error:
             raise NodeFailure(str(error), code=error.code, retryable=error.retryable, record=record,
                               details=error.details) from None
+        except NodeWaits as waits:
+            waits.conversation = {"conversation": waits.conversation, "replies": replies,
+                                  "tokens_in_before": tokens_in, "tokens_out_before": tokens_out}
+            waits.record.update(tokens_in=tokens_in + waits.record.get("tokens_in", 0),
+                                tokens_out=tokens_out + waits.record.get("tokens_out", 0))
+            waits.record.update(backend=agent.backend, prompt="\n\n=== next batch ===\n\n".join(prompts)[:PROMPT_LIMIT])
+            raise
         if response.tool_calls and toolbox is None:
             asked = list(dict.fromkeys(str(c.get("name", "")) for c in response.tool_calls))
             raise NodeFailure(f"{agent.agent_id} was asked to call {', '.join(asked)} and has no tools",

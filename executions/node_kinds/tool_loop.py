@@ -27,15 +27,20 @@ from typing import Any
 
 from agents.backends import BackendRequest, BackendResponse
 from agents.backends.metering import calling
+from engine import gates
 from engine.context.tool_results import ToolBudget, ToolResultsOverBudget
-from executions.node_errors import NodeFailure
+from executions.node_errors import NodeFailure, NodeWaits
 from tools import catalogue
-from tools.errors import TOOL_LOOP_LIMIT, TOOL_UNAVAILABLE
+from tools.errors import TOOL_CALL_REJECTED, TOOL_LOOP_LIMIT, TOOL_UNAVAILABLE
 
 DEFAULT_MAX_TOOL_CALLS = 8
 RESULT_KEPT_BYTES = 64_000  # a result larger than this is kept as its preview and digest only
 PREVIEW_CHARS = 500
 TEXT_KEPT_CHARS = 2_000
+
+
+TOOL_CALL_GATE = "tool_call"  # the `kind` of the gate a node run opens on calls that need approval
+AWAITING = "awaiting_approval"  # the status of a call waiting for that decision
 
 
 @dataclasses.dataclass
@@ -47,6 +52,7 @@ class Toolbox:
     max_calls: int
     parallel: bool
     needs_approval: set[str]
+    deciders: dict[str, list[str]] = dataclasses.field(default_factory=lambda: {"roles": list(gates.DEFAULT_ROLES)})
 
     @classmethod
     def of(cls, agent) -> Toolbox | None:
@@ -65,31 +71,50 @@ class Toolbox:
 
 
 def converse(backend, request: BackendRequest, toolbox: Toolbox, budget: ToolBudget, record: dict,
-             *, purpose: str = "node") -> BackendResponse:
+             *, purpose: str = "node", resume: dict | None = None) -> BackendResponse:
     """The model's final answer to `request`, after as many turns of tool calls as it asks
     for. `record["turns"]` and `record["tool_calls"]` grow as it goes (so that a failure
-    still shows what was done); the response's tokens are every turn's."""
-    request = dataclasses.replace(request, tools=toolbox.specs(), transcript=[])
+    still shows what was done); the response's tokens are every turn's.
+
+    A turn that asks for a call of a tool needing approval stops the node (NodeWaits) before
+    any of its calls runs; `resume` is what it stopped with (`NodeWaits.conversation`), the
+    person's decision added, and the conversation goes on from there without asking the
+    model again what it already answered."""
+    request = dataclasses.replace(request, tools=toolbox.specs(), transcript=[], parallel_tool_calls=toolbox.parallel)
     turns = record.setdefault("turns", [])
     calls = record.setdefault("tool_calls", [])
     tokens_in = tokens_out = 0
     context: dict[str, Any] | None = None  # what the turn is given besides the prompt
+    pending = None
+    if resume is not None:
+        request = dataclasses.replace(request, transcript=resume["transcript"])
+        budget.restore(resume["passed"])
+        tokens_in, tokens_out, pending = resume["tokens_in"], resume["tokens_out"], resume["pending"]
     while True:
-        turn = len(turns) + 1
-        with calling(f"{purpose}, turn {turn}"):
-            response = backend.complete(request)
-        tokens_in += response.tokens_in
-        tokens_out += response.tokens_out
-        turns.append({"turn": turn, "tokens_in": response.tokens_in, "tokens_out": response.tokens_out,
-                      "text": (response.text or "")[:TEXT_KEPT_CHARS],
-                      "tool_call_ids": [call.get("id", "") for call in response.tool_calls],
-                      **({"context": context} if context else {})})
-        if not response.tool_calls:
-            return dataclasses.replace(response, tokens_in=tokens_in, tokens_out=tokens_out)
-        made = len(calls)
-        if made + len(response.tool_calls) > toolbox.max_calls:
-            raise _loop_limit(toolbox, calls, len(response.tool_calls), record)
-        done = run_calls(toolbox, response.tool_calls, turn, record)
+        if pending is None:
+            turn = len(turns) + 1
+            with calling(f"{purpose}, turn {turn}"):
+                response = backend.complete(request)
+            tokens_in += response.tokens_in
+            tokens_out += response.tokens_out
+            turns.append({"turn": turn, "tokens_in": response.tokens_in, "tokens_out": response.tokens_out,
+                          "text": (response.text or "")[:TEXT_KEPT_CHARS],
+                          "tool_call_ids": [call.get("id", "") for call in response.tool_calls],
+                          **({"context": context} if context else {})})
+            if not response.tool_calls:
+                return dataclasses.replace(response, tokens_in=tokens_in, tokens_out=tokens_out)
+            if len(calls) + len(response.tool_calls) > toolbox.max_calls:
+                raise _loop_limit(toolbox, calls, len(response.tool_calls), record)
+            pending = {"turn": turn, "text": response.text or "", "asked": response.tool_calls, "decided": {}}
+        undecided = [call for call in pending["asked"]
+                     if call.get("name") in toolbox.needs_approval and call.get("id") not in pending["decided"]]
+        if undecided:
+            record.update(tokens_in=tokens_in, tokens_out=tokens_out)
+            raise _waits(toolbox, undecided, record, {
+                "transcript": request.transcript, "passed": budget.saved(), "pending": pending,
+                "tokens_in": tokens_in, "tokens_out": tokens_out})
+        turn = pending["turn"]
+        done = run_calls(toolbox, pending["asked"], turn, record, pending["decided"])
         outcomes = [entry for entry, _ in done]
         calls += outcomes
         try:
@@ -101,18 +126,35 @@ def converse(backend, request: BackendRequest, toolbox: Toolbox, budget: ToolBud
         for entry in outcomes:
             entry["result_tokens"] = context["total_input_data"][f"{entry['name']} result ({entry['id']})"]["passed_tokens"]
         transcript = [*request.transcript,
-                      {"role": "assistant", "text": response.text or "",
+                      {"role": "assistant", "text": pending["text"],
                        "tool_calls": [{"id": entry["id"], "name": entry["name"], "arguments": entry["arguments"]}
                                       for entry in outcomes]}]
         transcript += [{"role": "tool", "id": entry["id"], "name": entry["name"], "status": entry["status"],
                         "content": content} for entry, content in zip(outcomes, passed, strict=True)]
         request = dataclasses.replace(request, transcript=transcript)
+        pending = None
+
+
+def _waits(toolbox: Toolbox, undecided: list[dict[str, Any]], record: dict, conversation: dict) -> NodeWaits:
+    """The node stops until a person decides the calls `undecided` (a gate of its run, decided
+    as any gate is: executions/services/gates.py); they show in `tool_calls` as awaiting it."""
+    shown = [{"id": str(call.get("id")), "name": call.get("name"), "arguments": call.get("arguments")}
+             for call in undecided]
+    names = ", ".join(dict.fromkeys(str(call["name"]) for call in shown))
+    gate = {**gates.settings_of({"prompt": f"Let the agent call {names}?", "decisions": [gates.APPROVE, gates.REJECT],
+                                 "deciders": toolbox.deciders}),
+            "kind": TOOL_CALL_GATE, "shown": {"calls": shown}, "missing": [], "schema_from": "", "decision": None}
+    waiting = [{**call, "turn": conversation["pending"]["turn"], "status": AWAITING, "error_code": "", "error": "",
+                "approved_by": None} for call in shown]
+    record = {**record, "tool_calls": [*record["tool_calls"], *waiting]}
+    return NodeWaits(f"waiting for a decision on {names}", gate=gate, conversation=conversation, record=record)
 
 
 Done = tuple[dict[str, Any], catalogue.Outcome]  # a call's entry of `tool_calls`, and how it ended
 
 
-def run_calls(toolbox: Toolbox, asked: list[dict[str, Any]], turn: int, record: dict) -> list[Done]:
+def run_calls(toolbox: Toolbox, asked: list[dict[str, Any]], turn: int, record: dict,
+              decided: dict[str, dict[str, Any]]) -> list[Done]:
     """Run one turn's calls: builtin tools here, one after another (they read the database
     on this thread's connection); those on MCP servers at once when the agent allows
     parallel calls. In the order asked."""
@@ -122,9 +164,14 @@ def run_calls(toolbox: Toolbox, asked: list[dict[str, Any]], turn: int, record: 
         name = str(call.get("name", ""))
         tool = toolbox.tools.get(name)
         arguments = call.get("arguments")
-        entry = {"id": str(call.get("id") or f"call_{turn}_{index + 1}"), "turn": turn, "name": name,
-                 "server": tool.server if tool else "", "tool": tool.tool if tool else name,
-                 "arguments": arguments, "started_at": datetime.now(UTC).isoformat().replace("+00:00", "Z")}
+        call_id = str(call.get("id") or f"call_{turn}_{index + 1}")
+        decision = decided.get(call_id)  # a person's, on a tool that needs approval
+        entry: dict[str, Any] = {
+            "id": call_id, "turn": turn, "name": name, "server": tool.server if tool else "",
+            "tool": tool.tool if tool else name, "arguments": arguments,
+            "started_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+            "approved_by": decision["decided_by"] if decision and decision["decision"] == gates.APPROVE else None,
+            **({"decision": decision} if decision else {})}
         if name in toolbox.missing:
             raise NodeFailure(f"the model asked for {name}, which the agent names but the tool catalogue does not "
                               "hold", code="CAPABILITY_GAP", retryable=False, record=record,
@@ -133,10 +180,9 @@ def run_calls(toolbox: Toolbox, asked: list[dict[str, Any]], turn: int, record: 
             entries[index] = _finish(entry, catalogue.Outcome(
                 TOOL_UNAVAILABLE, error=f"{name!r} is not one of this agent's tools "
                                         f"({', '.join(toolbox.tools) or 'it has none'})"))
-        elif name in toolbox.needs_approval:
-            raise NodeFailure(f"{name} needs a person's approval before it runs, and waiting for one inside a node "
-                              "run is not available yet: the call was not made", code="TOOL_APPROVAL_UNAVAILABLE",
-                              retryable=False, record=record, details={"tool": name})
+        elif decision is not None and decision["decision"] != gates.APPROVE:
+            entries[index] = _finish(entry, catalogue.Outcome(TOOL_CALL_REJECTED, error=(
+                f"rejected by {decision['decided_by'] or 'a person'}: {decision['comment'] or 'no comment'}")))
         elif isinstance(arguments, str):  # the model's text that is not a JSON object
             entries[index] = _finish(entry, catalogue.Outcome(
                 "TOOL_ARGUMENTS_INVALID", error=f"the arguments of {name} are not a JSON object: {arguments[:200]!r}"))
@@ -145,11 +191,14 @@ def run_calls(toolbox: Toolbox, asked: list[dict[str, Any]], turn: int, record: 
         else:
             remote.append((index, tool, entry))
     if remote:
-        with ThreadPoolExecutor(max_workers=len(remote), thread_name_prefix="tool-call") as pool:
+        pool = ThreadPoolExecutor(max_workers=len(remote), thread_name_prefix="tool-call")
+        try:
             futures = [(index, entry, pool.submit(catalogue.call, tool, entry["arguments"]))
                        for index, tool, entry in remote]
             for index, entry, future in futures:
                 entries[index] = _finish(entry, future.result())
+        finally:  # a time limit that stops the node here does not wait for the calls: each has its own
+            pool.shutdown(wait=False, cancel_futures=True)
     return [done for done in entries if done is not None]
 
 
@@ -160,8 +209,7 @@ def _finish(entry: dict[str, Any], outcome: catalogue.Outcome) -> Done:
     entry.update(status=outcome.status, error_code="" if outcome.ok else outcome.status, error=outcome.error,
                  duration_ms=outcome.duration_ms, result_preview=text[:PREVIEW_CHARS],
                  result_digest="sha256:" + hashlib.sha256(text.encode()).hexdigest(),
-                 result=outcome.result if kept else None, result_kept=kept, result_tokens=0,
-                 approved_by=None)
+                 result=outcome.result if kept else None, result_kept=kept, result_tokens=0)
     return entry, outcome
 
 

@@ -15,10 +15,11 @@ that carries the output as that person's decision, made when they gave it.
 """
 from __future__ import annotations
 
+import copy
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from core.errors import DocumentError, IllegalTransition, NotFound
@@ -28,8 +29,9 @@ from core.status_writes import lock_row, transition
 from engine import gates
 from engine.json_schema import field_problems
 from executions.models import Execution, NodeRun
+from executions.node_kinds.tool_loop import TOOL_CALL_GATE
 from executions.run_graphs import check_contracts_of, execution_graph
-from executions.services.run import ENDED, LockedRun
+from executions.services.run import ENDED, LockedRun, dispatch_after_commit
 
 
 def gate_decide(*, execution: Execution, node_run_id: int, decision: str, comment: str = "", output: Any = None,
@@ -60,8 +62,30 @@ def gate_decide(*, execution: Execution, node_run_id: int, decision: str, commen
             output = _checked_edit(execution, run, output)
         elif output is not None:
             raise DocumentError(f"an output is given only with the decision edit, not {decision}", where="output")
-        _decide(locked, run, decision, output=output, comment=comment, by=username)
+        if gate.get("kind") == TOOL_CALL_GATE:
+            _decide_tool_calls(locked, run, decision, comment=comment, by=username)
+        else:
+            _decide(locked, run, decision, output=output, comment=comment, by=username)
     return run
+
+
+def _decide_tool_calls(locked: LockedRun, run: NodeRun, decision: str, *, comment: str, by: str) -> None:
+    """Store a decision on the tool calls a node run waits on (executions/node_kinds/tool_loop.py)
+    and send the node run to a worker again: approved calls run, rejected ones are answered to
+    the model as TOOL_CALL_REJECTED, and the conversation goes on where it stopped."""
+    now = timezone.now()
+    gate = {**_gate_of(run), "decision": decision, "decided_by": by, "decided_at": now.isoformat(),
+            "comment": comment, "timed_out": False}
+    decided = {call["id"]: {"decision": decision, "decided_by": by, "decided_at": gate["decided_at"],
+                            "comment": comment} for call in gate["shown"]["calls"]}
+    assert run.conversation is not None, "a node run waiting on tool calls stored where it stopped"
+    conversation = copy.deepcopy(run.conversation)
+    conversation["conversation"]["pending"]["decided"].update(decided)
+    transition(NodeRun, run.pk, NodeRun.Status.WAITING, NodeRun.Status.PENDING, gate=gate, conversation=conversation,
+               available_at=now, dispatches=models.F("dispatches") + 1)
+    if locked.execution.status == Execution.Status.WAITING:
+        locked.resume(now)
+    dispatch_after_commit(run.pk)
 
 
 def gate_output_given(*, node_id: str, gate: dict[str, Any], output: Any, actor, given: str, to: str,

@@ -29,7 +29,7 @@ from core.status_writes import Touch, Under, claim_row, transition, transition_u
 from engine.steps import nothing_follows, wall_time_exceeded
 from executions import node_kinds
 from executions.models import Execution, NodeRun
-from executions.node_errors import NodeFailure
+from executions.node_errors import NodeFailure, NodeWaits
 from executions.run_graphs import execution_graph
 from executions.services.budget import claims_ended, node_run_budget
 from executions.services.inline import INLINE_SECONDS, MAX_INLINE, Chain, Claimed
@@ -119,6 +119,12 @@ def _execute(node_run_id: int, worker: str, claimed: Claimed | None = None,
                 f"the node did not finish within the node time limit of {limit:g} s and was stopped"), meter, chain)
         except NodeFailure as failure:
             return "failed", node_failed(run, claim, _crossed(meter, failure.record) or failure, meter, chain)
+        except NodeWaits as waits:  # for a person's decision on tool calls (executions/services/gates.py)
+            crossed = _crossed(meter, waits.record)
+            if crossed is not None:
+                return "failed", node_failed(run, claim, crossed, meter, chain)
+            _node_waits(run, claim, waits, meter)
+            return "waiting", None
         except Exception as error:  # a defect must fail the node visibly, not leave it running
             if isinstance(error, (OperationalError, InterfaceError)) and not _connection_usable():
                 # The database connection broke while the node ran, with no result in
@@ -141,6 +147,25 @@ def _execute(node_run_id: int, worker: str, claimed: Claimed | None = None,
         # Still beating: were the database away for a while as the result is stored, the
         # sweep must not send the node again meanwhile.
         return "success", _node_succeeded(run, claim, performed, node, meter, chain)
+
+
+def _node_waits(run: NodeRun, claim: str, waits: NodeWaits, meter: Meter) -> None:
+    """Store a node run that stops for a decision on tool calls: waiting, its gate open, what
+    it did so far (turns, calls, their cost) and the conversation it goes on from. A run
+    with nothing else to do waits with it (LockedRun.pause_at_gates)."""
+    calls, added, flags = _metered(meter, run)
+    fields = {**_fields(waits.record), **calls, "gate": waits.gate, "conversation": waits.conversation,
+              "decide_by": None}
+
+    def store(again: bool) -> None:
+        if again and _stored_before(run, claim, NodeRun.Status.WAITING):
+            return
+        with transaction.atomic():
+            locked, stored = _store_locked(run, claim, NodeRun.Status.WAITING, fields, added, flags)
+            if stored == 1:
+                locked.pause_at_gates()
+
+    _stored_surely(store, run.pk)
 
 
 def _crossed(meter: Meter, record: dict) -> NodeFailure | None:
@@ -200,15 +225,17 @@ def _charge(execution: Execution, added: dict, flags: dict) -> None:
             **{name: models.F(name) + amount for name, amount in added.items()}, **flags)
 
 
-def _metered(meter: Meter | None) -> tuple[dict, dict, dict]:
+def _metered(meter: Meter | None, run: NodeRun | None = None) -> tuple[dict, dict, dict]:
     """The node run's fields for the calls `meter` recorded (and its claims on the run's
     max_cost, which end with it: see executions/services/budget.py); the amount they add to
     its execution's cost; and the execution's fields they set (an unpriced call: not
-    complete)."""
+    complete). The calls `run` stored before this claim (a node that waited for a decision
+    on tool calls) come first: its fields are all its calls, the execution adds the new."""
     if meter is None or not (meter.calls or meter.reserved):
         return {}, {}, {}
-    fields = {"calls": [call.as_dict() for call in meter.calls], "cost": meter.cost, "cost_complete": meter.complete,
-              "cost_reserved": 0}
+    earlier, cost, complete = (run.calls, run.cost, run.cost_complete) if run is not None else ([], 0, True)
+    fields = {"calls": [*earlier, *(call.as_dict() for call in meter.calls)], "cost": cost + meter.cost,
+              "cost_complete": complete and meter.complete, "cost_reserved": 0}
     return fields, {"cost": meter.cost} if meter.cost else {}, {} if meter.complete else {"cost_complete": False}
 
 
@@ -252,7 +279,7 @@ def _stored_before(run: NodeRun, claim: str, status: str) -> bool:
 def _node_succeeded(run: NodeRun, claim: str, performed, node, meter: Meter | None = None,
                     chain: Chain | None = None) -> Claimed | None:
     ended = timezone.now()
-    calls, added, flags = _metered(meter)
+    calls, added, flags = _metered(meter, run)
     fields = {"output": performed.output, "completed_at": ended, "duration_ms": _ms(run.started_at, ended),
               **_fields(performed.record), **calls}
     return _stored_surely(lambda again: _store_success(run, claim, performed, node, fields, added, flags, again,
@@ -346,7 +373,7 @@ def node_failed(run: NodeRun, claim: str, failure, meter: Meter | None = None,
     Returns the node that follows it (an on_failure transition) when it was created claimed
     for this worker (`chain`)."""
     ended = timezone.now()
-    calls, added, flags = _metered(meter)
+    calls, added, flags = _metered(meter, run)
     return _stored_surely(lambda again: _store_failure(run, claim, failure, ended, calls, added, flags, again,
                                                        claims_left=meter is None, chain=chain), run.pk)
 

@@ -47,6 +47,21 @@ import pytest
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 
 
+class ToolCalls(list):
+    """A reply that asks for tool calls instead of answering: each (function name, arguments),
+    the arguments a dict (sent as its JSON text) or the text to send as it is.
+
+        chat_server.reply_once(ToolCalls([("builtin__knowledge_search", {"query": "budget"})]))
+        chat_server.respond_with(lambda body: ToolCalls([("demo__echo", "{not json")]))
+    """
+
+    def message(self, ids) -> dict:
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{next(ids)}", "type": "function",
+             "function": {"name": name, "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)}}
+            for name, arguments in self]}
+
+
 @dataclass
 class RecordedRequest:
     method: str
@@ -200,24 +215,27 @@ class ChatServer:
 
     # ------------------------------------------------------------------ answering
 
-    def _content(self, body: dict, content: Any) -> str:
+    def _content(self, body: dict, content: Any) -> str | ToolCalls:
         if self.responder is not None and content is None:
             content = self.responder(body)
         if content is None:
             content = self.content
-        return content if isinstance(content, str) else json.dumps(content)
+        return content if isinstance(content, (str, ToolCalls)) else json.dumps(content)
 
     def _model(self, body: dict) -> str:
         return self.model or (body.get("model") if isinstance(body, dict) else None) or "test-model"
 
     def completion(self, body: dict, content: Any, usage: dict | None) -> dict:
+        content = self._content(body, content)
+        calls = isinstance(content, ToolCalls)
         reply = {
             "id": f"chatcmpl-test-{next(self._ids)}",
             "object": "chat.completion",
             "created": 0,
             "model": self._model(body),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": self._content(body, content)},
-                         "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": content.message(self._ids) if calls
+                         else {"role": "assistant", "content": content},
+                         "finish_reason": "tool_calls" if calls else "stop"}],
         }
         if usage is not None:
             reply["usage"] = _with_total(usage)
@@ -227,13 +245,26 @@ class ChatServer:
         """A streamed completion's chunks: the role, the content in up to three deltas, the
         finish reason, and the usage where `usage_in` puts it."""
         content = self._content(body, content)
-        size = max(1, -(-len(content) // 3))
-        pieces = [content[start:start + size] for start in range(0, len(content), size)] or [""]
         template = {"id": f"chatcmpl-test-{next(self._ids)}", "object": "chat.completion.chunk", "created": 0,
                     "model": self._model(body)}
-        deltas = [{"role": "assistant", "content": ""}] + [{"content": piece} for piece in pieces] + [{}]
+        if isinstance(content, ToolCalls):  # each call: its id and name, then its arguments in two pieces
+            deltas: list[dict] = [{"role": "assistant", "content": None}]
+            for index, call in enumerate(content.message(self._ids)["tool_calls"]):
+                arguments = call["function"]["arguments"]
+                half = len(arguments) // 2
+                deltas += [{"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                            "function": {"name": call["function"]["name"], "arguments": ""}}]},
+                           {"tool_calls": [{"index": index, "function": {"arguments": arguments[:half]}}]},
+                           {"tool_calls": [{"index": index, "function": {"arguments": arguments[half:]}}]}]
+            deltas.append({})
+            finish, content = "tool_calls", ""
+        else:
+            size = max(1, -(-len(content) // 3))
+            pieces = [content[start:start + size] for start in range(0, len(content), size)] or [""]
+            deltas = [{"role": "assistant", "content": ""}] + [{"content": piece} for piece in pieces] + [{}]
+            finish = "stop"
         chunks = [{**template, "choices": [{"index": 0, "delta": delta,
-                                            "finish_reason": "stop" if index == len(deltas) - 1 else None}]}
+                                            "finish_reason": finish if index == len(deltas) - 1 else None}]}
                   for index, delta in enumerate(deltas)]
         asked = isinstance(body.get("stream_options"), dict) and body["stream_options"].get("include_usage") is True
         if usage is not None and usage_in == "every":  # cumulative: what was generated so far

@@ -140,3 +140,38 @@ def test_a_skill_raising_a_gap_is_recorded_as_before(in_process):
     register_skill("tool_test_gap", needs_legal_database)
     execution, node = run("tool_test_gap", {})
     assert node.error_code == "CAPABILITY_GAP" and node.turns == [] and node.tool_calls == []
+
+
+def test_a_call_that_needs_approval_waits_for_a_person_then_goes_on_without_asking_the_model_again(atoms, api):
+    execution, node = run("tool_test_search", {"q": "context window"},
+                          tools_needing_approval=["builtin.knowledge_search"])
+    assert (execution.status, node.status) == ("waiting", "waiting")
+    asked = {"id": node.turns[0]["tool_call_ids"][0], "name": "builtin.knowledge_search",
+             "arguments": {"query": "context window"}}
+    assert node.gate["kind"] == "tool_call" and node.gate["shown"] == {"calls": [asked]}
+    assert node.gate["decisions"] == ["approve", "reject"] and node.gate["decision"] is None
+    assert [call["status"] for call in node.tool_calls] == ["awaiting_approval"] and len(node.calls) == 1
+    url = f"/api/executions/{execution.execution_id}/node-runs/{node.pk}/decision"
+    assert api.viewer.post(url, {"decision": "approve"}).status_code == 403  # authors decide by default
+
+    assert api.author.post(url, {"decision": "approve"}).status_code == 200
+    execution = drain(execution)
+    node.refresh_from_db()
+    assert (execution.status, node.status, node.output) == ("success", "success", {"answer": ["a_tools_2", "a_tools_1"]})
+    [call] = node.tool_calls
+    assert (call["status"], call["approved_by"], call["decision"]["decision"]) == ("success", "author-user", "approve")
+    assert len(node.turns) == 2 and len(node.calls) == 2  # the first turn was not asked again
+    assert node.gate["decided_by"] == "author-user"
+
+
+def test_a_rejected_call_is_answered_to_the_model_as_rejected_with_the_persons_words(atoms, api):
+    execution, node = run("tool_test_search", {"q": "context window"},
+                          tools_needing_approval=["builtin.knowledge_search"])
+    answer = api.author.post(f"/api/executions/{execution.execution_id}/node-runs/{node.pk}/decision",
+                             {"decision": "reject", "comment": "not on this data"})
+    assert answer.status_code == 200, answer.json()
+    execution = drain(execution)
+    node.refresh_from_db()
+    assert node.output == {"answer": None, "failed": "TOOL_CALL_REJECTED",
+                           "error": "rejected by author-user: not on this data"}
+    assert node.tool_calls[0]["approved_by"] is None and node.tool_calls[0]["status"] == "TOOL_CALL_REJECTED"
