@@ -21,7 +21,9 @@ CONTEXT_LIMIT_FIELDS = (
     "reserved_for_instructions",
     "safety_margin",
 )
-RUNTIME_FIELDS = ("backend", "model", "encoding", "role")
+# How the agent calls its tools: what a version freezes and a document carries in `runtime`.
+TOOL_SETTING_FIELDS = ("max_tool_calls", "parallel_tool_calls", "tools_needing_approval")
+RUNTIME_FIELDS = ("backend", "model", "encoding", "role", *TOOL_SETTING_FIELDS)
 
 
 def context_limits_document(agent: Agent) -> dict[str, Any]:
@@ -61,7 +63,10 @@ def agent_as_of(agent: Agent, version) -> Agent:
     frozen.version = version.version
     for field in ("name", "type", "prompt_config", "capabilities", "constraints"):
         setattr(frozen, field, content.get(field, getattr(agent, field)))
-    for field, value in {**content.get("runtime", {}), **content.get("context_limits", {})}.items():
+    # A version frozen before the tool settings existed ran with their defaults.
+    unset = Agent()
+    runtime = {field: getattr(unset, field) for field in TOOL_SETTING_FIELDS}
+    for field, value in {**runtime, **content.get("runtime", {}), **content.get("context_limits", {})}.items():
         setattr(frozen, field, value)
     return frozen
 

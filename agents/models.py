@@ -11,7 +11,7 @@ agents sits below).
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.validators import RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
 
@@ -24,6 +24,8 @@ identifier = RegexValidator(
     "an id is 1-100 characters: letters, digits, and _ . : - (not starting with punctuation)",
 )
 
+DEFAULT_MAX_TOOL_CALLS = 8
+MAX_TOOL_CALLS = 100
 
 
 class Agent(models.Model):
@@ -74,6 +76,14 @@ class Agent(models.Model):
     # catalogue (agents/catalogue.py), or the defaults above.
     limit_sources = models.JSONField(default=dict, blank=True)
     data_area = models.PositiveIntegerField(null=True, blank=True, help_text="Tokens for data; defaults by role.")
+    # How it calls the tools of its `capabilities.tools` (tools/catalogue.py).
+    max_tool_calls = models.PositiveSmallIntegerField(
+        default=DEFAULT_MAX_TOOL_CALLS, validators=[MinValueValidator(1), MaxValueValidator(MAX_TOOL_CALLS)],
+        help_text="Tool calls one node run may make.")
+    parallel_tool_calls = models.BooleanField(
+        default=True, help_text="Whether the calls one model turn asks for may run at once.")
+    tools_needing_approval = models.JSONField(
+        default=list, blank=True, help_text="Names of its tools whose every call waits for a person's decision.")
 
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)

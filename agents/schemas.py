@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 
+from agents.models import DEFAULT_MAX_TOOL_CALLS, MAX_TOOL_CALLS
 from engine.shapes import ID_PATTERN, MAX_COLUMN_INT, Identifier, Omittable, Shape, Text, between
 
 NO_NUL = r"^[^\x00]*$"
@@ -78,6 +79,12 @@ class Runtime(Shape):
     model: Omittable[str] = None
     encoding: Omittable[Text] = None
     role: Omittable[str] = None
+    max_tool_calls: Omittable[Annotated[int, between(1, MAX_TOOL_CALLS)]] = Field(
+        None, description=f"tool calls one node run may make (default {DEFAULT_MAX_TOOL_CALLS})")
+    parallel_tool_calls: Omittable[bool] = Field(
+        None, description="whether the calls one model turn asks for may run at once (default true)")
+    tools_needing_approval: Omittable[list[Text]] = Field(
+        None, description="tools of `capabilities.tools` whose every call waits for a person's decision")
 
 
 class AgentDocument(Shape):

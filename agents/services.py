@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
+from agents.agent_tools import approval_problems, unknown_tool_problems
 from agents.catalogue import model_entry
 from agents.documents import CONTEXT_LIMIT_FIELDS, RUNTIME_FIELDS, agent_as_of, versioned_content
 from agents.models import Agent, AgentVersion
@@ -57,13 +58,16 @@ def _runtime_and_limits(document: dict[str, Any]) -> dict[str, Any]:
     values.update({key: runtime[key] for key in RUNTIME_FIELDS if key in runtime})
     values.update({key: limits[key] for key in CONTEXT_LIMIT_FIELDS + ("data_area",) if key in limits})
     for key in ("max_input_tokens", "max_output_tokens", "reserved_for_system_prompt", "reserved_for_instructions",
-                "data_area"):
+                "data_area", "max_tool_calls"):
         if isinstance(values[key], float):  # JSON does not tell 5 from 5.0: the shape let a whole number through
             values[key] = int(values[key])
 
     if values["backend"] not in settings.LLM_BACKENDS:
         known = ", ".join(sorted(settings.LLM_BACKENDS))
         raise DocumentError(f"backend '{values['backend']}' is not configured (configured: {known})", where="runtime.backend")
+    problems = approval_problems(document.get("capabilities", {}).get("tools", []), values["tools_needing_approval"])
+    if problems:
+        raise DocumentError.at_fields(problems)
     values["limit_sources"] = _model_limits(values, limits)
     values["limit_sources"]["encoding"] = _model_encoding(values, runtime)
     reserved = values["reserved_for_system_prompt"] + values["reserved_for_instructions"]
@@ -280,7 +284,9 @@ def _conflict(message: str, **details: Any) -> SwitchyardError:
 
 
 def _agent_edit_document(document: Any, *, current: Agent | None) -> dict[str, Any]:
-    """A §2.1 document as the API takes it, checked and ready for `agent_import_document`.
+    """A §2.1 document as the API and the editor take it, checked and ready for
+    `agent_import_document`: beyond an import's checks, each of its tools must be one of the
+    catalogue's.
 
     The server owns `metadata` (who created the agent, when it changed) and the detail's
     read-only `versions` and `lineage.ancestors`: they may be sent back and are ignored.
@@ -304,6 +310,10 @@ def _agent_edit_document(document: Any, *, current: Agent | None) -> dict[str, A
         longest = field.max_length
         if len(runtime.get(key, "")) > longest:
             raise DocumentError(f"is longer than {longest} characters", where=f"runtime.{key}")
+    # An author names tools of the catalogue; an imported document may name any (a missing tool at run time).
+    problems = unknown_tool_problems(document.get("capabilities", {}).get("tools", []))
+    if problems:
+        raise DocumentError.at_fields(problems)
 
     document.pop("metadata", None)
     if current is not None:

@@ -15,8 +15,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from agents import selectors, services
-from agents.documents import agent_document
-from agents.models import Agent, DeriveRequest
+from agents.agent_tools import catalogue_choices, missing_tools, tool_listing
+from agents.documents import TOOL_SETTING_FIELDS, agent_document
+from agents.models import MAX_TOOL_CALLS, Agent, DeriveRequest
 from agents.run_readers import run_readers
 from core.errors import DocumentError, NotFound, SwitchyardError
 from core.pages import paginate
@@ -30,6 +31,7 @@ PROMPT_LABELS = {
     "output_constraint": "Output constraint",
 }
 CAPABILITY_LABELS = {"skills": "Skills", "tools": "Tools", "knowledge_domains": "Knowledge domains"}
+TEXT_CAPABILITIES = ("skills", "knowledge_domains")  # written as text in the editor; tools are picked
 
 
 def _found(lookup, *args):
@@ -84,7 +86,9 @@ def agent_detail(request, agent_id: str):
     return render(request, "agents/agent_detail.html", {
         "agent": agent,
         "prompt_parts": [(label, agent.prompt_config.get(key, "")) for key, label in PROMPT_LABELS.items()],
-        "capabilities": [(label, agent.capabilities.get(key, [])) for key, label in CAPABILITY_LABELS.items()],
+        "capabilities": [(CAPABILITY_LABELS[key], agent.capabilities.get(key, [])) for key in TEXT_CAPABILITIES],
+        "tools": tool_listing(agent.capabilities.get("tools", []), agent.tools_needing_approval),
+        "missing_tools": missing_tools(agent.capabilities.get("tools", [])),
         "limits": {
             "max_input_tokens": limits.max_input_tokens, "max_output_tokens": limits.max_output_tokens,
             "reserved_for_system_prompt": limits.reserved_for_system_prompt,
@@ -133,6 +137,27 @@ def _split_lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+class ToolNames(forms.MultipleChoiceField):
+    """Tool names ticked in the editor. Any name is taken here: whether the catalogue holds
+    it is the service's to say (the API's refusal, at the same field)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(required=False, widget=forms.CheckboxSelectMultiple, **kwargs)
+
+    def to_python(self, value: Any) -> list[str]:
+        return [name for name in super().to_python(value) if name.strip()]
+
+    def valid_value(self, value: str) -> bool:
+        return True
+
+
+def _kept_order(current: list[str], ticked: list[str]) -> list[str]:
+    """The ticked names, those the agent had first in its order, then the new ones as ticked:
+    re-saving the same choice never reorders the list (and so never makes a version)."""
+    kept = [name for name in current if name in ticked]
+    return list(dict.fromkeys(kept + ticked))
+
+
 class AgentEditForm(forms.Form):
     name = forms.CharField(max_length=200)
     system_prompt = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 5}))
@@ -141,11 +166,15 @@ class AgentEditForm(forms.Form):
     thinking_process = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     output_constraint = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     skills = forms.CharField(required=False, help_text="comma-separated")
-    tools = forms.CharField(required=False, help_text="comma-separated")
+    tools = ToolNames()
     knowledge_domains = forms.CharField(required=False, help_text="comma-separated")
     constraints = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text="one per line")
     backend = forms.ChoiceField(choices=())
     model = forms.CharField(max_length=200, required=False, help_text="empty: the backend's default")
+    max_tool_calls = forms.IntegerField(label="Tool calls per node run", help_text=f"1 to {MAX_TOOL_CALLS}",
+                                        widget=forms.NumberInput(attrs={"min": 1, "max": MAX_TOOL_CALLS}))
+    parallel_tool_calls = forms.BooleanField(required=False, label="Calls of one model turn may run at once")
+    tools_needing_approval = ToolNames()
     based_on = forms.CharField(widget=forms.HiddenInput)
 
     def __init__(self, *args, **kwargs):
@@ -157,8 +186,11 @@ class AgentEditForm(forms.Form):
         prompt, capabilities = agent.prompt_config, agent.capabilities
         return cls(initial={
             "name": agent.name, **{key: prompt.get(key, "") for key in PROMPT_LABELS},
-            **{key: ", ".join(capabilities.get(key, [])) for key in CAPABILITY_LABELS},
+            **{key: ", ".join(capabilities.get(key, [])) for key in TEXT_CAPABILITIES},
+            "tools": list(capabilities.get("tools", [])),
             "constraints": "\n".join(agent.constraints), "backend": agent.backend, "model": agent.model,
+            "max_tool_calls": agent.max_tool_calls, "parallel_tool_calls": agent.parallel_tool_calls,
+            "tools_needing_approval": list(agent.tools_needing_approval),
             "based_on": agent.version,
         })
 
@@ -172,15 +204,21 @@ class AgentEditForm(forms.Form):
         prompt = {key: value for key, value in agent.prompt_config.items() if key not in PROMPT_LABELS}
         prompt.update({key: data[key] for key in PROMPT_LABELS if data[key] or key in agent.prompt_config})
         capabilities = dict(agent.capabilities)
-        capabilities.update({key: _split_commas(data[key]) for key in CAPABILITY_LABELS})
+        capabilities.update({key: _split_commas(data[key]) for key in TEXT_CAPABILITIES})
+        capabilities["tools"] = _kept_order(agent.capabilities.get("tools", []), data["tools"])
         document.update(name=data["name"], prompt_config=prompt, capabilities=capabilities,
                         constraints=_split_lines(data["constraints"]))
-        document["runtime"] = {**document["runtime"], "backend": data["backend"], "model": data["model"]}
+        document["runtime"] = {
+            **document["runtime"], "backend": data["backend"], "model": data["model"],
+            "max_tool_calls": data["max_tool_calls"], "parallel_tool_calls": data["parallel_tool_calls"],
+            "tools_needing_approval": _kept_order(agent.tools_needing_approval, data["tools_needing_approval"]),
+        }
         return document
 
 
 # Where a service error points (`runtime.backend`, `capabilities.skills[2]`) → the form field.
 FIELD_OF = {"name": "name", "constraints": "constraints", "runtime.backend": "backend", "runtime.model": "model",
+            **{f"runtime.{key}": key for key in TOOL_SETTING_FIELDS},
             **{f"prompt_config.{key}": key for key in PROMPT_LABELS},
             **{f"capabilities.{key}": key for key in CAPABILITY_LABELS}}
 
@@ -243,8 +281,13 @@ def agent_edit(request, agent_id: str):
         if name in form.fields:  # mark the field itself, not only its message
             form.fields[name].widget.attrs.update({"class": "invalid", "aria-invalid": "true",
                                                    "aria-describedby": f"id_{name}-error"})
+    ticked = [str(name) for name in form["tools"].value() or []]
     return render(request, "agents/agent_edit.html", {
         "agent": agent, "form": form,
         "prompt_fields": [form[key] for key in PROMPT_LABELS],
-        "capability_fields": [form[key] for key in CAPABILITY_LABELS],
+        "capability_fields": [form[key] for key in TEXT_CAPABILITIES],
+        # The catalogue by server, and below it any ticked tool it does not hold (saving refuses those).
+        "tool_groups": catalogue_choices(ticked),
+        "ticked": set(ticked),
+        "approval": {str(name) for name in form["tools_needing_approval"].value() or []},
     })

@@ -4,16 +4,18 @@ tables, with its caps and its time limit: knowledge/registry.py)."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from django.db.models import Q
+from pydantic import Field
 
 from engine.context.errors import RefError
 from engine.context.resolution import CappedRows
+from engine.shapes import FilterCondition, Omittable, OrderBy, Shape, between
 from knowledge.models import KnowledgeAtom
-from knowledge.registry import MAX_LIMIT, OPERATORS, run_db_query, tables
-from tools.catalogue import register
+from knowledge.registry import MAX_LIMIT, run_db_query
+from tools.catalogue import register, tool_schema
 from tools.errors import TOOL_ERROR, ToolError
 
 SEARCH_LIMIT = 5
@@ -24,18 +26,20 @@ _WORD = re.compile(r"[^\W_]{3,}")
 STOP_WORDS = frozenset("the and for with that this from what which how are was were has have been into about "
                        "over under their there these those than then them they its our your".split())
 
-SEARCH_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "minLength": 1, "maxLength": 1000,
-                  "description": "Words to look for; atoms holding more of them come first"},
-        "domain": {"type": "string", "description": "Only atoms of this domain"},
-        "atom_type": {"enum": [choice for choice, _ in KnowledgeAtom.AtomType.choices]},
-        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT},
-    },
-    "required": ["query"],
-    "additionalProperties": False,
-}
+class SearchArguments(Shape):
+    query: Annotated[str, Field(min_length=1, max_length=1000,
+                                description="Words to look for; atoms holding more of them come first")]
+    domain: Omittable[Annotated[str, Field(description="Only atoms of this domain")]] = None
+    atom_type: Omittable[Literal["claim", "evidence", "methodology", "background", "metadata", "citation"]] = None
+    limit: Omittable[Annotated[int, between(1, MAX_SEARCH_LIMIT)]] = None
+
+
+class DbQueryArguments(Shape):
+    table: Annotated[str, Field(min_length=1, description="papers, knowledge_atoms, relations or quality_records")]
+    conditions: Omittable[list[FilterCondition]] = None
+    select: Omittable[Annotated[list[str], Field(min_length=1)]] = None
+    order_by: Omittable[OrderBy] = None
+    limit: Omittable[Annotated[int, between(1, MAX_LIMIT)]] = None
 
 
 def search_terms(query: str) -> list[str]:
@@ -67,7 +71,7 @@ def knowledge_search(arguments: dict[str, Any]) -> dict[str, Any]:
         if matched:  # icontains folds case as the database does; this is the Python fold
             ranked.append((-len(matched), -atom.confidence, atom.atom_id, atom, matched))
     ranked.sort(key=lambda row: row[:3])
-    limit = arguments.get("limit", SEARCH_LIMIT)
+    limit = arguments.get("limit") or SEARCH_LIMIT
     return {
         "query": arguments["query"],
         "terms": terms,
@@ -75,26 +79,6 @@ def knowledge_search(arguments: dict[str, Any]) -> dict[str, Any]:
         "atoms": [{"atom_id": atom.atom_id, "paper_id": atom.paper.paper_id, "atom_type": atom.atom_type,
                    "content": atom.content, "confidence": atom.confidence, "domain": atom.domain,
                    "matched_terms": matched} for *_, atom, matched in ranked[:limit]],
-    }
-
-
-def db_query_schema() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "table": {"enum": sorted(tables())},
-            "conditions": {"type": "array", "items": {
-                "type": "object",
-                "properties": {"field": {"type": "string"}, "operator": {"enum": list(OPERATORS)}, "value": {}},
-                "required": ["field", "operator", "value"], "additionalProperties": False}},
-            "select": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-            "order_by": {"type": "object", "properties": {"field": {"type": "string"},
-                                                          "direction": {"enum": ["asc", "desc"]}},
-                         "required": ["field"], "additionalProperties": False},
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
-        },
-        "required": ["table"],
-        "additionalProperties": False,
     }
 
 
@@ -112,7 +96,7 @@ def db_query(arguments: dict[str, Any]) -> dict[str, Any]:
 def register_tools() -> None:
     register("knowledge_search", description="Search the knowledge atoms (claims, evidence, methods …) extracted "
                                              "from the papers for words; the best matches first.",
-             input_schema=SEARCH_SCHEMA, function=knowledge_search)
+             input_schema=tool_schema(SearchArguments), function=knowledge_search)
     register("db_query", description="Read rows of a public table of the knowledge base (papers, knowledge_atoms, "
                                      "relations, quality_records) with conditions, a selection and an order.",
-             input_schema=db_query_schema(), function=db_query)
+             input_schema=tool_schema(DbQueryArguments), function=db_query)

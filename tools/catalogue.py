@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from pydantic import BaseModel
 
-from engine.json_schema import field_problems, schema_refusal
+from engine.json_schema import document_schema, field_problems, schema_refusal
 from tools import errors
 from tools.errors import ToolError
 
@@ -85,6 +86,12 @@ def register(tool: str, *, description: str, input_schema: dict[str, Any],
     if problem or input_schema.get("type") != "object":
         raise ValueError(f"the input schema of {BUILTIN}.{tool} {problem or 'must describe an object'}")
     _builtin[tool] = Tool(BUILTIN, tool, description, input_schema, function)
+
+
+def tool_schema(shape: type[BaseModel]) -> dict[str, Any]:
+    """A builtin tool's input schema, generated from the pydantic shape of its arguments (as
+    every schema of the product's own shapes is: engine/json_schema.py)."""
+    return {key: value for key, value in document_schema(shape).items() if key != "$schema"}
 
 
 def servers() -> dict[str, dict[str, Any]]:

@@ -4,26 +4,23 @@ format from its extension or `format`, at most REF_MAX_FILE_BYTES read."""
 from __future__ import annotations
 
 import socket
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from django.conf import settings
+from pydantic import Field
 
 from engine.context.errors import RefError
-from engine.context.files import FORMATS, read_file
-from tools.catalogue import register
+from engine.context.files import read_file
+from engine.shapes import Omittable, Shape
+from tools.catalogue import register, tool_schema
 from tools.errors import TOOL_ERROR, ToolError
 
-READ_FILE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string", "minLength": 1, "description": "A path inside the workspace, e.g. papers/a.md"},
-        "format": {"enum": list(FORMATS), "description": "How to read it; by default from its extension"},
-        "sections": {"type": "array", "items": {"type": "string"},
-                     "description": "Headings to keep (md and pdf only)"},
-    },
-    "required": ["path"],
-    "additionalProperties": False,
-}
+
+class ReadFileArguments(Shape):
+    path: Annotated[str, Field(min_length=1, description="A path inside the workspace, e.g. papers/a.md")]
+    format: Omittable[Annotated[Literal["pdf", "md", "json", "txt"],
+                                Field(description="How to read it; by default from its extension")]] = None
+    sections: Omittable[Annotated[list[str], Field(description="Headings to keep (md and pdf only)")]] = None
 
 
 def read_workspace_file(arguments: dict[str, Any]) -> Any:
@@ -37,4 +34,4 @@ def read_workspace_file(arguments: dict[str, Any]) -> Any:
 
 register("read_file", description="Read a file of the workspace: text, Markdown (optionally some sections), "
                                   "JSON or PDF text.",
-         input_schema=READ_FILE_SCHEMA, function=read_workspace_file)
+         input_schema=tool_schema(ReadFileArguments), function=read_workspace_file)

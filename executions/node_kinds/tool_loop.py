@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+from agents.agent_tools import needs_approval
 from agents.backends import BackendRequest, BackendResponse
 from agents.backends.metering import calling
 from engine import gates
@@ -33,7 +34,6 @@ from executions.node_errors import NodeFailure, NodeWaits
 from tools import catalogue
 from tools.errors import TOOL_CALL_REJECTED, TOOL_LOOP_LIMIT, TOOL_UNAVAILABLE
 
-DEFAULT_MAX_TOOL_CALLS = 8
 RESULT_KEPT_BYTES = 64_000  # a result larger than this is kept as its preview and digest only
 PREVIEW_CHARS = 500
 TEXT_KEPT_CHARS = 2_000
@@ -61,9 +61,8 @@ class Toolbox:
         if not wanted:
             return None
         tools, missing = catalogue.resolve(wanted)
-        return cls({tool.name: tool for tool in tools}, missing,
-                   getattr(agent, "max_tool_calls", DEFAULT_MAX_TOOL_CALLS),
-                   getattr(agent, "parallel_tool_calls", True), set(getattr(agent, "tools_needing_approval", [])))
+        return cls({tool.name: tool for tool in tools}, missing, agent.max_tool_calls, agent.parallel_tool_calls,
+                   {tool.name for tool in tools if needs_approval(agent.tools_needing_approval, tool.name)})
 
     def specs(self) -> list[dict[str, Any]]:
         return [{"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
