@@ -1,4 +1,4 @@
-"""The demo data: four workflows that between them show everything the inspection pages draw.
+"""The demo data: workflows that between them show everything the inspection pages draw.
 
 - thesis_reading — the task chain of data-transfer-protocol §7.1 (Scholar → Validator →
   Knowledge_Vault). Knowledge_Vault's context limit is small on purpose, so its inputs
@@ -11,7 +11,10 @@
   is retried and falls back to another agent, and the compliance check escalates to a person.
 - game24 — a Tree-of-Thoughts search for the Game of 24 (tot-protocol) in one node, its
   roles played by the ToT agents.
-- the knowledge base the db_query input reads: the sample paper, some seventy knowledge atoms
+- research_with_tools / research_without_tools — an agent that acts: the researcher answers a
+  question by calling builtin.knowledge_search; the same node with an agent that lacks the
+  tool fails with CAPABILITY_GAP, which raises a derive request for a child that has it.
+- the knowledge base the db_query input (and knowledge_search) reads: the sample paper, some seventy knowledge atoms
   extracted from it, a few relations between them and quality records.
 
 All agents use the offline `builtin` backend; the skill names in `capabilities.skills`
@@ -27,7 +30,8 @@ CREATED = {"created_at": "2026-02-03T10:30:00Z", "updated_at": "2026-02-03T10:30
 
 def _agent(agent_id: str, name: str, *, role: str = "", type: str = "business", skills: list[str],
            domains: list[str] | None = None, prompt: str = "", limits: dict | None = None,
-           parent: str | None = None, constraints: list[str] | None = None) -> dict[str, Any]:
+           parent: str | None = None, constraints: list[str] | None = None,
+           tools: list[str] | None = None) -> dict[str, Any]:
     document: dict[str, Any] = {
         "agent_id": agent_id,
         "name": name,
@@ -41,7 +45,7 @@ def _agent(agent_id: str, name: str, *, role: str = "", type: str = "business", 
             "thinking_process": "Work step by step and state what you relied on.",
             "output_constraint": "Reply with one JSON object.",
         },
-        "capabilities": {"skills": skills, "tools": [], "knowledge_domains": domains or []},
+        "capabilities": {"skills": skills, "tools": tools or [], "knowledge_domains": domains or []},
         "constraints": constraints or [],
         "metadata": CREATED,
         "runtime": {"backend": "builtin", "model": "", "encoding": "cl100k_base", "role": role},
@@ -163,6 +167,13 @@ AGENTS = [
     # Needs a skill nobody in the workflow has, so it escalates to a person.
     _agent("Compliance_Checker", "Compliance Checker", skills=["legal_review"],
            prompt="You check release notes for legal problems."),
+    # Answer questions from the knowledge base through the knowledge_search tool: one may call
+    # it; the other has the same skill and no tool, so its runs fail with a capability gap,
+    # which raises a derive request for a child that has the tool.
+    _agent("researcher", "Researcher", skills=["research"], domains=["deep_learning"], tools=["builtin.knowledge_search"],
+           prompt="You answer questions from the knowledge base, citing the atoms you relied on."),
+    _agent("researcher_without_tools", "Researcher without tools", skills=["research"], domains=["deep_learning"],
+           prompt="You answer questions from the knowledge base, citing the atoms you relied on."),
     # Scores each run's outputs for its evaluation (the workflows' `evaluation.judge_agent`).
     _agent("Judge", "Judge", type="meta", skills=["judge_outputs"],
            prompt="You judge the outputs of a workflow run: are they present, complete and free of placeholders?"),
@@ -383,7 +394,39 @@ GAME24: dict[str, Any] = {
                           "description": "settings that override the node's search, e.g. {\"strategy\": \"DFS\"}"}}},
 }
 
-DOCUMENTS = [*AGENTS, BLUEPRINT, THESIS_CHAIN, PARALLEL_ANALYSIS, REPOSITORY_REVIEW, RELEASE_REVIEW, GAME24]
+# Agents that act: the researcher answers a question by calling the knowledge_search tool
+# (executions/node_kinds/llm.py runs the calls between its turns). The same workflow with
+# researcher_without_tools fails with CAPABILITY_GAP, which raises a derive request for a
+# child that has the tool.
+RESEARCH_QUESTION = "How many attention heads does the Transformer use, and of what dimension?"
+
+
+def _research(workflow_id: str, name: str, agent: str, description: str) -> dict[str, Any]:
+    return {
+        "workflow_id": workflow_id,
+        "name": name,
+        "description": description,
+        "topology": "seq",
+        "nodes": [{"id": "research", "agent_ref": agent, "input_mapping": {"question": "$.input.question"}}],
+        "error_handling": {"retry_count": 0, "fallback_agent": None, "escalate_to": None},
+        "domain": "deep_learning",
+        "input_schema": {"type": "object", "properties": {
+            "question": {"type": "string", "minLength": 1, "maxLength": 1000, "default": RESEARCH_QUESTION,
+                         "description": "what to look up in the knowledge base, e.g. how many attention heads"}}},
+    }
+
+
+RESEARCH_WITH_TOOLS = _research(
+    "research_with_tools", "Research with a tool", "researcher",
+    "The researcher calls builtin.knowledge_search with the question's words and answers from the atoms found, "
+    "citing them.")
+RESEARCH_WITHOUT_TOOLS = _research(
+    "research_without_tools", "Research without the tool", "researcher_without_tools",
+    "Fails on purpose: its agent has the research skill but not the knowledge_search tool, so the node fails "
+    "with CAPABILITY_GAP and a derive request proposes a child that has the tool.")
+
+DOCUMENTS = [*AGENTS, BLUEPRINT, THESIS_CHAIN, PARALLEL_ANALYSIS, REPOSITORY_REVIEW, RELEASE_REVIEW, GAME24,
+             RESEARCH_WITH_TOOLS, RESEARCH_WITHOUT_TOOLS]
 
 PAPER_TITLE = "Attention Is All You Need (a short reading copy)"
 PAPER_SECTIONS = [

@@ -10,12 +10,13 @@ and an orchestrator that plans and hands escalations to a person.
 """
 from __future__ import annotations
 
+import json
 import random
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agents.backends.base import BackendError, BackendRequest
+from agents.backends.base import BackendError, BackendRequest, ToolRequest
 from agents.backends.builtin import Skill, as_number, data_inputs, input_value, stable_int, text_of, texts_in
 from demo.paper_skills import PAPER_SKILLS
 
@@ -267,6 +268,76 @@ def legal_review(request: BackendRequest) -> dict:
     raise BackendError("legal_review needs the legal_database tool, which no agent here has",
                        code="CAPABILITY_GAP", retryable=False, details={"missing_tools": ["legal_database"]})
 
+# --------------------------------------------------------------------------- research with a tool
+
+SEARCH_TOOL = "builtin.knowledge_search"
+RESEARCH_ATOMS = 3  # the atoms an answer is built from, at most
+
+
+def _question(request: BackendRequest) -> str:
+    """The task's terms: the `question` (else `query`, `topic`) of the node's inputs or the
+    run's input, on one line."""
+    for key in ("question", "query", "topic"):
+        text = text_of(input_value(request, key))
+        if text:
+            return " ".join(text.split())[:1000]
+    return ""
+
+
+def _search_results(request: BackendRequest) -> list[dict[str, Any]]:
+    """The transcript's results of the search tool, oldest first."""
+    return [message for message in request.transcript
+            if message.get("role") == "tool" and message.get("name") == SEARCH_TOOL]
+
+
+def _content(message: dict[str, Any]) -> Any:
+    """A tool result's content as a value: the loop may give it as the value or as its JSON text."""
+    content = message.get("content")
+    if isinstance(content, str):
+        try:
+            return json.loads(content)
+        except ValueError:
+            return content
+    return content
+
+
+def research(request: BackendRequest) -> dict | ToolRequest:
+    """Answer a question from the knowledge base, through the knowledge_search tool.
+
+    Without the tool among those the agent may call, it cannot: a CAPABILITY_GAP naming the
+    tool (which is what raises a derive request for an agent that has it). With it, the first
+    turn asks for one search with the question's words; the next answers from the atoms the
+    search returned, citing them, and says so plainly when the search failed or found nothing:
+    it never makes an answer up."""
+    if SEARCH_TOOL not in {tool.get("name") for tool in request.tools}:
+        raise BackendError(f"research needs the {SEARCH_TOOL} tool, which this agent may not call",
+                           code="CAPABILITY_GAP", retryable=False, details={"missing_tools": [SEARCH_TOOL]})
+    question = _question(request)
+    results = _search_results(request)
+    if not results:
+        if not question:
+            raise BackendError("research needs a question: the run's input has no `question`",
+                               code="BAD_INPUT", retryable=False)
+        return ToolRequest([{"name": SEARCH_TOOL, "arguments": {"query": question, "limit": RESEARCH_ATOMS}}])
+    last = results[-1]
+    content = _content(last)
+    listed = content.get("atoms") if isinstance(content, dict) else None
+    atoms = [atom for atom in listed or [] if isinstance(atom, dict) and atom.get("content")][:RESEARCH_ATOMS]
+    if last.get("status") != "success" or not atoms:
+        if last.get("status") != "success":
+            error = content.get("error") if isinstance(content, dict) else None
+            message = text_of(error.get("message") if isinstance(error, dict) else content)
+            why = f"the search failed ({last.get('status')}: {message[:300]})"
+        elif listed is None:  # the loop passed the result as a summary or a reference
+            why = "the search's result came as a summary or a reference, with no atoms to cite"
+        else:
+            why = "the search found no atom holding its words"
+        return {"answer": f"Nothing was found in the knowledge base for {question!r}: {why}.",
+                "sources": [], "searched": question, "note": "builtin: not a model"}
+    answer = " ".join(f"{atom['content'].strip()} [{atom.get('atom_id', '?')}]" for atom in atoms)
+    return {"answer": answer, "sources": [atom.get("atom_id") for atom in atoms], "searched": question,
+            "note": "builtin: not a model"}
+
 
 # --------------------------------------------------------------------------- orchestration
 
@@ -304,5 +375,6 @@ DEMO_SKILLS: dict[str, Skill] = {
     "legal_review": legal_review,
     "plan": plan,
     "review_escalation": review_escalation,
+    "research": research,
     **PAPER_SKILLS,
 }

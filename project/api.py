@@ -24,6 +24,7 @@ STATUS_BY_CODE = {
     "INVALID_DOCUMENT": 422,
     "WORKFLOW_INVALID": 422,
     "VALIDATION_ERROR": 422,
+    "TOOLS_NOT_IN_CATALOGUE": 422,  # a derive request whose child would get tools no one offers
 }
 
 

@@ -22,7 +22,8 @@ from agents.models import Agent, DeriveRequest, DeriveRequestEvent
 from agents.services import agent_import_document
 from core.errors import SwitchyardError
 from core.status_writes import lock_row
-from quality.derive_requests.services import derive_request_event
+from quality.derive_requests.services import derive_request_event, requested_tools
+from tools import catalogue
 
 
 def child_agent_id(request: DeriveRequest) -> str:
@@ -37,7 +38,8 @@ def child_agent_id(request: DeriveRequest) -> str:
 
 def child_document(request: DeriveRequest) -> dict[str, Any]:
     """The §2.1 document of the specialised child: the parent's, with the specialization
-    appended to its prompt_config, capabilities and constraints."""
+    appended to its prompt_config, capabilities and constraints; of the tools the parent
+    lacked, those the tool catalogue holds."""
     parent = request.parent_agent
     document = agent_document(parent)
     for key in ("metadata", "version", "status"):
@@ -45,7 +47,9 @@ def child_document(request: DeriveRequest) -> dict[str, Any]:
     prompt = dict(document["prompt_config"] or {})
     capabilities = {key: list(value) for key, value in (document["capabilities"] or {}).items()}
     focus, skills, constraints = request.domain_focus, request.additional_skills, request.additional_constraints
-    tools = [t for t in (request.trigger_context or {}).get("missing_tools", []) if isinstance(t, str)]
+    # Only the missing tools the catalogue holds: a name it does not hold is no tool the
+    # child could call (approval refuses such a request; the catalogue may change after).
+    tools = [tool for tool in requested_tools(request) if not catalogue.unknown([tool])]
     lines = [f"Specialised from {parent.agent_id} by derive request {request.derive_request_id}."]
     if focus:
         lines.append(f"Domain focus: {focus}.")

@@ -18,7 +18,7 @@ from agents.models import Agent, DeriveRequest
 from core.api_support import Rendered
 from core.errors import NotFound
 from core.jsonutil import iso
-from executions.models import Evaluation, Execution
+from executions.models import Evaluation, Execution, NodeRun
 from quality.derive_requests.documents import derive_request_document
 
 _ID = re.compile(ID["pattern"])
@@ -152,3 +152,30 @@ def derive_request_evidence(trigger_context: Any) -> dict[str, Any]:
 
 def _label(key: Any) -> str:
     return str(key).replace("_", " ")
+
+
+def derive_request_failures(trigger_context: Any) -> list[dict[str, Any]]:
+    """The failed node runs a capability gap's evidence names (`failures`: each an
+    execution_id, a node_id and, for requests raised since runs were named, a node_run_id),
+    each with whether its run is still stored (one query, however many there are)."""
+    listed = trigger_context.get("failures") if isinstance(trigger_context, dict) else None
+    if not isinstance(listed, list):
+        return []
+    failures = [failure for failure in listed[:EVIDENCE_LIMIT]
+                if isinstance(failure, dict) and isinstance(failure.get("execution_id"), str)]
+    stored = set(Execution.objects.filter(execution_id__in={f["execution_id"] for f in failures})
+                 .values_list("execution_id", flat=True)) if failures else set()
+    return [{"execution_id": failure["execution_id"], "node_id": str(failure.get("node_id") or ""),
+             "node_run_id": failure.get("node_run_id") if isinstance(failure.get("node_run_id"), int) else None,
+             "error": str(failure.get("error") or ""), "stored": failure["execution_id"] in stored}
+            for failure in failures]
+
+
+def derive_request_child_first_run(request: DeriveRequest) -> NodeRun | None:
+    """The first node run of the request's child agent (its execution with it), or None
+    before the child exists or runs: where to see whether the derivation helped."""
+    if request.result_agent_id is None:
+        return None
+    return (NodeRun.objects.filter(agent_id=request.result_agent_id).select_related("execution")
+            .only("id", "node_id", "status", "execution__execution_id", "execution__status")
+            .order_by("id").first())

@@ -2,7 +2,9 @@
 document, deciding it, and the history of what happened to it.
 
 One invariant lives here and nowhere else: a request's status moves only pending →
-approved | rejected, by an approver, once; never by import. The rules that raise requests
+approved | rejected, by an approver, once; never by import. A request that would give its
+child tools the tool catalogue does not hold cannot be approved as it is (the child could
+not call them), and says which. The rules that raise requests
 from runs are in `triggers.py`, and the child agent an approval leads to is made in
 `child_agent.py`.
 """
@@ -22,6 +24,7 @@ from core.roles import APPROVER, require_role
 from core.status_writes import change_status, lock_row
 from core.tasks import send_after_commit
 from quality.derive_requests.schemas import DeriveRequestDocument
+from tools import catalogue
 
 
 @transaction.atomic
@@ -71,6 +74,9 @@ def derive_request_import_document(document: dict[str, Any], *, actor: str = "")
         setattr(request, name, value)
     request.save()
     return request, "updated"
+
+
+TOOLS_NOT_IN_CATALOGUE = "TOOLS_NOT_IN_CATALOGUE"
 
 
 # --- the API's writes ---------------------------------------------------------------
@@ -136,8 +142,22 @@ def derive_request_create(
         raise taken from None
 
 
+def requested_tools(request: DeriveRequest) -> list[str]:
+    """The tools the request's evidence says the parent lacked (`trigger_context.missing_tools`),
+    which its child is to be given."""
+    context = request.trigger_context if isinstance(request.trigger_context, dict) else {}
+    listed = context.get("missing_tools")
+    return [tool for tool in listed if isinstance(tool, str)] if isinstance(listed, list) else []
+
+
+def tools_not_in_catalogue(request: DeriveRequest) -> list[str]:
+    """Those of the requested tools the tool catalogue does not hold: no agent can call them."""
+    return catalogue.unknown(requested_tools(request))
+
+
 def _derive_request_decide(request: DeriveRequest, status: str, *, user, comment: str) -> None:
-    """pending → approved | rejected, by an approver, once (§6)."""
+    """pending → approved | rejected, by an approver, once (§6). An approval is refused while
+    the request asks for tools the catalogue does not hold; a rejection never is."""
     verb = "approve" if status == DeriveRequest.Status.APPROVED else "reject"
     require_role(user, APPROVER, to=f"{verb} derive requests")
     check_storable(comment, "comment")
@@ -147,6 +167,16 @@ def _derive_request_decide(request: DeriveRequest, status: str, *, user, comment
             f"derive request '{request.derive_request_id}' was {request.status}{by} already; "
             f"only a pending request can be approved or rejected",
             details={"derive_request_id": request.derive_request_id, "status": request.status},
+        )
+    unavailable = tools_not_in_catalogue(request) if status == DeriveRequest.Status.APPROVED else []
+    if unavailable:
+        raise SwitchyardError(
+            f"derive request '{request.derive_request_id}' cannot be approved as it is: it would give its child "
+            f"{', '.join(unavailable)}, not available in the tool catalogue, so the child could not call "
+            f"{'it' if len(unavailable) == 1 else 'them'}; reject it, or have an operator add "
+            f"{'the tool' if len(unavailable) == 1 else 'the tools'} to the catalogue first",
+            code=TOOLS_NOT_IN_CATALOGUE,
+            details={"derive_request_id": request.derive_request_id, "tools": unavailable},
         )
     change_status(request, DeriveRequest.STATES, status, decided_by=user, decided_at=timezone.now(), comment=comment)
     derive_request_event(request, status, actor=user.get_username(), comment=comment)

@@ -118,7 +118,7 @@ def capability_gap(agent: Agent) -> Proposal | None:
     return Proposal(
         trigger=Trigger.CAPABILITY_GAP,
         trigger_context={
-            "failures": [{"execution_id": run.execution.execution_id, "node_id": run.node_id,
+            "failures": [{"execution_id": run.execution.execution_id, "node_id": run.node_id, "node_run_id": run.pk,
                           "error": run.error[:300]} for run in runs],
             "missing_skills": skills, "missing_tools": tools,
             "threshold": settings.DERIVE_CAPABILITY_GAP_FAILURES,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 from django.http import Http404
 from django.shortcuts import render
@@ -15,6 +16,7 @@ from agents.models import DeriveRequest
 from core.errors import NotFound
 from core.pages import paginate
 from quality.derive_requests import selectors
+from quality.derive_requests.services import requested_tools, tools_not_in_catalogue
 
 
 def derive_request_list(request):
@@ -43,7 +45,13 @@ def derive_request_detail(request, derive_request_id: str):
     except NotFound as error:
         raise Http404(error.message) from None
     document = selectors.derive_request_full_document(derive_request)
+    unavailable = set(tools_not_in_catalogue(derive_request))
     return render(request, "agents/derive_request_detail.html", {
+        "tools": [{"name": tool, "available": tool not in unavailable} for tool in requested_tools(derive_request)],
+        "unavailable_tools": sorted(unavailable),
+        "failures": [failure | {"url": _run_url(failure)} for failure in
+                     selectors.derive_request_failures(derive_request.trigger_context)],
+        "child_first_run": selectors.derive_request_child_first_run(derive_request),
         "item": derive_request,
         "evidence": _with_urls(selectors.derive_request_evidence(derive_request.trigger_context)),
         "evidence_json": json.dumps(derive_request.trigger_context, indent=2, ensure_ascii=False),
@@ -53,6 +61,15 @@ def derive_request_detail(request, derive_request_id: str):
                     for event in derive_request.events.all()],
         "raised_by_rule": _rule(derive_request.created_by),
     })
+
+
+def _run_url(failure: dict[str, Any]) -> str:
+    """The failed node run on its execution's page (the node's panel, that run open); "" for a
+    run no longer stored."""
+    if not failure["stored"]:
+        return ""
+    query = urlencode({"node": failure["node_id"], **({"run": failure["node_run_id"]} if failure["node_run_id"] else {})})
+    return reverse("executions:detail", args=[failure["execution_id"]]) + (f"?{query}#node-panel" if failure["node_id"] else "")
 
 
 def _with_urls(item: dict[str, Any]) -> dict[str, Any]:

@@ -141,7 +141,8 @@
         const prefix = { 409: "Already decided", 403: "Not allowed", 422: "Not accepted" }[error.status];
         errorBox.textContent = prefix ? `${prefix}: ${error.message}` : error.message;
         errorBox.hidden = false;
-        buttons.forEach((b) => { b.disabled = false; });
+        // A button the page blocked (approving a request whose tools the catalogue lacks) stays so.
+        buttons.forEach((b) => { b.disabled = b.hasAttribute("data-blocked"); });
         progress.hidden = true;
         if (error.status === 409) {  // someone else decided meanwhile: show their decision
           try { show(await api.get(path)); } catch (ignored) { /* keep the message */ }

@@ -1,2 +1,3 @@
-"""The demo's own commands start real Celery workers on the test database."""
-from tests.executions.conftest import workers  # noqa: F401 - the fixture, for pytest to find here
+"""The demo's own commands start real Celery workers on the test database; its workflows
+also run in this process."""
+from tests.executions.conftest import in_process, workers  # noqa: F401 - the fixtures, for pytest to find here

@@ -28,7 +28,8 @@ def test_it_loads_the_demo_and_is_idempotent(workspace, capsys):
     call_command("load_demo")
     assert "0 changed" in capsys.readouterr().out
     assert set(Workflow.objects.values_list("workflow_id", flat=True)) == {
-        "thesis_reading", "parallel_analysis", "repository_review", "release_review", "game24"}
+        "thesis_reading", "parallel_analysis", "repository_review", "release_review", "game24", "research_with_tools",
+        "research_without_tools"}
     assert Agent.objects.filter(backend="builtin").count() == Agent.objects.count() >= 19
 
 

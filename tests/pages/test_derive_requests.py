@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agents.models import DeriveRequest, DeriveRequestEvent
+from executions.models import NodeRun
 from quality.derive_requests import services
 from tests.pages.test_agents import derive, evaluation, finished_run, signed_in
 
@@ -124,6 +125,54 @@ def test_it_links_the_agent_an_approved_request_produced(api, evidence):
     assert '<a id="result-agent" href="/agents/Scholar_Medicine/">Scholar for medicine</a>' in page
     agent_page = signed_in(api.viewer.user).get("/agents/Scholar_Medicine/").content.decode()
     assert 'Made by derive request <a href="/derive-requests/dr_medicine/">' in agent_page
+
+
+def test_it_links_the_failing_runs_a_capability_gap_names(api, evidence):
+    failed = NodeRun.objects.get(execution__execution_id="exec_medical_1", node_id="node_0")
+    raise_request(api.author.user, trigger="capability_gap", trigger_context={
+        "failures": [{"execution_id": "exec_medical_1", "node_id": "node_0", "node_run_id": failed.pk,
+                      "error": "research needs the builtin.knowledge_search tool"},
+                     {"execution_id": "exec_medical_2", "node_id": "node_0"},  # raised before runs were named
+                     {"execution_id": "exec_gone", "node_id": "node_0"}],
+        "missing_tools": ["builtin.knowledge_search"]})
+    page = signed_in(api.viewer.user).get("/derive-requests/dr_medicine/").content.decode()
+    runs = page[page.index('id="failing-runs"'):]
+    assert f'href="/executions/exec_medical_1/?node=node_0&amp;run={failed.pk}#node-panel">exec_medical_1 · node_0</a>' in runs
+    assert 'href="/executions/exec_medical_2/?node=node_0#node-panel">exec_medical_2 · node_0</a>' in runs
+    assert '<span class="mono">exec_gone · node_0</span> <span class="small muted">(no longer stored)</span>' in runs
+    assert "research needs the builtin.knowledge_search tool" in runs
+    assert '<li class="chip added" data-tool="builtin.knowledge_search">+ builtin.knowledge_search</li>' in page
+    assert "not available in the tool catalogue" not in page
+
+
+def test_it_says_which_tools_the_catalogue_lacks_and_blocks_approving_them(api, evidence):
+    raise_request(api.author.user, trigger="capability_gap",
+                  trigger_context={"missing_tools": ["legal_database", "builtin.read_file"]})
+    page = signed_in(api.approver.user).get("/derive-requests/dr_medicine/").content.decode()
+    assert 'data-tool="legal_database">legal_database — not available in the tool catalogue</li>' in page
+    assert 'data-tool="builtin.read_file">+ builtin.read_file</li>' in page
+    assert "This request cannot be approved as it is: legal_database is not available in the tool catalogue" in page
+    approve = re.search(r'<button[^>]*data-decision="approve"[^>]*>', page).group(0)
+    assert " disabled data-blocked " in approve
+    reject = re.search(r'<button[^>]*data-decision="reject"[^>]*>', page).group(0)
+    assert "disabled" not in reject
+
+
+def test_it_links_the_childs_first_run_once_it_has_one(api, evidence):
+    request = raise_request(api.author.user)
+    services.derive_request_approve(request=request, user=api.approver.user)
+    DeriveRequest.objects.filter(pk=request.pk).update(
+        result_agent=derive("Scholar", "Scholar_Medicine", "Scholar for medicine"))
+    viewer = signed_in(api.viewer.user)
+    assert '<p id="child-first-run"><span class="muted">Not run yet.</span></p>' in viewer.get(
+        "/derive-requests/dr_medicine/").content.decode()
+    finished_run("exec_child_1", "thesis_reading", ["Scholar_Medicine"])
+    finished_run("exec_child_2", "thesis_reading", ["Scholar_Medicine"])
+    first = NodeRun.objects.get(execution__execution_id="exec_child_1")
+    page = viewer.get("/derive-requests/dr_medicine/").content.decode()
+    assert (f'<a class="mono" href="/executions/exec_child_1/?node=node_0&amp;run={first.pk}#node-panel">'
+            "exec_child_1 · node_0</a>") in page
+    assert "exec_child_2" not in page
 
 
 def test_it_shows_the_history_oldest_first_with_who_when_and_why(api, evidence):

@@ -185,7 +185,8 @@ def by_hand(parent, author, **extra):
                                  new_name=extra.pop("new_name", "Scholar (3D)"), user=author,
                                  domain_focus="point clouds", additional_skills=["read_meshes"],
                                  additional_constraints=["cite datasets"],
-                                 trigger_context={"missing_tools": ["mesh_viewer"]}, **extra)
+                                 trigger_context=extra.pop("trigger_context", {"missing_tools": ["builtin.read_file"]}),
+                                 **extra)
 
 
 def test_it_lets_only_approvers_decide(scholar, author):
@@ -210,7 +211,7 @@ def test_it_creates_the_child_once_after_approval(scholar, author, approver, dja
 
     assert (child.agent_id, child.name, child.parent, child.root, child.level) == (
         "Scholar_3D", "Scholar (3D)", scholar, scholar, 1)
-    assert child.capabilities == {"skills": ["read", "read_meshes"], "tools": ["mesh_viewer"],
+    assert child.capabilities == {"skills": ["read", "read_meshes"], "tools": ["builtin.read_file"],
                                   "knowledge_domains": ["deep_learning", "point clouds"]}
     assert child.constraints == ["be brief", "cite datasets"]
     assert child.prompt_config["system_prompt"].startswith("You are scholar.\n\nSpecialised from scholar by derive "
@@ -221,6 +222,49 @@ def test_it_creates_the_child_once_after_approval(scholar, author, approver, dja
     assert scholar.children_ids == ["Scholar_3D"]
     assert [(e.kind, e.status, e.actor) for e in request.events.all()] == [
         ("raised", "pending", "bob"), ("approved", "approved", "ada"), ("child_created", "approved", "ada")]
+
+
+def test_the_child_gets_only_the_missing_tools_the_catalogue_holds(scholar, author):
+    from quality.derive_requests.child_agent import child_document
+
+    request = by_hand(scholar, author, trigger_context={"missing_tools": ["mesh_viewer", "builtin.read_file", 7]})
+    document = child_document(request)
+    assert document["capabilities"]["tools"] == ["builtin.read_file"]
+    assert "Added capabilities: read_meshes, builtin.read_file." in document["prompt_config"]["system_prompt"]
+    assert "mesh_viewer" not in document["prompt_config"]["system_prompt"]
+
+
+def test_it_refuses_to_approve_a_request_for_tools_the_catalogue_does_not_hold(
+        scholar, author, approver, django_capture_on_commit_callbacks):
+    from core.errors import SwitchyardError
+
+    request = by_hand(scholar, author, trigger_context={"missing_tools": ["builtin.read_file", "mesh_viewer", "x.y"]})
+    with django_capture_on_commit_callbacks() as callbacks, pytest.raises(SwitchyardError) as refused:
+        derive_request_approve(request=request, user=approver, comment="yes")
+    assert refused.value.code == "TOOLS_NOT_IN_CATALOGUE"
+    assert refused.value.details == {"derive_request_id": request.derive_request_id, "tools": ["mesh_viewer", "x.y"]}
+    assert "cannot be approved as it is" in str(refused.value)
+    assert "mesh_viewer, x.y, not available in the tool catalogue" in str(refused.value)
+    assert callbacks == []  # no child is asked for
+    request.refresh_from_db()
+    assert (request.status, request.decided_by, request.comment, request.events.count()) == ("pending", None, "", 1)
+    rejected = derive_request_reject(request=request, user=approver, comment="no such tool")  # still possible
+    assert rejected.status == "rejected" and not Agent.objects.filter(parent=scholar).exists()
+
+
+def test_the_api_and_the_command_refuse_that_approval_naming_the_tools(scholar, api):
+    request = by_hand(scholar, api.author.user, trigger_context={"missing_tools": ["mesh_viewer"]})
+    response = api.approver.post(f"/api/derive-requests/{request.derive_request_id}/approve", {"comment": "go"})
+    assert response.status_code == 422
+    body = response.json()
+    assert body["code"] == "TOOLS_NOT_IN_CATALOGUE" and body["details"]["tools"] == ["mesh_viewer"]
+    assert "mesh_viewer, not available in the tool catalogue" in body["message"]
+    with pytest.raises(CommandError, match="mesh_viewer, not available in the tool catalogue") as refused:
+        call_command("approve_derive_request", request.derive_request_id, "--user", "approver-user",
+                     stdout=io.StringIO())
+    assert refused.value.returncode == 1
+    request.refresh_from_db()
+    assert request.status == "pending"
 
 
 def test_it_sends_again_an_approval_whose_message_was_lost(scholar, author, approver, settings,

@@ -1,6 +1,6 @@
 """Evaluations and derivations end to end on a real Celery worker against the real Redis:
 a run ends → the worker evaluates it → the rules raise derive requests → an approver
-approves through the API → the worker creates the child agent."""
+decides through the API (a request for a tool the catalogue lacks cannot be approved)."""
 import time
 
 import pytest
@@ -50,12 +50,15 @@ def test_it_evaluates_runs_raises_requests_and_derives_the_approved_child_on_a_w
     assert request.trigger_context["missing_tools"] == ["legal_database"]
     assert not Agent.objects.filter(parent__agent_id="Compliance_Checker").exists()  # nothing before approval
 
+    # legal_database is no tool of the catalogue: a child could not call it, so the request
+    # cannot be approved as it is (the child a worker creates for an approval:
+    # test_research_derivation_worker.py).
     response = api.approver.post(f"/api/derive-requests/{request.derive_request_id}/approve", {"comment": "go"})
-    assert response.status_code == 200, response.json()
-    child = eventually(lambda: Agent.objects.filter(parent__agent_id="Compliance_Checker").first(), demo)
-    assert "legal_database" in child.capabilities["tools"] and child.level == 1
+    assert response.status_code == 422 and response.json()["details"]["tools"] == ["legal_database"]
     request.refresh_from_db()
-    assert request.result_agent == child
+    assert request.status == "pending"
+    response = api.approver.post(f"/api/derive-requests/{request.derive_request_id}/reject", {"comment": "no such tool"})
+    assert response.status_code == 200, response.json()
     history = api.viewer.get(f"/api/derive-requests/{request.derive_request_id}").json()["history"]
-    assert [(e["event"], e["actor"]) for e in history] == [
-        ("raised", "rule:capability_gap"), ("approved", "approver-user"), ("child_created", "approver-user")]
+    assert [(e["event"], e["actor"]) for e in history] == [("raised", "rule:capability_gap"), ("rejected", "approver-user")]
+    assert not Agent.objects.filter(parent__agent_id="Compliance_Checker").exists()

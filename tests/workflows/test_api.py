@@ -112,7 +112,8 @@ def test_it_refuses_a_contract_schema_nested_too_deeply_to_check(api, demo):
 def test_it_lists_workflows_by_topology_and_name(api, demo):
     everything = api.viewer.get("/api/workflows").json()
     assert [w["workflow_id"] for w in everything["items"]] == ["game24", "parallel_analysis", "release_review",
-                                                               "repository_review", "thesis_reading"]
+                                                               "repository_review", "research_with_tools",
+                                                               "research_without_tools", "thesis_reading"]
     assert everything["items"][1]["node_count"] == 4
     dags = api.viewer.get("/api/workflows", topology="dag").json()
     assert [w["workflow_id"] for w in dags["items"]] == ["parallel_analysis"]
@@ -120,7 +121,7 @@ def test_it_lists_workflows_by_topology_and_name(api, demo):
     assert [w["workflow_id"] for w in api.viewer.get("/api/workflows", q="state machine").json()["items"]] == [
         "release_review"]
     page = api.viewer.get("/api/workflows", limit=1, offset=1).json()
-    assert (page["count"], [w["workflow_id"] for w in page["items"]]) == (5, ["parallel_analysis"])
+    assert (page["count"], [w["workflow_id"] for w in page["items"]]) == (7, ["parallel_analysis"])
     response = api.viewer.get("/api/workflows", topology="ring")
     assert response.status_code == 422 and "topology" in response.json()["message"]
 
