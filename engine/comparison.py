@@ -218,8 +218,9 @@ def tool_call_differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | No
     """The tool calls of two runs of one node, paired by tool and arguments (among calls
     with both the same, in the order they were made): each {name, arguments, a, b (the
     TOOL_CALL_FIELDS of each side's call, or None), verdict}. The verdict is `same_result`
-    when both results have one digest (the same JSON text; for two failures, the same
-    error), `different_result` when not, or `only_a` / `only_b`.
+    when both calls ended alike and their results have one digest (the same JSON text; for
+    two failures, the same error; two calls still awaiting approval have none),
+    `different_result` when not, or `only_a` / `only_b`.
 
     Shown beside the pair, not counted in its verdict: what a different result changed is
     in the output and the context decisions, which are."""
@@ -233,7 +234,8 @@ def tool_call_differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | No
         if x is None or y is None:
             verdict = "only_b" if x is None else "only_a"
         else:
-            verdict = "same_result" if x.get("result_digest") == y.get("result_digest") else "different_result"
+            same_result = x.get("status") == y.get("status") and x.get("result_digest") == y.get("result_digest")
+            verdict = "same_result" if same_result else "different_result"
         entries.append({"name": either.get("name"), "arguments": either.get("arguments"),
                         "a": None if x is None else {name: x.get(name) for name in TOOL_CALL_FIELDS},
                         "b": None if y is None else {name: y.get(name) for name in TOOL_CALL_FIELDS},

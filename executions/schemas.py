@@ -184,28 +184,32 @@ class TurnRecord(Shape):
 
 
 class ToolCallRecord(Shape):
-    """One tool call of a node run: what was asked, how it ended, what came back."""
+    """One tool call of a node run: what was asked, how it ended, what came back. A call
+    waiting for a person's approval (status awaiting_approval) has not run: it has neither
+    server, duration nor result yet."""
 
     id: Annotated[str, Field(min_length=1, max_length=200)]
     turn: Annotated[int, between(1, MAX_COLUMN_INT)] = Field(..., description="the turn that asked for it")
     name: Annotated[str, Field(min_length=1, max_length=300)] = Field(..., description="server.tool")
-    server: str
-    tool: str
+    server: Omittable[str] = None
+    tool: Omittable[str] = None
     arguments: Any = Field(..., description="as the model gave them (an object, or its text when not one)")
-    status: Annotated[str, Field(pattern=r"^(success|[A-Z][A-Z0-9_]*)$")] = Field(
-        ..., description="success, or the error code")
+    status: Annotated[str, Field(pattern=r"^(success|awaiting_approval|[A-Z][A-Z0-9_]*)$")] = Field(
+        ..., description="success, awaiting_approval, or the error code")
     error_code: Annotated[str, Field(pattern=r"^([A-Z][A-Z0-9_]*)?$")]
     error: str
-    duration_ms: Annotated[float, Field(ge=0, le=MAX_COLUMN_INT)] | None = Field(..., description="milliseconds, "
-                                                                                         "fractions kept")
-    result_preview: Annotated[str, Field(max_length=RESULT_PREVIEW_CHARS)]
-    result_digest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] = Field(
-        ..., description="of the result's JSON text (of the error, for a failed call)")
+    duration_ms: Annotated[float, Field(ge=0, le=MAX_COLUMN_INT)] | None = Field(None, description="milliseconds, "
+                                                                                          "fractions kept")
+    result_preview: Omittable[Annotated[str, Field(max_length=RESULT_PREVIEW_CHARS)]] = None
+    result_digest: Omittable[Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]] = Field(
+        None, description="of the result's JSON text (of the error, for a failed call)")
     result: Any = Field(None, description="the whole result; null when it failed or was over the size kept")
-    result_kept: bool
-    result_tokens: Count = Field(..., description="its tokens as passed to the model")
+    result_kept: Omittable[bool] = None
+    result_tokens: Omittable[Count] = Field(None, description="its tokens as passed to the model")
     approved_by: str | None = Field(None, description="who approved the call, for a tool that needs approval")
-    started_at: str | None = None
+    decision: Omittable[dict[str, Any]] = Field(None, description="a person's decision on it, for a tool that needs "
+                                                                  "approval")
+    started_at: Omittable[str] = None
 
 
 class ExecutionResult(Shape):
@@ -306,11 +310,11 @@ class NodeRunOut(NodeRunLightOut):
                                                          "tokens_in, tokens_out, text, tool_call_ids, context (from "
                                                          "turn 2: the §7.2 record of the tool results it was given)")
     tool_calls: list[dict[str, Any]] = Field(..., description="each tool call, in order: id, turn, name, server, tool, "
-                                                              "arguments, status (success or an error code), "
-                                                              "error_code, error, duration_ms, result_preview, "
-                                                              "result_digest, result (null: failed or over the size "
-                                                              "kept), result_kept, result_tokens, approved_by, "
-                                                              "started_at")
+                                                              "arguments, status (success, awaiting_approval or an "
+                                                              "error code), error_code, error, duration_ms, "
+                                                              "result_preview, result_digest, result (null: failed or "
+                                                              "over the size kept), result_kept, result_tokens, "
+                                                              "approved_by, decision, started_at")
     prompt: str
     output: Any = None
 

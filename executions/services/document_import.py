@@ -13,6 +13,7 @@ from executions.models import Execution, NodeRun
 from workflows.models import Workflow
 
 RESERVED_IDS = {"compare"}  # a path under /executions/ that is a page, not a run
+NOT_FAILED = ("success", "awaiting_approval")  # a tool call's statuses that are not an error code
 
 
 @transaction.atomic
@@ -86,7 +87,8 @@ def execution_import_document(document: dict[str, Any], *, actor: str = "") -> t
 def _check_conversation(result: dict[str, Any], where: str) -> None:
     """What the shape cannot say of a node run's turns and tool calls: the turns are
     numbered 1, 2, … in order; each call has its own id, was asked for by a turn that
-    names it, and its status agrees with its error code (success and none, or the code)."""
+    names it, and its status agrees with its error code (success or awaiting_approval and
+    none, or the code); only a kept result is there."""
     turns, calls = result.get("turns") or [], result.get("tool_calls") or []
     if calls and not turns:
         raise DocumentError("has tool_calls but no turns: each call is asked for by a model turn", where=f"{where}.turns")
@@ -109,11 +111,11 @@ def _check_conversation(result: dict[str, Any], where: str) -> None:
         if asked.get(call["id"]) != call["turn"]:
             raise DocumentError(f"turn {call['turn']} does not list tool call '{call['id']}' in its tool_call_ids",
                                 where=f"{at}.turn")
-        if call["error_code"] != ("" if call["status"] == "success" else call["status"]):
+        if call["error_code"] != ("" if call["status"] in NOT_FAILED else call["status"]):
             raise DocumentError(f"error_code '{call['error_code']}' does not agree with status '{call['status']}' "
-                                "(a successful call has none; a failed one has its status as its code)",
+                                "(a successful or waiting call has none; a failed one has its status as its code)",
                                 where=f"{at}.error_code")
-        if call["result"] is not None and not call["result_kept"]:
+        if call.get("result") is not None and not call.get("result_kept"):
             raise DocumentError("holds a result but result_kept is false", where=f"{at}.result")
         parse_datetime(call.get("started_at"), f"{at}.started_at")
 

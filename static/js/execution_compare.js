@@ -200,13 +200,14 @@
 
   function toolCallSide(call) {
     if (!call) return el("td", { class: "absent" }, el("span", { class: "muted" }, "not called"));
+    const waiting = call.status === "awaiting_approval";
     return el("td", {},
-      el("div", {}, badge(call.status === "success" ? "success" : "failed"), " ",
-        call.status === "success" ? "" : el("code", { class: "error-code" }, call.error_code || call.status),
-        el("span", { class: "muted small" }, ` · turn ${call.turn} · ${fmt.ms(call.duration_ms || 0)}`)),
+      el("div", {}, waiting ? el("span", { class: "badge waiting" }, "awaiting approval") : badge(call.status === "success" ? "success" : "failed"), " ",
+        call.status === "success" || waiting ? "" : el("code", { class: "error-code" }, call.error_code || call.status),
+        el("span", { class: "muted small" }, ` · turn ${call.turn}`, waiting ? "" : ` · ${fmt.ms(call.duration_ms || 0)}`)),
       call.error ? el("div", { class: "small error-text" }, call.error) : "",
-      el("details", { class: "tool-result" }, el("summary", { class: "small" }, "result (preview)"),
-        el("pre", { class: "output" }, call.result_preview || "")));
+      call.result_preview ? el("details", { class: "tool-result" }, el("summary", { class: "small" }, "result (preview)"),
+        el("pre", { class: "output" }, call.result_preview)) : "");
   }
 
   function toolCalls(pair) {

@@ -45,28 +45,34 @@
 
   // -- the conversation of a node whose agent has tools ------------------------------------
 
+  function counted(n, noun) {
+    return `${fmt.n(n)} ${noun}${n === 1 ? "" : "s"}`;
+  }
+
   function jsonBlock(value, cls) {
     return el("pre", { class: `output ${cls}` }, fmt.json(value));
   }
 
-  /** One tool call: its tool, how it ended, how long it took; its arguments and result
-   *  folded (pretty JSON, as text); a failure's code and message. */
+  /** One tool call: its tool, how it ended, how long it took, who approved it; its
+   *  arguments and result folded (pretty JSON, as text); a failure's code and message. A
+   *  call waiting for a person's approval has not run yet. */
   function toolCall(call) {
     const ok = call.status === "success";
-    const result = ok
-      ? (call.result_kept ? jsonBlock(call.result, "tool-result-body")
-        : el("div", {}, el("p", { class: "muted small" }, "Over the size kept on the record: its first characters."),
-          el("pre", { class: "output tool-result-body" }, call.result_preview || "")))
-      : el("p", { class: "muted small" }, "No result: the call failed, and the model was given its error.");
-    return el("li", { class: `tool-call ${ok ? "ok" : "failed"}`, "data-call": call.id },
+    const waiting = call.status === "awaiting_approval";
+    const result = ok && (call.result_kept ? jsonBlock(call.result, "tool-result-body")
+      : el("div", {}, el("p", { class: "muted small" }, "Over the size kept on the record: its first characters."),
+        el("pre", { class: "output tool-result-body" }, call.result_preview || "")));
+    return el("li", { class: `tool-call ${ok ? "ok" : waiting ? "waiting" : "failed"}`, "data-call": call.id },
       el("div", { class: "tool-call-head" },
         el("span", { class: "mono tool-name" }, call.name),
-        " ", el("span", { class: `badge ${ok ? "success" : "failed"} tool-status` }, ok ? "success" : call.error_code || call.status),
-        el("span", { class: "muted small" }, ` · ${fmt.ms(call.duration_ms)}`,
-          ok ? ` · ${fmt.n(call.result_tokens)} tokens passed` : "")),
-      ok ? null : el("p", { class: "error tool-error small" }, el("code", {}, call.error_code || call.status), " ", call.error || ""),
+        " ", el("span", { class: `badge ${ok ? "success" : waiting ? "waiting" : "failed"} tool-status` },
+          ok ? "success" : waiting ? "awaiting approval" : call.error_code || call.status),
+        el("span", { class: "muted small" }, waiting ? " · not run: a person decides first" : ` · ${fmt.ms(call.duration_ms)}`,
+          ok ? ` · ${fmt.n(call.result_tokens)} tokens passed` : "",
+          call.approved_by ? ` · approved by ${call.approved_by}` : "")),
+      ok || waiting ? null : el("p", { class: "error tool-error small" }, el("code", {}, call.error_code || call.status), " ", call.error || ""),
       el("details", { class: "tool-arguments" }, el("summary", { class: "small" }, "Arguments"), jsonBlock(call.arguments, "tool-arguments-body")),
-      ok ? el("details", { class: "tool-result" },
+      result ? el("details", { class: "tool-result" },
         el("summary", { class: "small" }, "Result ", el("span", { class: "muted mono" }, (call.result_digest || "").slice(0, 19))), result)
         : null);
   }
@@ -98,7 +104,7 @@
         el("div", { class: "turn-head" },
           el("strong", {}, final ? `Model turn ${turn.turn}: the final answer` : `Model turn ${turn.turn}`),
           el("span", { class: "muted small" }, ` · ${fmt.n(turn.tokens_in)} in → ${fmt.n(turn.tokens_out)} out`,
-            asked ? ` · asked for ${asked} tool call(s)` : "")),
+            asked ? ` · asked for ${counted(asked, "tool call")}` : "")),
         turn.text ? el("pre", { class: "turn-text" }, turn.text) : el("p", { class: "muted small turn-text" }, "(no text)"),
         turnBudget(index === 0 ? run.context_management : turn.context),
         mine.length ? el("ol", { class: "tool-calls" }, mine.map(toolCall)) : null,
@@ -111,7 +117,9 @@
   function record(run, ...notes) {
     const section = (title, ...content) => el("section", { class: "attempt-section" }, el("h4", {}, title), ...content);
     const model = [run.backend, run.model].filter(Boolean).join(" / ");
-    if (run.gate) return gateRecord(run, section, notes);
+    // A gate node's run; a node whose tool calls wait for (or had) a person's approval is
+    // still the agent's run, its conversation shown.
+    if (run.gate && run.gate.kind !== "tool_call") return gateRecord(run, section, notes);
     return el("div", { class: "attempt-body" },
       ...notes,
       el("dl", { class: "facts compact-facts" },
@@ -129,7 +137,7 @@
         fact("Started · ended", `${fmt.time(run.started_at) || "—"} · ${fmt.time(run.completed_at) || "—"}`),
         run.dispatches > 1 ? fact("Dispatches", String(run.dispatches)) : null),
       run.error_code || run.error ? el("p", { class: "error attempt-error" }, run.error_code ? el("code", {}, run.error_code) : "", " ", run.error || "") : null,
-      (run.turns || []).length ? section(`Conversation (${run.turns.length} turns, ${(run.tool_calls || []).length} tool calls)`, conversation(run)) : null,
+      (run.turns || []).length ? section(`Conversation (${counted(run.turns.length, "turn")}, ${counted((run.tool_calls || []).length, "tool call")})`, conversation(run)) : null,
       (run.calls || []).length || run.status !== "running"
         ? section(`Model calls (${(run.calls || []).length})`, cost.callsTable(run.calls, run.cost, run.cost_complete)) : null,
       section("Context budget", budget.bar(run.context_management)),

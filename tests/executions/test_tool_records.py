@@ -8,6 +8,7 @@ from core.errors import DocumentError
 from executions.documents import execution_document
 from executions.models import Execution
 from executions.services.document_import import execution_import_document
+from tests.executions.conftest import drain
 from tests.executions.node_kinds.test_tool_loop import atoms, run  # noqa: F401 - `atoms` is a fixture
 
 pytestmark = pytest.mark.django_db
@@ -37,6 +38,28 @@ def test_the_export_carries_the_turns_and_calls_and_an_import_brings_them_back_w
     assert execution_import_document(copied)[1] == "unchanged"  # the same record again changes nothing
 
 
+def copied(execution, execution_id):
+    """`execution` exported, imported back under another id, and its one node run there."""
+    imported, outcome = execution_import_document({**execution_document(execution), "execution_id": execution_id})
+    assert outcome == "created"
+    return imported.node_runs.get()
+
+
+def test_a_call_waiting_for_a_persons_approval_and_then_approved_travels_too(atoms, api):  # noqa: F811
+    execution, node = run("tool_test_search", {"q": "context window"},
+                          tools_needing_approval=["builtin.knowledge_search"])
+    assert [call["status"] for call in node.tool_calls] == ["awaiting_approval"]
+    assert copied(execution, "tools_waiting").tool_calls == node.tool_calls  # not run: no server, no result yet
+
+    url = f"/api/executions/{execution.execution_id}/node-runs/{node.pk}/decision"
+    assert api.author.post(url, {"decision": "approve"}).status_code == 200
+    execution = drain(execution)
+    node.refresh_from_db()
+    [call] = node.tool_calls
+    assert call["approved_by"] == "author-user" and call["decision"]["decision"] == "approve"
+    assert copied(execution, "tools_approved").tool_calls == node.tool_calls
+
+
 def test_a_node_run_without_tools_is_exported_as_the_seed_has_it(searched):
     execution, _ = searched
     execution.node_runs.update(turns=[], tool_calls=[])
@@ -55,6 +78,8 @@ def imported_with(document, change):
     (lambda r: r["tool_calls"][0].update(status="success", error_code="TOOL_ERROR"),
      "results[0].tool_calls[0].error_code", "does not agree with status"),
     (lambda r: r["tool_calls"][0].update(status="boom"), "results[0].tool_calls[0].status", "does not match"),
+    (lambda r: r["tool_calls"][0].update(status="awaiting_approval", error_code="TOOL_ERROR"),
+     "results[0].tool_calls[0].error_code", "a successful or waiting call has none"),
     (lambda r: r["tool_calls"][0].update(result_digest="md5:x"), "results[0].tool_calls[0].result_digest", "match"),
     (lambda r: r["tool_calls"][0].update(colour="red"), "results[0].tool_calls[0]", "'colour' was unexpected"),
     (lambda r: r["tool_calls"][0].update(turn=2), "results[0].tool_calls[0].turn", "does not list tool call"),

@@ -74,3 +74,21 @@ def test_the_node_panel_reads_as_the_conversation_and_shows_a_result_as_text(pag
     expect(marks.nth(0)).to_have_attribute("title", f"builtin.read_file · success · {round(node.tool_calls[0]['duration_ms'])} ms")
     expect(marks.nth(1)).to_have_class("tl-call failed")
     assert said == []
+
+
+def test_a_call_waiting_for_approval_shows_in_the_conversation_of_the_waiting_node(page_for, api, demo, no_tasks):
+    execution, node = run("tool_test_search", {"q": "context window"},
+                          tools_needing_approval=["builtin.knowledge_search"])
+    assert node.status == "waiting"
+    page = page_for(api.author.user)
+    said = watch_console(page)
+    page.goto(f"/executions/{execution.execution_id}/?node=ask&run={node.pk}#node-panel")
+    call = page.locator("#node-panel .attempt[open] .conversation .tool-call")
+    expect(call).to_have_count(1)
+    expect(call).to_have_class("tool-call waiting")
+    expect(call.locator(".tool-status")).to_have_text("awaiting approval")
+    expect(call).to_contain_text("not run: a person decides first")
+    call.locator("details.tool-arguments summary").click()
+    expect(call.locator("details.tool-arguments pre")).to_have_text('{\n  "query": "context window"\n}')
+    assert call.locator("details.tool-result").count() == 0
+    assert said == []
