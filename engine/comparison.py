@@ -25,6 +25,10 @@ of an output is the same result obtained without running the node again. Nor do 
 of a pair where one side is such a copy (reused or edited): a copy was not run and spent
 nothing, by design.
 
+A pair also lists its tool calls side by side (`tool_call_differences`): matched by tool and
+arguments, each with the same result, a different one, or in one run only. They are shown,
+not counted: what a different result changed shows in the output and context decisions.
+
 A copy keeps the attempt number of the run it copies (the run that decided how its round
 went), so it pairs with that run; the attempts before it in the other run (a failure then
 a retry) were not repeated by the re-run. They are listed, in one run only, but marked
@@ -32,6 +36,7 @@ a retry) were not repeated by the re-run. They are listed, in one run only, but 
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from itertools import islice
 from typing import Any
@@ -45,8 +50,9 @@ COPY_KINDS = frozenset({"reused", "edited"})
 # its heavy fields, when the reader has one): a few numbers and short texts.
 LIGHT_FIELDS = ("id", "kind", "attempt", "status", "error_code", "duration_ms", "tokens_in", "tokens_out",
                 "agent", "agent_version")
-# What only a full comparison reads: the output and the context decisions, of any size.
-HEAVY_FIELDS = ("output", "context_record", "resolved_inputs", "resolution_failures")
+# What only a full comparison reads: the output, the context decisions and the tool calls,
+# of any size.
+HEAVY_FIELDS = ("output", "context_record", "resolved_inputs", "resolution_failures", "tool_calls")
 # A node run's fields each pair shows side by side (the budget bar reads `context_record`).
 RUN_FIELDS = (*LIGHT_FIELDS, "output", "context_record")
 # Of those, the ones compared: all but `id`, `attempt` (part of the key), `output` (diffed),
@@ -70,6 +76,12 @@ COMPARED_FAILURE_FIELDS = ("error_code", "fallback_strategy", "fallback_value")
 VERDICTS = ("same", "differs", "only_a", "only_b", "unverified")
 # The verdicts that make a node differ.
 DIFFERING = frozenset({"differs", "only_a", "only_b"})
+
+# What each side of a pair of tool calls shows: how the call went, and its result's digest
+# (what says whether the two results are the same) and preview.
+TOOL_CALL_FIELDS = ("id", "turn", "status", "error_code", "error", "duration_ms", "result_digest", "result_preview")
+# How a pair of tool calls (one tool, the same arguments) compares.
+TOOL_CALL_VERDICTS = ("same_result", "different_result", "only_a", "only_b")
 
 # At most this many differences of one output are listed (`output_diff_truncated` says so):
 # two large outputs that differ everywhere would otherwise make the answer as large as both.
@@ -197,6 +209,40 @@ def context_differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None
     return {"inputs": inputs, "actions": actions, "failures": failures}
 
 
+def _arguments_key(arguments: Any) -> str:
+    """A call's arguments as one text whatever the order of their keys."""
+    return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def tool_call_differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The tool calls of two runs of one node, paired by tool and arguments (among calls
+    with both the same, in the order they were made): each {name, arguments, a, b (the
+    TOOL_CALL_FIELDS of each side's call, or None), verdict}. The verdict is `same_result`
+    when both calls ended alike and their results have one digest (the same JSON text; for
+    two failures, the same error; two calls still awaiting approval have none),
+    `different_result` when not, or `only_a` / `only_b`.
+
+    Shown beside the pair, not counted in its verdict: what a different result changed is
+    in the output and the context decisions, which are."""
+    def calls(run: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        return _dicts((run or {}).get("tool_calls"))
+
+    paired = _match(calls(a), calls(b), lambda call: (call.get("name"), _arguments_key(call.get("arguments"))))
+    entries = []
+    for _, x, y in paired:
+        either = x if x is not None else y  # _match never pairs None with None
+        if x is None or y is None:
+            verdict = "only_b" if x is None else "only_a"
+        else:
+            same_result = x.get("status") == y.get("status") and x.get("result_digest") == y.get("result_digest")
+            verdict = "same_result" if same_result else "different_result"
+        entries.append({"name": either.get("name"), "arguments": either.get("arguments"),
+                        "a": None if x is None else {name: x.get(name) for name in TOOL_CALL_FIELDS},
+                        "b": None if y is None else {name: y.get(name) for name in TOOL_CALL_FIELDS},
+                        "verdict": verdict})
+    return entries
+
+
 def run_keys(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, int]]:
     """(node id, round, attempt) of each run, in order; see the module's docstring."""
     rounds: dict[str, int] = {}
@@ -225,6 +271,7 @@ def compare_pair(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> di
     pair.update(context)
     pair["differs"] = (a is None or b is None or bool(differences) or _light_difference(a, b, pair["changed"])
                        or any(entry["differs"] for entries in context.values() for entry in entries))
+    pair["tool_calls"] = tool_call_differences(a, b)
     return pair
 
 

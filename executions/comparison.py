@@ -14,8 +14,8 @@ context records weigh hundreds of MB. So the comparison is made in two halves:
    they are the same whichever page is shown.
 2. The heavy half (`comparison_page`): only the pairs shown — a page of the pairs the
    filters keep — are compared in full: their node runs' heavy fields are read by id and
-   `engine.comparison.compare_aligned` gives the output's JSON diff and the context
-   decisions side by side. The answer says which pairs those are (`page`).
+   `engine.comparison.compare_aligned` gives the output's JSON diff, the context
+   decisions and the tool calls side by side. The answer says which pairs those are (`page`).
 
 A pair whose light fields are the same but whose digests are not cannot be judged by the
 light half: its heavy fields may be one JSON value written two ways (1 and 1.0; keys in

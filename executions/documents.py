@@ -14,12 +14,22 @@ from executions.schemas import ExecutionDocument, ExecutionResult
 # The §5 shape under the name the execution import reads it by.
 EXECUTION_SHAPE = ExecutionDocument
 RESULT_KEYS = tuple(ExecutionResult.model_fields)  # what a §5 `results[]` entry holds of a node run
+# Keys of a `results[]` entry only a node whose agent has tools has: left out when empty, so
+# that the entry of any other node run is the seed's.
+CONVERSATION_KEYS = ("turns", "tool_calls")
 
 
 def node_run_result(run: NodeRun) -> dict[str, Any]:
     """A §5 `results[]` entry."""
-    return {"node_id": run.node_id, "agent_ref": run.agent.agent_id, "status": run.status, "output": run.output,
-            "duration_ms": run.duration_ms}
+    return result_entry({"node_id": run.node_id, "agent_ref": run.agent.agent_id, "status": run.status,
+                         "output": run.output, "duration_ms": run.duration_ms, "turns": run.turns,
+                         "tool_calls": run.tool_calls})
+
+
+def result_entry(run: dict[str, Any]) -> dict[str, Any]:
+    """A §5 `results[]` entry from a node run's record (whole, or light with its output):
+    its turns and tool calls when it has any."""
+    return {key: run.get(key) for key in RESULT_KEYS if key not in CONVERSATION_KEYS or run.get(key)}
 
 
 def execution_document(execution: Execution, node_runs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -36,7 +46,7 @@ def execution_document(execution: Execution, node_runs: list[dict[str, Any]] | N
     }
     if execution.input:
         document["input"] = execution.input
-    document["results"] = [{key: run[key] for key in RESULT_KEYS} for run in node_runs]
+    document["results"] = [result_entry(run) for run in node_runs]
     return document
 
 
@@ -100,6 +110,8 @@ def node_run_record(run: NodeRun, *, with_id: bool = False) -> dict[str, Any]:
         "calls": run.calls,
         "cost": usd(run.cost),
         "cost_complete": run.cost_complete,
+        "turns": run.turns,
+        "tool_calls": run.tool_calls,
         "prompt": run.prompt,
         "output": run.output,
     }

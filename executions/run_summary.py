@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from agents.backends.metering import usd
 from core.api_support import Rendered
-from core.db_functions import Epoch
+from core.db_functions import Epoch, ToolCallMarks
 from core.errors import DocumentError
 from core.jsonutil import iso
 from executions.documents import node_run_record
@@ -169,7 +169,7 @@ def timeline(execution: Execution, *, since: datetime | None = None, until: date
     node's lane with its runs in the window counted in `buckets` equal slices of time, by
     status (a run counts in the slice it started in, or the first if it started before the
     window); and, when no more than TIMELINE_RUNS runs fall in the window, those runs
-    themselves (light), to draw one by one. Bounded whatever the run's size: a grouped
+    themselves (light, with a mark for each tool call: `ToolCallMarks`), to draw one by one. Bounded whatever the run's size: a grouped
     count over an index range, then at most TIMELINE_RUNS rows."""
     if not 1 <= buckets <= MAX_TIMELINE_BUCKETS:
         raise DocumentError(f"buckets must be between 1 and {MAX_TIMELINE_BUCKETS}, not {buckets}", where="buckets")
@@ -201,6 +201,8 @@ def timeline(execution: Execution, *, since: datetime | None = None, until: date
     window.update({"since": iso(since), "until": iso(until), "bucket_ms": width * 1000, "total": total,
                    "lanes": [{**lane, "buckets": [[index, counts] for index, counts in sorted(lane["buckets"].items())]}
                              for lane in lanes.values()],
-                   "node_runs": ([light_record(row) for row in _light(runs.order_by("sequence", "id"))]
+                   "node_runs": ([{**light_record(row), "tool_call_marks": row["tool_call_marks"]} for row in
+                                  _light(runs.order_by("sequence", "id")).annotate(
+                                      tool_call_marks=ToolCallMarks("tool_calls"))]
                                  if total <= TIMELINE_RUNS else None)})
     return window

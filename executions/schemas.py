@@ -163,14 +163,65 @@ class ExecutionSummaryOut(Schema):
     node_runs: NodeRunCounts = Field(..., description="the run's node runs (every attempt) by status")
 
 
+# What a node run keeps of a model turn's text and of a tool call's result (tool_loop.py).
+TURN_TEXT_CHARS = 2_000
+RESULT_PREVIEW_CHARS = 500
+Count = Annotated[int, between(0, MAX_COLUMN_INT)]
+
+
+class TurnRecord(Shape):
+    """One model turn of a node whose agent has tools (executions/node_kinds/tool_loop.py)."""
+
+    turn: Annotated[int, between(1, MAX_COLUMN_INT)]
+    tokens_in: Count
+    tokens_out: Count
+    text: Annotated[str, Field(max_length=TURN_TEXT_CHARS)] = Field(..., description="the model's text, cut to "
+                                                                                     f"{TURN_TEXT_CHARS} characters")
+    tool_call_ids: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        ..., description="the calls it asked for (ids in `tool_calls`); none: the final answer")
+    context: Omittable[dict[str, Any]] = Field(None, description="from turn 2 on: the §7.2 record of what the turn was "
+                                                                 "given besides the prompt (the tool results)")
+
+
+class ToolCallRecord(Shape):
+    """One tool call of a node run: what was asked, how it ended, what came back. A call
+    waiting for a person's approval (status awaiting_approval) has not run: it has neither
+    server, duration nor result yet."""
+
+    id: Annotated[str, Field(min_length=1, max_length=200)]
+    turn: Annotated[int, between(1, MAX_COLUMN_INT)] = Field(..., description="the turn that asked for it")
+    name: Annotated[str, Field(min_length=1, max_length=300)] = Field(..., description="server.tool")
+    server: Omittable[str] = None
+    tool: Omittable[str] = None
+    arguments: Any = Field(..., description="as the model gave them (an object, or its text when not one)")
+    status: Annotated[str, Field(pattern=r"^(success|awaiting_approval|[A-Z][A-Z0-9_]*)$")] = Field(
+        ..., description="success, awaiting_approval, or the error code")
+    error_code: Annotated[str, Field(pattern=r"^([A-Z][A-Z0-9_]*)?$")]
+    error: str
+    duration_ms: Annotated[float, Field(ge=0, le=MAX_COLUMN_INT)] | None = Field(None, description="milliseconds, "
+                                                                                          "fractions kept")
+    result_preview: Omittable[Annotated[str, Field(max_length=RESULT_PREVIEW_CHARS)]] = None
+    result_digest: Omittable[Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]] = Field(
+        None, description="of the result's JSON text (of the error, for a failed call)")
+    result: Any = Field(None, description="the whole result; null when it failed or was over the size kept")
+    result_kept: Omittable[bool] = None
+    result_tokens: Omittable[Count] = Field(None, description="its tokens as passed to the model")
+    approved_by: str | None = Field(None, description="who approved the call, for a tool that needs approval")
+    decision: Omittable[dict[str, Any]] = Field(None, description="a person's decision on it, for a tool that needs "
+                                                                  "approval")
+    started_at: Omittable[str] = None
+
+
 class ExecutionResult(Shape):
-    """A `results[]` entry of §5."""
+    """A `results[]` entry of §5; a node whose agent has tools adds its turns and calls."""
 
     node_id: Identifier
     agent_ref: Identifier
     status: NodeRunStatus
     output: Any = None
     duration_ms: Annotated[int, between(0, MAX_COLUMN_INT)] | None = None
+    turns: Omittable[list[TurnRecord]] = None
+    tool_calls: Omittable[list[ToolCallRecord]] = None
 
 
 class ExecutionDocument(Shape):
@@ -255,6 +306,15 @@ class NodeRunOut(NodeRunLightOut):
                                                          "counted here, or builtin), encoding (what tokens counted "
                                                          "here were counted in; null: reported), cost (USD, null: "
                                                          "not priced)")
+    turns: list[dict[str, Any]] = Field(..., description="a node whose agent has tools: each model turn — turn, "
+                                                         "tokens_in, tokens_out, text, tool_call_ids, context (from "
+                                                         "turn 2: the §7.2 record of the tool results it was given)")
+    tool_calls: list[dict[str, Any]] = Field(..., description="each tool call, in order: id, turn, name, server, tool, "
+                                                              "arguments, status (success, awaiting_approval or an "
+                                                              "error code), error_code, error, duration_ms, "
+                                                              "result_preview, result_digest, result (null: failed or "
+                                                              "over the size kept), result_kept, result_tokens, "
+                                                              "approved_by, decision, started_at")
     prompt: str
     output: Any = None
 
@@ -285,6 +345,13 @@ class TimelineLaneOut(Schema):
                                                                        "(a run counts in the slice it started in)")
 
 
+class TimelineRunOut(NodeRunLightOut):
+    """A node run as the timeline draws it: light, with a mark for each tool call."""
+
+    tool_call_marks: list[dict[str, Any]] = Field(..., description="each tool call, in order: name, status, "
+                                                                   "started_at, duration_ms")
+
+
 class TimelineOut(Schema):
     start: str | None = Field(..., description="when the run's first node run started")
     end: str | None = Field(..., description="when its last one completed, or now while it goes on")
@@ -294,8 +361,8 @@ class TimelineOut(Schema):
     bucket_ms: float | None
     total: int = Field(..., description="the node runs going in the window")
     lanes: list[TimelineLaneOut]
-    node_runs: list[NodeRunLightOut] | None = Field(..., description="the window's node runs one by one, when no "
-                                                                      "more than 400; else null: count them in lanes")
+    node_runs: list[TimelineRunOut] | None = Field(..., description="the window's node runs one by one, when no "
+                                                                     "more than 400; else null: count them in lanes")
 
 
 class NodeLatestOut(NodeRunLightOut):
@@ -358,7 +425,8 @@ class CopyProgressOut(Schema):
 
 
 class ExecutionOut(ExecutionDocument):
-    """The §5 document (`results`: each node's latest run), the run's state, why it ended,
+    """The §5 document (`results`: each node's latest run; with `?node_runs=all`, every node
+    run, a node's turns and tool calls included), the run's state, why it ended,
     its escalation, and its node runs summarised; every node run: `GET …/node-runs`, or
     the whole record with `?node_runs=all`."""
 
@@ -486,6 +554,18 @@ class OutputDifference(Schema):
     b: Any = None
 
 
+class ComparedToolCall(Schema):
+    """A tool call of the pair's runs, matched in the other by tool and arguments."""
+
+    name: str | None = Field(..., description="server.tool")
+    arguments: Any = None
+    a: dict[str, Any] | None = Field(..., description="id, turn, status, error_code, error, duration_ms, "
+                                                      "result_digest, result_preview; null: not called in run a")
+    b: dict[str, Any] | None
+    verdict: Literal["same_result", "different_result", "only_a", "only_b"] = Field(
+        ..., description="by the results' digests")
+
+
 class ComparedPair(Schema):
     """A pair compared in full. `verdict` is its place in the counts, the same on every page;
     `differs` is this comparison's own finding, which settles a pair counted `unverified`."""
@@ -506,6 +586,8 @@ class ComparedPair(Schema):
     inputs: list[ComparedInput] = Field(..., description="per input: transfer mode and why, tokens, batches")
     actions: list[ComparedAction] = Field(..., description="trim, summarise, batch, compress, reference …")
     failures: list[ComparedFailure] = Field(..., description="resolution failures: code and fallback")
+    tool_calls: list[ComparedToolCall] = Field(..., description="the tool calls of both runs, matched by tool and "
+                                                                "arguments; shown, not counted in the verdict")
 
 
 class ComparedNode(Schema):

@@ -161,8 +161,9 @@
     const within = resolution.within_limit ?? final <= limit;
     const scaleRow = el("div", { class: "budget-scale small" },
       el("span", {}, "0"),
-      el("span", { class: "budget-limit", style: { left: pct(limit, scale) } }, `limit ${fmt.n(limit)}`),
-      el("span", { class: "budget-max" }, fmt.n(scale)));
+      el("span", { class: `budget-limit${limit >= scale ? " at-end" : ""}`, style: { left: pct(limit, scale) } }, `limit ${fmt.n(limit)}`),
+      // The scale's end, unless the limit's label already stands there.
+      scale > limit ? el("span", { class: "budget-max" }, fmt.n(scale)) : "");
 
     // Inputs that use a sliver of a large limit get a magnified strip of their own.
     const used = final + removed;
@@ -201,7 +202,8 @@
         el("span", { class: "muted" }, input.removed
           ? `${fmt.n(input.passed)} of ${fmt.n(input.tokens)}`
           : fmt.n(input.passed)),
-        input.priority ? el("span", { class: "muted" }, ` · p${input.priority}`) : "",
+        // A priority is a number (p1 … p4), or a word (a tool result's: high, medium).
+        input.priority ? el("span", { class: "muted" }, typeof input.priority === "number" ? ` · p${input.priority}` : ` · ${input.priority}`) : "",
         input.actions.length ? el("span", { class: "legend-actions" }, ` · ${input.actions.map((a) => a.action).join(", ")}`) : "")),
       el("li", { class: "key" }, el("i", { class: "swatch cut", style: { "--seg": "#7a8594" } }), "hatched: trimmed, summarised or dropped"),
       inputs.some((input) => input.batched)

@@ -3,9 +3,9 @@
 // json_script block and draws the workflow twice, each node coloured by how it compares
 // (same, differs, only in this run, unverified, not run: every pair counts), and a node's
 // panel: its pairs of runs, the fields side by side, both budget bars one above the other,
-// the context decisions side by side and the output's differences. Only the page's pairs
-// come compared in full; a node whose pair to show is on another page has it fetched from
-// the API that programs use. Everything from a run is shown as text (switchyard.el).
+// the context decisions side by side, the tool calls matched by tool and arguments, and
+// the output's differences. Only the page's pairs come compared in full; a node whose pair
+// to show is on another page has it fetched from the API that programs use. Everything from a run is shown as text (switchyard.el).
 (function () {
   "use strict";
 
@@ -194,6 +194,33 @@
     ];
   }
 
+  // The tool calls of both runs, matched by tool and arguments: the same result (by its
+  // digest), a different one, or a call only one run made. Shown, not counted in the verdict.
+  const TOOL_VERDICTS = { same_result: "same result", different_result: "different result", only_a: "only in A", only_b: "only in B" };
+
+  function toolCallSide(call) {
+    if (!call) return el("td", { class: "absent" }, el("span", { class: "muted" }, "not called"));
+    const waiting = call.status === "awaiting_approval";
+    return el("td", {},
+      el("div", {}, waiting ? el("span", { class: "badge waiting" }, "awaiting approval") : badge(call.status === "success" ? "success" : "failed"), " ",
+        call.status === "success" || waiting ? "" : el("code", { class: "error-code" }, call.error_code || call.status),
+        el("span", { class: "muted small" }, ` · turn ${call.turn}`, waiting ? "" : ` · ${fmt.ms(call.duration_ms || 0)}`)),
+      call.error ? el("div", { class: "small error-text" }, call.error) : "",
+      call.result_preview ? el("details", { class: "tool-result" }, el("summary", { class: "small" }, "result (preview)"),
+        el("pre", { class: "output" }, call.result_preview)) : "");
+  }
+
+  function toolCalls(pair) {
+    const calls = pair.tool_calls || [];
+    if (!calls.length) return el("p", { class: "muted small" }, "Neither run called a tool.");
+    return el("div", { class: "table-scroll" }, el("table", { class: "compact compare-tool-calls" },
+      el("thead", {}, el("tr", {}, el("th", {}, "Tool and arguments"), el("th", {}, ""), el("th", {}, sideTag("a")), el("th", {}, sideTag("b")))),
+      el("tbody", {}, calls.map((call) => el("tr", { class: call.verdict === "same_result" ? "" : "differs", "data-tool-verdict": call.verdict },
+        el("td", {}, el("div", { class: "mono" }, call.name || "?"), el("pre", { class: "tool-arguments small" }, fmt.json(call.arguments))),
+        el("td", {}, el("span", { class: `tool-verdict tool-verdict-${call.verdict}` }, TOOL_VERDICTS[call.verdict] || call.verdict)),
+        toolCallSide(call.a), toolCallSide(call.b))))));
+  }
+
   function outputDiff(pair) {
     if (!pair.a || !pair.b) {
       const side = pair.a ? "a" : "b";
@@ -259,6 +286,7 @@
         ["Input", "Action"], describeAction, "No action in either run: every input was passed as resolved.")),
       section("Resolution failures", decisions(pair.failures.map((entry) => ({ ...entry, keys: [entry.input] })),
         ["Input"], describeFailure, "No resolution failure in either run.")),
+      (pair.tool_calls || []).length ? section("Tool calls: matched by tool and arguments", toolCalls(pair)) : "",
       section("Output", outputDiff(pair)));
   }
 

@@ -711,8 +711,19 @@
           (run.called ? ` · ${costLine(run.cost, run.cost_complete)}` : "") +
           (run.error_code ? ` · ${run.error_code}` : ""),
         onclick: () => select(nodeId, run.node_run_id, true),
-      }, el("span", {}, label));
+      }, el("span", {}, label), callMarks(run, from, to));
     };
+
+    // A node run's tool calls, each a tick inside its bar at the time it started.
+    const callMarks = (run, from, to) => (run.tool_call_marks || []).map((call) => {
+      const at = when(call.started_at);
+      if (!(at >= from && at <= to)) return null;
+      return el("i", {
+        class: `tl-call${call.status === "success" ? "" : " failed"}`,
+        style: { left: percent(to > from ? (at - from) / (to - from) : 0) },
+        title: `${call.name} · ${call.status} · ${fmt.ms(call.duration_ms)}`,
+      });
+    });
 
     const slice = (nodeId, index, counts) => {
       const runs = Object.values(counts).reduce((a, b) => a + b, 0);

@@ -2,10 +2,12 @@
 // what ran (kind, status, agent and version, backend and model, worker, tokens, cost,
 // duration), its error, its model calls (each with its purpose, backend and model, tokens
 // and cost: cost.js), the context budget, the actions, resolution failures, compression, the
-// transition taken, the inputs as resolved, the prompt (collapsed) and the output. A gate's
-// run (a person's step) called no agent: it shows what ran, the transition and the output;
-// a sub-workflow node's run neither: it shows the child run it started, what ran, the
-// child's input and the output (workflowRecord).
+// transition taken, the inputs as resolved, the prompt (collapsed) and the output. A node
+// whose agent has tools shows its conversation first: each model turn with its text,
+// tokens and budget, the tool calls it asked for (arguments and result folded), the final
+// answer. A gate's run (a person's step) called no agent: it shows what ran, the transition
+// and the output; a sub-workflow node's run neither: it shows the child run it started,
+// what ran, the child's input and the output (workflowRecord).
 // Built with switchyard.el, so model text is always shown as text.
 (function () {
   "use strict";
@@ -41,12 +43,83 @@
           el("td", {}, el("strong", { class: item.value ? "ok-text" : "muted" }, String(item.value))))))) : null);
   }
 
+  // -- the conversation of a node whose agent has tools ------------------------------------
+
+  function counted(n, noun) {
+    return `${fmt.n(n)} ${noun}${n === 1 ? "" : "s"}`;
+  }
+
+  function jsonBlock(value, cls) {
+    return el("pre", { class: `output ${cls}` }, fmt.json(value));
+  }
+
+  /** One tool call: its tool, how it ended, how long it took, who approved it; its
+   *  arguments and result folded (pretty JSON, as text); a failure's code and message. A
+   *  call waiting for a person's approval has not run yet. */
+  function toolCall(call) {
+    const ok = call.status === "success";
+    const waiting = call.status === "awaiting_approval";
+    const result = ok && (call.result_kept ? jsonBlock(call.result, "tool-result-body")
+      : el("div", {}, el("p", { class: "muted small" }, "Over the size kept on the record: its first characters."),
+        el("pre", { class: "output tool-result-body" }, call.result_preview || "")));
+    return el("li", { class: `tool-call ${ok ? "ok" : waiting ? "waiting" : "failed"}`, "data-call": call.id },
+      el("div", { class: "tool-call-head" },
+        el("span", { class: "mono tool-name" }, call.name),
+        " ", el("span", { class: `badge ${ok ? "success" : waiting ? "waiting" : "failed"} tool-status` },
+          ok ? "success" : waiting ? "awaiting approval" : call.error_code || call.status),
+        el("span", { class: "muted small" }, waiting ? " · not run: a person decides first" : ` · ${fmt.ms(call.duration_ms)}`,
+          ok ? ` · ${fmt.n(call.result_tokens)} tokens passed` : "",
+          call.approved_by ? ` · approved by ${call.approved_by}` : "")),
+      ok || waiting ? null : el("p", { class: "error tool-error small" }, el("code", {}, call.error_code || call.status), " ", call.error || ""),
+      el("details", { class: "tool-arguments" }, el("summary", { class: "small" }, "Arguments"), jsonBlock(call.arguments, "tool-arguments-body")),
+      result ? el("details", { class: "tool-result" },
+        el("summary", { class: "small" }, "Result ", el("span", { class: "muted mono" }, (call.result_digest || "").slice(0, 19))), result)
+        : null);
+  }
+
+  /** What a turn was given besides the prompt, drawn by the budget bar: the node run's own
+   *  context record for turn 1, the turn's record of the tool results after. Open when a
+   *  result was summarised, referenced or trimmed to fit. */
+  function turnBudget(context) {
+    if (!context) return null;
+    const resolution = context.resolution || {};
+    const acted = (resolution.actions || []).length > 0;
+    return el("details", { class: "turn-budget", open: acted },
+      el("summary", { class: "small" }, `Context: ${fmt.n(resolution.final_tokens)} of ${fmt.n(context.context_limit)} tokens`,
+        acted ? ` · ${resolution.actions.length} action(s)` : "", resolution.within_limit === false ? " · over the limit" : ""),
+      budget.bar(context), acted ? budget.actions(context) : null);
+  }
+
+  /** The conversation as a person reads it: each model turn (its text and tokens, its budget)
+   *  and the tool calls it asked for, down to the final answer. */
+  function conversation(run) {
+    const turns = run.turns || [];
+    const calls = run.tool_calls || [];
+    const last = turns.length - 1;
+    return el("ol", { class: "conversation" }, turns.map((turn, index) => {
+      const mine = calls.filter((call) => call.turn === turn.turn);
+      const asked = (turn.tool_call_ids || []).length;
+      const final = !asked && index === last;
+      return el("li", { class: `turn${final ? " final" : ""}`, "data-turn": turn.turn },
+        el("div", { class: "turn-head" },
+          el("strong", {}, final ? `Model turn ${turn.turn}: the final answer` : `Model turn ${turn.turn}`),
+          el("span", { class: "muted small" }, ` · ${fmt.n(turn.tokens_in)} in → ${fmt.n(turn.tokens_out)} out`,
+            asked ? ` · asked for ${counted(asked, "tool call")}` : "")),
+        turn.text ? el("pre", { class: "turn-text" }, turn.text) : el("p", { class: "muted small turn-text" }, "(no text)"),
+        turnBudget(index === 0 ? run.context_management : turn.context),
+        mine.length ? el("ol", { class: "tool-calls" }, mine.map(toolCall)) : null,
+        asked > mine.length ? el("p", { class: "muted small" }, `${asked - mine.length} call(s) asked for were not made: the node ended first.`) : null);
+    }));
+  }
+
   /** The record of `run` (a node run of GET /api/executions/{id}); `notes` (elements, or
    *  null) come first: where a copy came from, a link to its thought tree. */
   function record(run, ...notes) {
     const section = (title, ...content) => el("section", { class: "attempt-section" }, el("h4", {}, title), ...content);
     const model = [run.backend, run.model].filter(Boolean).join(" / ");
-    if (run.gate) return gateRecord(run, section, notes);
+    // A gate node's run; a node whose tool calls wait for (or had) a person's approval is
+    // still the agent's run, its conversation shown.
+    if (run.gate && run.gate.kind !== "tool_call") return gateRecord(run, section, notes);
     return el("div", { class: "attempt-body" },
       ...notes,
       el("dl", { class: "facts compact-facts" },
@@ -64,6 +137,7 @@
         fact("Started · ended", `${fmt.time(run.started_at) || "—"} · ${fmt.time(run.completed_at) || "—"}`),
         run.dispatches > 1 ? fact("Dispatches", String(run.dispatches)) : null),
       run.error_code || run.error ? el("p", { class: "error attempt-error" }, run.error_code ? el("code", {}, run.error_code) : "", " ", run.error || "") : null,
+      (run.turns || []).length ? section(`Conversation (${counted(run.turns.length, "turn")}, ${counted((run.tool_calls || []).length, "tool call")})`, conversation(run)) : null,
       (run.calls || []).length || run.status !== "running"
         ? section(`Model calls (${(run.calls || []).length})`, cost.callsTable(run.calls, run.cost, run.cost_complete)) : null,
       section("Context budget", budget.bar(run.context_management)),
@@ -123,5 +197,5 @@
         : el("pre", { class: "output" }, fmt.json(run.output))));
   }
 
-  window.switchyard.nodeRun = { record, workflowRecord, fact };
+  window.switchyard.nodeRun = { record, workflowRecord, fact, conversation };
 })();

@@ -5,7 +5,15 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.comparison import MAX_OUTPUT_DIFFERENCES, compare_runs, json_diff, pointer_token, run_keys, same
+from engine.comparison import (
+    MAX_OUTPUT_DIFFERENCES,
+    compare_runs,
+    json_diff,
+    pointer_token,
+    run_keys,
+    same,
+    tool_call_differences,
+)
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=4),
@@ -262,3 +270,22 @@ def test_it_reads_records_of_any_shape_without_failing():
               resolution_failures=None)
     pair = compare_runs([odd], [run("x", context_record=None)])["pairs"][0]
     assert pair["actions"] == [] and [entry["name"] for entry in pair["inputs"]] == ["a"]
+
+
+def test_tool_calls_pair_by_tool_and_arguments_and_compare_by_how_they_ended_and_their_digest():
+    def call(id, query, status="success", digest="sha256:1"):
+        return {"id": id, "turn": 1, "name": "builtin.knowledge_search", "arguments": {"query": query},
+                "status": status, "result_digest": None if status == "awaiting_approval" else digest}
+
+    a = {"tool_calls": [call("a1", "x"), call("a2", "y", digest="sha256:2"), call("a3", "w", "awaiting_approval"),
+                        call("a4", "x")]}
+    b = {"tool_calls": [call("b1", "x"), call("b2", "y", digest="sha256:3"), call("b3", "w", "awaiting_approval"),
+                        call("b4", "z")]}
+    found = [(entry["arguments"]["query"], entry["verdict"], (entry["a"] or {}).get("id"), (entry["b"] or {}).get("id"))
+             for entry in tool_call_differences(a, b)]
+    assert found == [("x", "same_result", "a1", "b1"), ("y", "different_result", "a2", "b2"),
+                     ("w", "same_result", "a3", "b3"), ("x", "only_a", "a4", None), ("z", "only_b", None, "b4")]
+    waiting_here_only = {"tool_calls": [call("b3", "w", "TOOL_CALL_REJECTED", digest=None)]}
+    assert tool_call_differences({"tool_calls": [call("a3", "w", "awaiting_approval")]},
+                                 waiting_here_only)[0]["verdict"] == "different_result"
+    assert tool_call_differences(None, {"tool_calls": []}) == []

@@ -2,6 +2,7 @@
 `compare_executions`. The runs are written straight to the database: comparing reads only.
 Every count comes from the light half (each node run's light fields and digest), and only
 a page of pairs is compared in full: the tests hold the two halves to one answer."""
+import hashlib
 import io
 import json
 from datetime import timedelta
@@ -490,3 +491,44 @@ def test_it_reads_two_runs_of_100000_node_runs_by_index_without_a_subplan(api):
 def plan_of(cursor, sql: str) -> str:
     cursor.execute(f"EXPLAIN {sql}")
     return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def tool_call(id, name, arguments, result, status="success"):
+    """A tool call as the tool loop records it (its digest: of the result's JSON text)."""
+    text = json.dumps(result if status == "success" else {"error": result})
+    return {"id": id, "turn": 1, "name": name, "server": name.split(".")[0], "tool": name.split(".")[1],
+            "arguments": arguments, "status": status, "error_code": "" if status == "success" else status,
+            "error": "" if status == "success" else result, "duration_ms": 3.5, "result_preview": text[:500],
+            "result_digest": "sha256:" + hashlib.sha256(text.encode()).hexdigest(),
+            "result": result if status == "success" else None, "result_kept": status == "success",
+            "result_tokens": 10, "approved_by": None, "started_at": "2026-02-03T10:30:00Z"}
+
+
+def test_it_pairs_the_tool_calls_of_a_node_by_tool_and_arguments_and_tells_their_results_apart(api):
+    search, read = "builtin.knowledge_search", "builtin.read_file"
+    a = make_run("exec_tools_a", [node_run("draft"), node_run("review", tool_calls=[
+        tool_call("call_1_1", search, {"query": "budget", "limit": 5}, {"found": 2}),
+        tool_call("call_1_2", read, {"path": "a.md"}, "# A"),
+        tool_call("call_1_3", read, {"path": "gone.md"}, "no such file", status="TOOL_ERROR"),
+        tool_call("call_2_1", search, {"query": "tokens"}, {"found": 1})])])
+    b = make_run("exec_tools_b", [node_run("draft"), node_run("review", tool_calls=[
+        tool_call("call_1_1", search, {"limit": 5, "query": "budget"}, {"found": 2}),  # its keys in another order
+        tool_call("call_1_2", read, {"path": "a.md"}, "# A, edited"),
+        tool_call("call_1_3", read, {"path": "gone.md"}, "no such file", status="TOOL_ERROR"),
+        tool_call("call_1_4", read, {"path": "b.md"}, "# B")])])
+    answer = api.viewer.get("/api/executions/compare", a=a.execution_id, b=b.execution_id)
+    assert answer.status_code == 200, answer.json()
+    draft, review = answer.json()["pairs"]
+    assert draft["tool_calls"] == []
+    assert [(call["name"], call["arguments"], call["verdict"]) for call in review["tool_calls"]] == [
+        (search, {"query": "budget", "limit": 5}, "same_result"),
+        (read, {"path": "a.md"}, "different_result"),
+        (read, {"path": "gone.md"}, "same_result"),  # the same failure
+        (search, {"query": "tokens"}, "only_a"),
+        (read, {"path": "b.md"}, "only_b")]
+    same, different, failed, only_a, only_b = review["tool_calls"]
+    assert different["a"]["result_preview"] == '"# A"' and different["b"]["result_preview"] == '"# A, edited"'
+    assert failed["a"]["error_code"] == failed["b"]["error_code"] == "TOOL_ERROR"
+    assert only_a["b"] is None and only_b["a"] is None and only_b["b"]["id"] == "call_1_4"
+    # Shown beside the pair, not counted: the outputs and context decisions are the same.
+    assert review["verdict"] == "same" and not review["differs"]

@@ -1,12 +1,14 @@
 """Two runs compared, in a real browser: picked on the list, the two graphs coloured by
 difference with their legend, a differing node's panel with both budget bars, the context
-decisions side by side and the output's differences, model HTML shown as text."""
+decisions side by side and the output's differences, a node's tool calls paired, model
+HTML shown as text."""
 
 import re
 
 import pytest
 from playwright.sync_api import expect
 
+from tests.executions.test_comparison import tool_call
 from tests.pages.conftest import screenshot
 from tests.pages.test_derive_requests import watch_errors
 from tests.pages.test_executions import CONTEXT, make_execution
@@ -232,3 +234,29 @@ def test_it_shows_no_context_budget_for_an_edited_copy_that_never_ran(page_for, 
     expect(bars.nth(0).locator(".budget-summary")).to_contain_text("309 of 4,050 tokens passed")
     expect(bars.nth(1)).to_contain_text("Did not run: an edited copy of the run it was re-run from.")
     expect(bars.nth(1).locator(".budget-summary")).to_have_count(0)
+
+
+def test_it_pairs_a_nodes_tool_calls_and_shows_their_results_as_text(page_for, api, demo):
+    read = "builtin.read_file"
+    draft = {"node_id": "draft", "status": "success", "output": {"text": "Release notes"}}
+    for execution_id, result in (("exec_tools_a", "# Notes"), ("exec_tools_b", XSS)):
+        make_execution("release_review", [{**draft, "tool_calls": [
+            tool_call("call_1_1", read, {"path": "notes.md"}, result),
+            tool_call("call_1_2", read, {"path": "gone.md"}, "no such file", status="TOOL_ERROR")]}],
+            execution_id=execution_id)
+    page = page_for(api.viewer.user)
+    errors = watch_errors(page)
+    page.goto("/executions/compare/?a=exec_tools_a&b=exec_tools_b")
+    page.locator(".compare-table tr[data-node='draft'] a").click()
+    calls = page.locator("#compare-panel .compare-tool-calls tbody tr")
+    expect(calls).to_have_count(2)
+    expect(calls.nth(0)).to_have_attribute("data-tool-verdict", "different_result")
+    expect(calls.nth(0)).to_contain_text("different result")
+    expect(calls.nth(0)).to_contain_text('"path": "notes.md"')
+    expect(calls.nth(1)).to_have_attribute("data-tool-verdict", "same_result")
+    expect(calls.nth(1).locator("code.error-code").first).to_have_text("TOOL_ERROR")
+    result_b = calls.nth(0).locator("td").nth(3).locator("details.tool-result")
+    result_b.locator("summary").click()
+    expect(result_b.locator("pre")).to_contain_text("<script>window.pwned=1</script>")  # shown, not run
+    assert page.evaluate("() => window.pwned") is None
+    assert errors == []

@@ -29,6 +29,7 @@ PAGES = {
     "workflow-new": lambda runs: "/workflows/new/",
     "runs": lambda runs: "/executions/",
     "run": lambda runs: f"/executions/{runs['first'].execution_id}/",
+    "run-tools": lambda runs: f"/executions/{runs['tools'][0].execution_id}/?node=ask&run={runs['tools'][1].pk}#node-panel",
     "run-compare": lambda runs: f"/executions/compare/?a={runs['first'].execution_id}&b={runs['second'].execution_id}",
     "node-plan": lambda runs: "/executions/plan/thesis_reading/task_validator_001/",
     "thought-tree": lambda runs: f"/executions/{runs['tot'][0].execution_id}/tot/{runs['tot'][1].node_run_id}/",
@@ -58,11 +59,15 @@ STRAYS = """() => {
 
 
 @pytest.fixture
-def runs(demo, no_tasks):
-    """Two finished runs of thesis_reading (the first evaluated) and a Tree-of-Thoughts search."""
+def runs(demo, no_tasks, settings):
+    """Two finished runs of thesis_reading (the first evaluated), a Tree-of-Thoughts search,
+    and a node that called tools (its panel open on its conversation)."""
+    from tests.pages.test_tool_conversation import tool_run  # which reads this module's watch_console
+
     first = finished_in_process("thesis_reading")
     return {"first": first, "evaluation": execution_evaluate(execution_pk=first.pk),
-            "second": finished_in_process("thesis_reading"), "tot": tot_execution()}
+            "second": finished_in_process("thesis_reading"), "tot": tot_execution(),
+            "tools": tool_run(settings.WORKSPACE_ROOT)}
 
 
 def watch_console(page) -> list[str]:
