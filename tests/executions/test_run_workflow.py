@@ -36,6 +36,21 @@ def test_it_waits_and_prints_the_final_execution_with_its_node_records(demo):
     assert synthesis["compression"]["totals"]["dependencies"] == 3 and synthesis["context_management"]
 
 
+def test_the_demo_research_runs_with_its_tool_calls_on_the_record(demo):
+    from django.db import connection
+
+    demo.start(1)
+    done = subprocess.run([sys.executable, "manage.py", "run_workflow", "research_with_tools", "--wait", "--timeout",
+                           "120"], cwd=ROOT, env={**demo.env, "DATABASE_URL": database_url(connection)},
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    [node] = json.loads(done.stdout)["node_runs"]
+    [call] = node["tool_calls"]
+    assert (call["name"], call["status"]) == ("builtin.knowledge_search", "success")
+    assert [turn["tool_call_ids"] for turn in node["turns"]] == [[call["id"]], []]
+    assert set(node["output"]["sources"]) <= {atom["atom_id"] for atom in call["result"]["atoms"]}
+
+
 @pytest.mark.parametrize("arguments, message", [
     (["no_such_workflow"], "no workflow has the id or name"),
     (["thesis_reading", "--input", "{oops"], "--input: malformed JSON"),
