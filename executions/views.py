@@ -109,6 +109,7 @@ def execution_detail(request, execution_id: str):
             "downstream": page_selectors.rerun_downstream(graph),
             "states": states,
             "gates": page_selectors.gate_deciders(graph, request.user.get_username(), request.roles_held),
+            "person": {"username": request.user.get_username(), "roles": list(request.roles_held)},
             "steering_refusal": refusal,
             "plan_url": reverse("executions:node_plan", args=[execution.workflow.workflow_id, "NODE"]),
         },

@@ -856,13 +856,22 @@
   const DECIDING_LABELS = { approve: "Approving…", reject: "Rejecting…", edit: "Passing on the edit…" };
   const ON_TIMEOUT_TEXT = { approve: "approved as shown", reject: "rejected", escalate: "sent to a person (escalated)" };
 
-  function gateInfo(nodeId) {
-    return (data.gates || {})[nodeId] || { deciders: "", may_decide: false };
+  /** Who may decide the gate of `run`, and whether the signed-in user may: as the server said
+   * for the workflow's gate nodes; for a gate a node run opened on its tool calls, from the
+   * run's own deciders and the user's roles (the server checks again when they decide). */
+  function gateInfo(run) {
+    const known = (data.gates || {})[run.node_id];
+    if (known) return known;
+    const deciders = (run.gate && run.gate.deciders) || {};
+    const person = data.person || { username: "", roles: [] };
+    const mayDecide = (deciders.users || []).includes(person.username)
+      || (deciders.roles || []).some((role) => person.roles.includes(role));
+    return { deciders: "", may_decide: Boolean(run.gate) && mayDecide };
   }
 
   /** Who may decide, as the server words it; for a gate the page was not told of, from the run. */
   function decidersText(run) {
-    const info = gateInfo(run.node_id);
+    const info = gateInfo(run);
     if (info.deciders) return info.deciders;
     const deciders = run.gate.deciders || {};
     const parts = (deciders.roles || []).length ? [`a user with the ${deciders.roles.join(" or ")} role`] : [];
@@ -919,7 +928,7 @@
     const missing = gate.missing || [];
     const note = page.gateNotes.get(run.node_run_id);
     let action = null;
-    if (waiting && gateInfo(run.node_id).may_decide) action = gateForm(run);
+    if (waiting && gateInfo(run).may_decide) action = gateForm(run);
     else if (waiting) {
       action = el("p", { class: "gate-not-yours notice" }, `Waiting for ${decidersText(run)} to decide. `,
         "You may not decide this gate: the form is shown to its deciders only.");
@@ -1282,7 +1291,7 @@
         el("a", { class: "mono", href: `?node=${encodeURIComponent(run.node_id)}&run=${run.node_run_id}#decide-${run.node_run_id}`,
           onclick: (event) => {
             event.preventDefault();
-            const yours = gateInfo(run.node_id).may_decide;
+            const yours = gateInfo(run).may_decide;
             page.focusForm = yours ? String(run.node_run_id) : null;
             select(run.node_id, run.node_run_id, !yours); // a decider lands on the form, focused
             bringAskedForm();
@@ -1290,7 +1299,7 @@
         ": ", run.gate.prompt || "a decision on its data",
         el("span", { class: "muted small" }, ` · decided by ${decidersText(run)}`,
           run.decide_by ? ` · time-out ${fmt.time(run.decide_by)}, then ${ON_TIMEOUT_TEXT[run.gate.on_timeout] || run.gate.on_timeout}` : ""),
-        gateInfo(run.node_id).may_decide ? el("strong", { class: "gate-yours small" }, " · yours to decide") : null))));
+        gateInfo(run).may_decide ? el("strong", { class: "gate-yours small" }, " · yours to decide") : null))));
     keepGraphAligned();
   }
 

@@ -91,4 +91,13 @@ def test_a_call_waiting_for_approval_shows_in_the_conversation_of_the_waiting_no
     call.locator("details.tool-arguments summary").click()
     expect(call.locator("details.tool-arguments pre")).to_have_text('{\n  "query": "context window"\n}')
     assert call.locator("details.tool-result").count() == 0
+
+    # An author decides it here, as any gate: the calls go on to a worker.
+    gate = page.locator(f'#node-panel [data-gate="{node.pk}"]')
+    expect(gate.locator(".gate-shown")).to_contain_text("builtin.knowledge_search")
+    gate.locator(".gate-comment-input").fill("fine to search")
+    gate.get_by_role("button", name="Approve the data of gate ask").click()
+    expect(gate.locator(".gate-decided-by")).to_have_text("author-user")
+    node.refresh_from_db()
+    assert (node.status, node.gate["decision"], node.gate["comment"]) == ("pending", "approve", "fine to search")
     assert said == []
