@@ -207,10 +207,10 @@ def _finish(entry: dict[str, Any], outcome: catalogue.Outcome) -> Done:
     kept = outcome.ok and len(text.encode()) <= RESULT_KEPT_BYTES
     if outcome.started_at:  # when it began, rather than when it was asked for (calls may wait their turn)
         entry["started_at"] = outcome.started_at
-    entry.update(status=outcome.status, error_code="" if outcome.ok else outcome.status, error=outcome.error,
-                 duration_ms=outcome.duration_ms, result_preview=text[:PREVIEW_CHARS],
-                 result_digest="sha256:" + hashlib.sha256(text.encode()).hexdigest(),
-                 result=outcome.result if kept else None, result_kept=kept, result_tokens=0)
+    entry |= {"status": outcome.status, "error_code": "" if outcome.ok else outcome.status, "error": outcome.error,
+              "duration_ms": outcome.duration_ms, "result_preview": text[:PREVIEW_CHARS],
+              "result_digest": "sha256:" + hashlib.sha256(text.encode()).hexdigest(),
+              "result": outcome.result if kept else None, "result_kept": kept, "result_tokens": 0}
     return entry, outcome
 
 

@@ -4,7 +4,7 @@ record says what happened, turn by turn."""
 import pytest
 
 from agents.backends import BackendError, ToolRequest
-from agents.backends.builtin import register_skill
+from agents.backends.builtin import SKILLS, register_skill
 from agents.services import agent_import_document
 from demo.documents import _agent
 from executions.services import execution_start
@@ -23,7 +23,8 @@ def search_then_answer(request):
     """Search the question's words once, then answer with the atoms found."""
     done = results(request)
     if not done:
-        return ToolRequest([{"name": "builtin.knowledge_search", "arguments": {"query": request.execution_input["q"]}}])
+        query = request.execution_input.get("q", "")
+        return ToolRequest([{"name": "builtin.knowledge_search", "arguments": {"query": query}}])
     found = done[-1]
     if found["status"] != "success":
         return {"answer": None, "failed": found["status"], "error": found["content"]["error"]["message"]}
@@ -34,10 +35,12 @@ def call_as_told(request):
     """Call what the execution input says, once per turn, `turns` times; then answer."""
     done = results(request)
     if len(done) < request.execution_input.get("turns", 1):
-        return ToolRequest([dict(call) for call in request.execution_input["calls"]])
+        return ToolRequest([dict(call) for call in request.execution_input.get("calls", [])])
     return {"statuses": [message["status"] for message in done]}
 
 
+# Registered once a process collects this module; like every skill, each answers any request
+# (the builtin's tests call every registered skill), the same way each time.
 for _name, _skill in (("tool_test_search", search_then_answer), ("tool_test_call", call_as_told)):
     register_skill(_name, _skill)
 
@@ -132,12 +135,12 @@ def test_an_agent_without_tools_asked_to_call_one_fails_with_a_capability_gap(in
     assert node.error_code == "CAPABILITY_GAP" and node.error_details == {"missing_tools": ["builtin.read_file"]}
 
 
-def test_a_skill_raising_a_gap_is_recorded_as_before(in_process):
+def test_a_skill_raising_a_gap_is_recorded_as_before(in_process, monkeypatch):
     def needs_legal_database(request):
         raise BackendError("needs legal_database", code="CAPABILITY_GAP", retryable=False,
                            details={"missing_tools": ["legal_database"]})
 
-    register_skill("tool_test_gap", needs_legal_database)
+    monkeypatch.setitem(SKILLS, "tool_test_gap", needs_legal_database)
     execution, node = run("tool_test_gap", {})
     assert node.error_code == "CAPABILITY_GAP" and node.turns == [] and node.tool_calls == []
 
