@@ -33,6 +33,7 @@ from pydantic import BaseModel
 
 from engine.json_schema import document_schema, field_problems, schema_refusal
 from tools import errors
+from tools.call_groups import CallGroup
 from tools.errors import ToolError
 
 BUILTIN = "builtin"
@@ -214,9 +215,10 @@ def arguments_problem(tool: Tool, arguments: Any) -> str | None:
     return None
 
 
-def call(tool: Tool, arguments: Any) -> Outcome:
+def call(tool: Tool, arguments: Any, *, group: CallGroup | None = None) -> Outcome:
     """Call `tool` once with `arguments`: the arguments checked first, the call held to its
-    server's time limit, the result to its size cap (as JSON, in UTF-8 bytes)."""
+    server's time limit, the result to its size cap (as JSON, in UTF-8 bytes). A call to an
+    MCP server made for a `group` is stopped with it."""
     started, began = time.perf_counter(), datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
     def ended(status: str, result: Any = None, error: str = "") -> Outcome:
@@ -236,7 +238,7 @@ def call(tool: Tool, arguments: Any) -> Outcome:
             options = servers().get(tool.server)
             if options is None:
                 raise ToolError(f"no tool server named {tool.server!r} is configured", code=errors.TOOL_UNAVAILABLE)
-            result = mcp.call_tool(tool.server, options, tool.tool, arguments, timeout=timeout_of(tool))
+            result = mcp.call_tool(tool.server, options, tool.tool, arguments, timeout=timeout_of(tool), group=group)
     except ToolError as error:
         return ended(error.code, error=str(error))
     size = len(json.dumps(result, ensure_ascii=False, default=str).encode())

@@ -28,6 +28,8 @@ from contextlib import AsyncExitStack
 from typing import Any, TypeVar
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import httpx2
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -36,6 +38,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, EmbeddedResource, ImageContent, ResourceLink, TextContent
 
 from core.backend_urls import shown_url
+from tools.call_groups import CallGroup
 from tools.errors import TOOL_ERROR, TOOL_TIMEOUT, TOOL_UNAVAILABLE, ToolError
 
 T = TypeVar("T")
@@ -60,7 +63,7 @@ def list_tools(server: str, options: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def call_tool(server: str, options: dict[str, Any], tool: str, arguments: dict[str, Any], *,
-              timeout: float) -> Any:
+              timeout: float, group: CallGroup | None = None) -> Any:
     """Call `tool` once; its result as JSON: the structured content when the server gives
     one, else the text (one text part: that string; several parts: a list, a part that is
     not text described, not inlined)."""
@@ -82,7 +85,7 @@ def call_tool(server: str, options: dict[str, Any], tool: str, arguments: dict[s
                             code=TOOL_UNAVAILABLE)
         return result
 
-    result = _run(options, where, calling, timeout)
+    result = _run(options, where, calling, timeout, group)
     if result.is_error:
         text = as_json(result.content)
         raise ToolError(f"{where} answered an error: {_clipped(text if isinstance(text, str) else str(text))}",
@@ -139,17 +142,23 @@ def _part(part: Any) -> Any:
 
 
 def _run(options: dict[str, Any], where: str, request: Callable[[Client], Awaitable[T]],
-         timeout: float) -> T:
-    """Connect to the server, make `request`, disconnect, all within `timeout` seconds."""
+         timeout: float, group: CallGroup | None = None) -> T:
+    """Connect to the server, make `request`, disconnect, all within `timeout` seconds. A
+    caller stopped while it waits (a node's time limit, raised in it), or the `group` it is
+    made for, stops the request too: the server is disconnected, and a stdio server stopped,
+    then rather than at `timeout`."""
     state: dict[str, Any] = {"stage": "connecting", "http_status": None}
+    group = group or CallGroup()
 
     async def connected() -> T:
-        with anyio.fail_after(timeout):
+        with anyio.CancelScope() as scope, anyio.fail_after(timeout):
+            token = anyio.lowlevel.current_token()
+            group.on_stop(lambda: anyio.from_thread.run_sync(scope.cancel, token=token))
             async with AsyncExitStack() as stack:
                 client = await _connect(stack, where, options, state)
                 state["stage"] = "calling"
                 return await request(client)
-        raise AssertionError("unreachable")  # pragma: no cover - fail_after raises or the request answers
+        raise ToolError(f"{where}: the call was stopped", code=TOOL_ERROR)  # cancelled from the caller
 
     answer: dict[str, Any] = {}
     done = threading.Event()
@@ -163,7 +172,12 @@ def _run(options: dict[str, Any], where: str, request: Callable[[Client], Awaita
             done.set()
 
     threading.Thread(target=work, name=f"mcp {where}", daemon=True).start()
-    if not done.wait(timeout + GRACE_SECONDS):
+    try:
+        answered = done.wait(timeout + GRACE_SECONDS)
+    except BaseException:  # the caller is stopped here (a time limit): so is the request
+        group.stop()
+        raise
+    if not answered:
         raise ToolError(f"{where} did not answer within {timeout:g} s", code=TOOL_TIMEOUT)
     if "error" in answer:
         raise _typed(answer["error"], where, state, timeout, options) from None

@@ -32,6 +32,7 @@ from engine import gates
 from engine.context.tool_results import ToolBudget, ToolResultsOverBudget
 from executions.node_errors import NodeFailure, NodeWaits
 from tools import catalogue
+from tools.call_groups import CallGroup
 from tools.errors import TOOL_CALL_REJECTED, TOOL_LOOP_LIMIT, TOOL_UNAVAILABLE
 
 RESULT_KEPT_BYTES = 64_000  # a result larger than this is kept as its preview and digest only
@@ -191,12 +192,16 @@ def run_calls(toolbox: Toolbox, asked: list[dict[str, Any]], turn: int, record: 
             remote.append((index, tool, entry))
     if remote:
         pool = ThreadPoolExecutor(max_workers=len(remote), thread_name_prefix="tool-call")
+        group = CallGroup()
         try:
-            futures = [(index, entry, pool.submit(catalogue.call, tool, entry["arguments"]))
+            futures = [(index, entry, pool.submit(catalogue.call, tool, entry["arguments"], group=group))
                        for index, tool, entry in remote]
             for index, entry, future in futures:
                 entries[index] = _finish(entry, future.result())
-        finally:  # a time limit that stops the node here does not wait for the calls: each has its own
+        except BaseException:  # a time limit stops the node here: it stops the calls, and their servers
+            group.stop()
+            raise
+        finally:
             pool.shutdown(wait=False, cancel_futures=True)
     return [done for done in entries if done is not None]
 

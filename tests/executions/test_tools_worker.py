@@ -1,8 +1,11 @@
 """Agents that call tools, on a real worker: a loopback chat-completions server plays the
 model and answers with tool calls — one, two at once, malformed arguments, a tool the agent
 does not have, calls without end, and two calls at once to an MCP server over stdio — and the
-worker runs them through the catalogue, feeds the results back and records every turn and call."""
+worker runs them through the catalogue, feeds the results back and records every turn and call.
+A server that hangs is stopped with its node, at the node's time limit."""
 import json
+import os
+import time
 from datetime import datetime, timedelta
 
 import pytest
@@ -112,3 +115,27 @@ def test_a_worker_runs_the_calls_a_model_asks_for_and_records_each_turn(demo, to
     assert (stopped.status, stopped.error_code, len(stopped.tool_calls), len(stopped.turns)) == (
         "failed", "TOOL_LOOP_LIMIT", 8, 9)
     assert len(stopped.calls) == 9  # every turn's model call is on the record, and in its cost
+
+
+def test_a_hung_tool_server_is_stopped_with_its_node_at_the_nodes_time_limit(demo, tool_model, tmp_path,
+                                                                             monkeypatch, settings):
+    pid_file = tmp_path / "hung.pid"
+    monkeypatch.setitem(BEHAVIOURS, "hung", [[("testmcp__slow", {"seconds": 120, "pid_file": str(pid_file)})]])
+    agent = _agent("tools_hung", "Tools hung", skills=[], prompt="You answer with tools: hung")
+    agent["capabilities"]["tools"] = ["builtin.knowledge_search", "builtin.db_query", "testmcp.*"]
+    agent["runtime"].update(backend="model", model="gpt-4o-mini", encoding="o200k_base")
+    agent_import_document(agent)
+    # The server's own limit is 30 s; the node's is 8 s (sent with the task: time for the
+    # server to start and take the call), and holds.
+    settings.NODE_SOFT_TIME_LIMIT_SECONDS, settings.NODE_HARD_TIME_LIMIT_SECONDS = 8.0, 40.0
+    demo.start(1, pool="prefork", NODE_SOFT_TIME_LIMIT_SECONDS="8", NODE_HARD_TIME_LIMIT_SECONDS="40")
+    started = time.monotonic()
+    execution = wait_for(run(["hung"], topology="seq"), workers=demo, timeout=60)
+    assert time.monotonic() - started < 25, "stopped at the node's limit, not the server's"
+    [node] = execution.node_runs.all()
+    assert (execution.status, node.error_code) == ("failed", "NODE_TIME_LIMIT"), demo.logs()
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10  # the SDK stops it: stdin closed, then SIGTERM, then SIGKILL
+    while os.path.exists(f"/proc/{pid}") and "zombie" not in open(f"/proc/{pid}/status").read().lower():
+        assert time.monotonic() < deadline, "the hung server still runs after its node was stopped"
+        time.sleep(0.2)
