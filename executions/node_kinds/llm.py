@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.backends import BackendError, BackendRequest, get_backend
+from agents.backends import BackendError, BackendRequest, BackendResponse, get_backend
 from agents.backends.metering import calling
 from agents.models import Agent
 from engine.context.batching import aggregate
@@ -29,6 +29,8 @@ from executions.output_readers import named_inputs, run_scope
 from executions.prompts import PROMPT_LIMIT, bounded, counting_encoding, prompt_items, render_prompt, skills
 from workflows.contracts import contract_results
 from workflows.models import Contract, Node
+
+BATCHES = "\n\n=== next batch ===\n\n"  # between the prompts of a batched node, as recorded
 
 
 def perform(run: NodeRun, graph, node: Node) -> Performed:
@@ -106,39 +108,48 @@ def perform(run: NodeRun, graph, node: Node) -> Performed:
         )
         purpose = f"batch {call + 1}/{assembly.batch_count}" if assembly.batch_count > 1 else "node"
         try:
-            if toolbox is not None:
-                budget = ToolBudget(limit=agent.context_limits.data_limit, counter=TokenCounter(encoding),
-                                    prompt_tokens=assembly.record["resolution"]["final_tokens"], role=agent.role,
-                                    abstractive=abstractive_summarizer(backend, agent.model))
-                response = converse(backend, request, toolbox, budget, record, purpose=purpose,
-                                    resume=resume and resume["conversation"])
-                resume = None
-            else:
-                with calling(purpose):
-                    response = backend.complete(request)
-        except BackendError as error:
-            raise NodeFailure(str(error), code=error.code, retryable=error.retryable, record=record,
-                              details=error.details) from None
-        except NodeWaits as waits:
+            response = answer(backend, request, agent, toolbox, assembly, record, purpose=purpose,
+                              resume=resume and resume["conversation"])
+        except NodeWaits as waits:  # it goes on from here, these batches answered, once a person decides
             waits.conversation = {"conversation": waits.conversation, "replies": replies,
                                   "tokens_in_before": tokens_in, "tokens_out_before": tokens_out}
             waits.record.update(tokens_in=tokens_in + waits.record.get("tokens_in", 0),
-                                tokens_out=tokens_out + waits.record.get("tokens_out", 0))
-            waits.record.update(backend=agent.backend, prompt="\n\n=== next batch ===\n\n".join(prompts)[:PROMPT_LIMIT])
+                                tokens_out=tokens_out + waits.record.get("tokens_out", 0), backend=agent.backend,
+                                prompt=BATCHES.join(prompts)[:PROMPT_LIMIT])
             raise
-        if response.tool_calls and toolbox is None:
-            asked = list(dict.fromkeys(str(c.get("name", "")) for c in response.tool_calls))
-            raise NodeFailure(f"{agent.agent_id} was asked to call {', '.join(asked)} and has no tools",
-                              code="CAPABILITY_GAP", retryable=False, record=record, details={"missing_tools": asked})
+        resume = None
         replies.append(response.output)
         tokens_in += response.tokens_in
         tokens_out += response.tokens_out
         record.update(backend=response.backend, model=response.model)
     output = replies[0] if len(replies) == 1 else aggregate(replies, batch_aggregation(assembly))
-    prompt_text = "\n\n=== next batch ===\n\n".join(prompts)
-    record.update(prompt=prompt_text[:PROMPT_LIMIT], tokens_in=tokens_in, tokens_out=tokens_out)
+    record.update(prompt=BATCHES.join(prompts)[:PROMPT_LIMIT], tokens_in=tokens_in, tokens_out=tokens_out)
     check_contracts(node, plan, output, record, graph.contracts)
     return Performed(output, record)
+
+
+def answer(backend, request: BackendRequest, agent: Agent, toolbox: Toolbox | None, assembly, record: dict, *,
+           purpose: str, resume: dict | None) -> BackendResponse:
+    """The backend's answer to one prompt: for an agent with tools, after the conversation of
+    tool calls it asks for (tool_loop.py), held to the node's data limit across its turns."""
+    try:
+        if toolbox is None:
+            with calling(purpose):
+                response = backend.complete(request)
+        else:
+            encoding = request.encoding
+            budget = ToolBudget(limit=agent.context_limits.data_limit, counter=TokenCounter(encoding),
+                                prompt_tokens=assembly.record["resolution"]["final_tokens"], role=agent.role,
+                                abstractive=abstractive_summarizer(backend, agent.model))
+            response = converse(backend, request, toolbox, budget, record, purpose=purpose, resume=resume)
+    except BackendError as error:
+        raise NodeFailure(str(error), code=error.code, retryable=error.retryable, record=record,
+                          details=error.details) from None
+    if response.tool_calls and toolbox is None:
+        asked = list(dict.fromkeys(str(call.get("name", "")) for call in response.tool_calls))
+        raise NodeFailure(f"{agent.agent_id} was asked to call {', '.join(asked)} and has no tools",
+                          code="CAPABILITY_GAP", retryable=False, record=record, details={"missing_tools": asked})
+    return response
 
 
 def abstractive_summarizer(backend, model: str):
