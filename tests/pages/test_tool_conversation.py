@@ -2,6 +2,8 @@
 its conversation — each model turn, the tool calls it asked for (arguments and result
 folded, a failed call's code and message), the final answer, a turn's budget — with a
 result holding HTML shown as text; the timeline marks each call inside the node's bar."""
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -82,6 +84,12 @@ def test_a_call_waiting_for_approval_shows_in_the_conversation_of_the_waiting_no
     assert node.status == "waiting"
     page = page_for(api.author.user)
     said = watch_console(page)
+    # The overview lists it among the gates waiting for this author, and leads to it.
+    page.goto("/")
+    waiting = page.locator(f'#gates-pending tr[data-gate="{node.pk}"]')
+    expect(waiting).to_contain_text("Let the agent call builtin.knowledge_search?")
+    waiting.locator("a.gate-link").click()
+    expect(page).to_have_url(re.compile(f"/executions/{execution.execution_id}/"))
     page.goto(f"/executions/{execution.execution_id}/?node=ask&run={node.pk}#node-panel")
     call = page.locator("#node-panel .attempt[open] .conversation .tool-call")
     expect(call).to_have_count(1)
