@@ -8,10 +8,13 @@ server API, so that what is measured is the client's path, not the tool.
 from __future__ import annotations
 
 import os
-import socket
 import sys
+from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the project's root
+from benchmarks.mcp_http import serve_http  # noqa: E402
 
 TOKEN_VARIABLE = "BENCHMARK_MCP_TOKEN"
 server = MCPServer("benchmark", log_level="WARNING")
@@ -22,27 +25,8 @@ def echo(text: str) -> str:
     return text
 
 
-def serve_http() -> None:
-    import uvicorn
-
-    app = server.streamable_http_app()
-    expected = f"Bearer {os.environ[TOKEN_VARIABLE]}".encode()
-
-    async def checked(scope, receive, send):
-        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
-            await send({"type": "http.response.start", "status": 401, "headers": []})
-            await send({"type": "http.response.body", "body": b""})
-            return
-        await app(scope, receive, send)
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    print(sock.getsockname()[1], flush=True)
-    uvicorn.Server(uvicorn.Config(checked, log_level="warning")).run(sockets=[sock])
-
-
 if __name__ == "__main__":
     if sys.argv[1:] == ["http"]:
-        serve_http()
+        serve_http(server, "Authorization", f"Bearer {os.environ[TOKEN_VARIABLE]}")
     else:
         server.run("stdio")

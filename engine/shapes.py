@@ -129,10 +129,13 @@ class TaskOutputReference(ReferenceOptions):
     transform: Omittable[Literal["none", "summary", "keys_only"]] = None
 
 
+FileFormat = Literal["pdf", "md", "json", "txt"]  # how a file of the workspace is read (engine/context/files.py)
+
+
 class FileReference(ReferenceOptions):
     ref_type: Literal["file"]
     path: Text
-    format: Omittable[Literal["pdf", "md", "json", "txt"]] = None
+    format: Omittable[FileFormat] = None
     encoding: Omittable[Text] = None
     sections: Omittable[list[str]] = None
 

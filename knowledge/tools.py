@@ -4,7 +4,7 @@ tables, with its caps and its time limit: knowledge/registry.py)."""
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from django.conf import settings
 from django.db.models import Q
@@ -30,7 +30,7 @@ class SearchArguments(Shape):
     query: Annotated[str, Field(min_length=1, max_length=1000,
                                 description="Words to look for; atoms holding more of them come first")]
     domain: Omittable[Annotated[str, Field(description="Only atoms of this domain")]] = None
-    atom_type: Omittable[Literal["claim", "evidence", "methodology", "background", "metadata", "citation"]] = None
+    atom_type: Omittable[KnowledgeAtom.AtomType] = None
     limit: Omittable[Annotated[int, between(1, MAX_SEARCH_LIMIT)]] = None
 
 

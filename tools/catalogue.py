@@ -31,6 +31,7 @@ from typing import Any
 from django.conf import settings
 from pydantic import BaseModel
 
+from core.jsonutil import iso
 from engine.json_schema import document_schema, field_problems, schema_refusal
 from tools import errors
 from tools.call_groups import CallGroup
@@ -219,7 +220,7 @@ def call(tool: Tool, arguments: Any, *, group: CallGroup | None = None) -> Outco
     """Call `tool` once with `arguments`: the arguments checked first, the call held to its
     server's time limit, the result to its size cap (as JSON, in UTF-8 bytes). A call to an
     MCP server made for a `group` is stopped with it."""
-    started, began = time.perf_counter(), datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    started, began = time.perf_counter(), iso(datetime.now(UTC)) or ""
 
     def ended(status: str, result: Any = None, error: str = "") -> Outcome:
         return Outcome(status, result, error, round((time.perf_counter() - started) * 1000, 3), began)

@@ -4,21 +4,21 @@ format from its extension or `format`, at most REF_MAX_FILE_BYTES read."""
 from __future__ import annotations
 
 import socket
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from django.conf import settings
 from pydantic import Field
 
 from engine.context.errors import RefError
 from engine.context.files import read_file
-from engine.shapes import Omittable, Shape
+from engine.shapes import FileFormat, Omittable, Shape
 from tools.catalogue import register, tool_schema
 from tools.errors import TOOL_ERROR, ToolError
 
 
 class ReadFileArguments(Shape):
     path: Annotated[str, Field(min_length=1, description="A path inside the workspace, e.g. papers/a.md")]
-    format: Omittable[Annotated[Literal["pdf", "md", "json", "txt"],
+    format: Omittable[Annotated[FileFormat,
                                 Field(description="How to read it; by default from its extension")]] = None
     sections: Omittable[Annotated[list[str], Field(description="Headings to keep (md and pdf only)")]] = None
 

@@ -57,6 +57,11 @@ class Passed:
     original_tokens: int
     mode: str  # full | summary | reference | trimmed
 
+    @property
+    def name(self) -> str:
+        """How the record names it among the turn's inputs."""
+        return f"{self.tool} result ({self.call_id})"
+
 
 class ToolBudget:
     def __init__(self, *, limit: int, prompt_tokens: int, counter: TokenCounter, role: str = "",
@@ -106,7 +111,7 @@ class ToolBudget:
         inputs = {PROMPT_DATA: {"tokens": self.prompt_tokens, "passed_tokens": self.prompt_tokens,
                                 "transfer_mode": FULL, "priority": "high", "data_type": "text"}}
         for entry in self.passed:
-            inputs[f"{entry.tool} result ({entry.call_id})"] = {
+            inputs[entry.name] = {
                 "tokens": entry.original_tokens, "passed_tokens": entry.tokens, "transfer_mode": entry.mode,
                 "priority": "high" if entry.turn == turn else "medium", "data_type": "tool_result"}
         total = self.prompt_tokens + sum(entry.original_tokens for entry in self.passed)
@@ -123,9 +128,9 @@ class ToolBudget:
 
     def _pass(self, turn: int, call_id: str, tool: str, result: Any, actions: list[dict[str, Any]]) -> Passed:
         tokens = self._count(result)
-        name = f"{tool} result ({call_id})"
         choice = choose_mode(tokens=tokens, data_type="tool_result", role=self.role)
         entry = Passed(call_id, tool, turn, result, tokens, tokens, FULL)
+        name = entry.name
         if choice.mode == SUMMARY:
             target = max(math.ceil(tokens * SUMMARY_RATIO), SUMMARY_FLOOR)
             method = "abstractive" if self.abstractive else "extractive"
@@ -135,7 +140,7 @@ class ToolBudget:
             actions.append(_action(name, "summarize", tokens, summary.tokens, f"{choice.reason}; to ≤ {target} tokens",
                                    strategy=summary.method, **({"note": summary.note} if summary.note else {})))
         elif choice.mode == REFERENCE:
-            entry.content, entry.tokens, entry.mode = self._reference(call_id, result, PREVIEW_TOKENS), 0, REFERENCE
+            entry.content, entry.mode = self._reference(call_id, result, PREVIEW_TOKENS), REFERENCE
             entry.tokens = self._count(entry.content)
             actions.append(_action(name, "reference", tokens, entry.tokens, f"{choice.reason}; a preview of "
                                    f"≤ {PREVIEW_TOKENS} tokens, the whole result on the record"))
@@ -152,7 +157,7 @@ class ToolBudget:
         entry.content = {"trimmed": True, "tool_call": entry.call_id,
                          "note": f"the result of {entry.tool} in turn {entry.turn} was left out to fit the budget"}
         entry.tokens, entry.mode = self._count(entry.content), "trimmed"
-        actions.append(_action(f"{entry.tool} result ({entry.call_id})", "trim", before, entry.tokens,
+        actions.append(_action(entry.name, "trim", before, entry.tokens,
                                f"over the data limit of {self.limit} tokens: results of earlier turns go first",
                                stage="trimming"))
 
@@ -161,7 +166,7 @@ class ToolBudget:
         original = next(result for call_id, _, result in results if call_id == entry.call_id)
         entry.content = self._reference(entry.call_id, original, SHORT_PREVIEW_TOKENS)
         entry.tokens, entry.mode = self._count(entry.content), REFERENCE
-        actions.append(_action(f"{entry.tool} result ({entry.call_id})", "reference", before, entry.tokens,
+        actions.append(_action(entry.name, "reference", before, entry.tokens,
                                f"over the data limit of {self.limit} tokens with earlier results trimmed: "
                                f"a reference with a preview of ≤ {SHORT_PREVIEW_TOKENS} tokens", stage="trimming"))
 

@@ -22,18 +22,20 @@ import dataclasses
 import hashlib
 import json
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from typing import Any
+
+from django.utils import timezone
 
 from agents.agent_tools import needs_approval
 from agents.backends import BackendRequest, BackendResponse
 from agents.backends.metering import calling
+from core.jsonutil import iso
 from engine import gates
 from engine.context.tool_results import ToolBudget, ToolResultsOverBudget
 from executions.node_errors import NodeFailure, NodeWaits
 from tools import catalogue
 from tools.call_groups import CallGroup
-from tools.errors import TOOL_CALL_REJECTED, TOOL_LOOP_LIMIT, TOOL_UNAVAILABLE
+from tools.errors import TOOL_ARGUMENTS_INVALID, TOOL_CALL_REJECTED, TOOL_LOOP_LIMIT, TOOL_UNAVAILABLE
 
 RESULT_KEPT_BYTES = 64_000  # a result larger than this is kept as its preview and digest only
 PREVIEW_CHARS = 500
@@ -123,8 +125,9 @@ def converse(backend, request: BackendRequest, toolbox: Toolbox, budget: ToolBud
         except ToolResultsOverBudget as error:
             raise NodeFailure(str(error), code=error.code, retryable=False, record=record,
                               details=error.details) from None
+        given = {entry.call_id: entry.tokens for entry in budget.passed}  # as the next turn gets them
         for entry in outcomes:
-            entry["result_tokens"] = context["total_input_data"][f"{entry['name']} result ({entry['id']})"]["passed_tokens"]
+            entry["result_tokens"] = given[entry["id"]]
         transcript = [*request.transcript,
                       {"role": "assistant", "text": pending["text"],
                        "tool_calls": [{"id": entry["id"], "name": entry["name"], "arguments": entry["arguments"]}
@@ -169,7 +172,7 @@ def run_calls(toolbox: Toolbox, asked: list[dict[str, Any]], turn: int, record: 
         entry: dict[str, Any] = {
             "id": call_id, "turn": turn, "name": name, "server": tool.server if tool else "",
             "tool": tool.tool if tool else name, "arguments": arguments,
-            "started_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+            "started_at": iso(timezone.now()),
             "approved_by": decision["decided_by"] if decision and decision["decision"] == gates.APPROVE else None,
             **({"decision": decision} if decision else {})}
         if name in toolbox.missing:
@@ -185,7 +188,7 @@ def run_calls(toolbox: Toolbox, asked: list[dict[str, Any]], turn: int, record: 
                 f"rejected by {decision['decided_by'] or 'a person'}: {decision['comment'] or 'no comment'}")))
         elif isinstance(arguments, str):  # the model's text that is not a JSON object
             entries[index] = _finish(entry, catalogue.Outcome(
-                "TOOL_ARGUMENTS_INVALID", error=f"the arguments of {name} are not a JSON object: {arguments[:200]!r}"))
+                TOOL_ARGUMENTS_INVALID, error=f"the arguments of {name} are not a JSON object: {arguments[:200]!r}"))
         elif tool.server == catalogue.BUILTIN or not toolbox.parallel:
             entries[index] = _finish(entry, catalogue.call(tool, arguments))
         else:
@@ -227,7 +230,7 @@ def _content(outcome: catalogue.Outcome) -> Any:
 
 
 def _loop_limit(toolbox: Toolbox, calls: list[dict[str, Any]], asked: int, record: dict) -> NodeFailure:
-    last_turn = [entry for entry in calls if calls and entry["turn"] == calls[-1]["turn"]]
+    last_turn = [entry for entry in calls if entry["turn"] == calls[-1]["turn"]] if calls else []
     failed = bool(last_turn) and all(entry["status"] != "success" for entry in last_turn)
     code = last_turn[-1]["error_code"] if failed else TOOL_LOOP_LIMIT
     return NodeFailure(

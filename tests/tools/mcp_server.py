@@ -11,15 +11,17 @@ big (n characters), env_has (which variables are set), pid (its process id).
 """
 from __future__ import annotations
 
-import json
 import os
-import socket
 import sys
 import time
+from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script: the project's root
+from benchmarks.mcp_http import serve_http  # noqa: E402
 
 server = MCPServer("test-tools", log_level="WARNING")
 
@@ -76,29 +78,8 @@ def parts() -> list:
             ImageContent(type="image", data="AAAA", mime_type="image/png")]
 
 
-def serve_http(header: str, value: str) -> None:
-    import uvicorn
-
-    app = server.streamable_http_app()
-
-    async def checked(scope, receive, send):  # the header check a real server makes of its token
-        if scope["type"] == "http":
-            given = dict(scope["headers"]).get(header.lower().encode())
-            if given != value.encode():
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json")]})
-                await send({"type": "http.response.body", "body": json.dumps({"error": "unauthorized"}).encode()})
-                return
-        await app(scope, receive, send)
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    print(sock.getsockname()[1], flush=True)
-    uvicorn.Server(uvicorn.Config(checked, log_level="warning")).run(sockets=[sock])
-
-
 if __name__ == "__main__":
     if sys.argv[1] == "stdio":
         server.run("stdio")
     else:
-        serve_http(sys.argv[2], sys.argv[3])
+        serve_http(server, sys.argv[2], sys.argv[3])
