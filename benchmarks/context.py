@@ -57,15 +57,21 @@ def make_inputs(count: int, tokens_each: int, seed: int = 7) -> dict[str, object
     return outputs
 
 
+def taken_in_turn(rounds: int, runs: dict, clock=time.process_time) -> dict[str, list[float]]:
+    """The time each of `runs` took (by `clock`) in each of `rounds` rounds, each round running
+    them all in turn, so that what slows the machine falls on every side alike."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            started = clock()
+            run()
+            times[name].append(clock() - started)
+    return times
+
+
 def best_of_each(repeats: int, runs: dict) -> dict[str, float]:
     """The least CPU time each of `runs` took over `repeats` rounds, each round running them all in turn."""
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(repeats):
-        for name, run in runs.items():
-            started = time.process_time()
-            run()
-            times[name].append(time.process_time() - started)
-    return {name: min(taken) for name, taken in times.items()}
+    return {name: min(taken) for name, taken in taken_in_turn(repeats, runs).items()}
 
 
 class Command(BaseCommand):

@@ -30,6 +30,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from benchmarks.context import taken_in_turn
 from knowledge.models import KnowledgeAtom
 from tools import catalogue
 
@@ -46,13 +47,7 @@ def median_ms(times: list[float]) -> float:
 
 def alternate(calls: int, sides: dict[str, Callable[[], Any]]) -> dict[str, float]:
     """Each side's median wall time a call, in ms, over `calls` rounds of one call each, in turn."""
-    times: dict[str, list[float]] = {name: [] for name in sides}
-    for _ in range(calls):
-        for name, side in sides.items():
-            started = time.perf_counter()
-            side()
-            times[name].append(time.perf_counter() - started)
-    return {name: median_ms(taken) for name, taken in times.items()}
+    return {name: median_ms(taken) for name, taken in taken_in_turn(calls, sides, time.perf_counter).items()}
 
 
 def bare_call(target: Any, headers: dict[str, str] | None = None) -> Any:
