@@ -59,16 +59,26 @@ def agent_as_of(agent: Agent, version) -> Agent:
     """The agent as `version` (an AgentVersion of it) froze it: what a node run pinned to an
     earlier version runs. A copy, never saved."""
     content = version.content
-    frozen = copy.copy(agent)
-    frozen.version = version.version
-    for field in ("name", "type", "prompt_config", "capabilities", "constraints"):
-        setattr(frozen, field, content.get(field, getattr(agent, field)))
     # A version frozen before the tool settings existed ran with their defaults.
     unset = Agent()
     runtime = {field: getattr(unset, field) for field in TOOL_SETTING_FIELDS}
-    for field, value in {**runtime, **content.get("runtime", {}), **content.get("context_limits", {})}.items():
-        setattr(frozen, field, value)
+    frozen = agent_with(agent, {**content, "runtime": {**runtime, **content.get("runtime", {})}})
+    frozen.version = version.version
     return frozen
+
+
+def agent_with(agent: Agent, parts: dict[str, Any]) -> Agent:
+    """The agent with the `parts` of its versioned content given replaced (name, type,
+    prompt_config, capabilities, constraints, fields of runtime and context_limits): what a
+    version froze, or what an experiment runs in its place (a candidate child, another model).
+    A copy, never saved."""
+    changed = copy.copy(agent)
+    for field in ("name", "type", "prompt_config", "capabilities", "constraints"):
+        if field in parts:
+            setattr(changed, field, parts[field])
+    for field, value in {**parts.get("runtime", {}), **parts.get("context_limits", {})}.items():
+        setattr(changed, field, value)
+    return changed
 
 
 def agent_document(agent: Agent) -> dict[str, Any]:

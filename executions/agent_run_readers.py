@@ -19,7 +19,7 @@ def agent_executions(agent: Agent, limit: int) -> dict[str, Any]:
     """The runs the agent took part in (it ran at least one node), newest first, with how
     many of their node runs were its own."""
     own = Q(node_runs__agent=agent, node_runs__kind__in=NodeRun.RAN)
-    took_part = Execution.objects.filter(own, trial=False)
+    took_part = Execution.objects.filter(own, trial=False, experiment="")
     runs = (Execution.objects.filter(pk__in=took_part.values("pk"))
             .select_related("workflow")
             .annotate(agent_runs=Count("node_runs", filter=own))
@@ -29,7 +29,7 @@ def agent_executions(agent: Agent, limit: int) -> dict[str, Any]:
 
 def agent_evaluations(agent: Agent, limit: int) -> dict[str, Any]:
     """Evaluations of the agent itself and of the runs it took part in, newest first."""
-    runs = NodeRun.objects.filter(agent=agent, execution__trial=False).values("execution__execution_id")
+    runs = NodeRun.objects.filter(agent=agent, execution__trial=False, execution__experiment="").values("execution__execution_id")
     evaluations = Evaluation.objects.filter(Q(target_type="agent", target_id=agent.agent_id)
                                             | Q(target_type="execution", target_id__in=runs))
     return {"rows": list(evaluations.order_by("-created_at", "-id")[:limit]), "total": evaluations.count()}

@@ -134,6 +134,8 @@ def execution_head(execution: Execution, results: list[dict[str, Any]] | None) -
         "parent": parent_of(execution),
         "copying": execution.copy_progress,
         "trial": execution.trial,
+        "experiment": execution.experiment or None,
+        "agent_overrides": execution.agent_overrides,
         "reruns": list(execution.reruns.order_by("created_at", "id").values_list("execution_id", flat=True)),
         "cost": usd(execution.cost),
         "cost_complete": execution.cost_complete,

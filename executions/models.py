@@ -83,6 +83,13 @@ class Execution(models.Model):
     # A node tried alone (`node_try`): one node run, no evaluation, no derive rules, not listed
     # among the workflow's runs.
     trial = models.BooleanField(default=False)
+    # An item of an experiment (experiments/): the experiment's id. Such a run is test traffic:
+    # its experiment scores it, it is listed among the runs only when asked for, and it moves
+    # no aggregate evaluation and raises no derive request.
+    experiment = models.CharField(max_length=100, blank=True, default="")
+    # node id → the parts of its agent's versioned content the node's runs use in their place
+    # (agents.documents.agent_with): an experiment's candidate child agent, or another model.
+    agent_overrides = models.JSONField(default=dict, blank=True)
     # Time spent waiting for people (escalated, or nothing but gates open) is not the run's
     # own: it does not count against `max_wall_seconds`. `paused_at`: since when, while paused.
     paused_seconds = models.FloatField(default=0)

@@ -24,7 +24,7 @@ from engine.scheduling import Plan
 from engine.validation import dependency_edges
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from executions.node_kinds import chosen
-from executions.selectors import run_evaluation
+from executions.selectors import listed_runs, run_evaluation
 from workflows.models import Workflow, WorkflowVersion
 from workflows.selectors import ID_PATTERN
 
@@ -43,11 +43,13 @@ LIST_ORDERS = {
 
 
 def executions_for_list(*, workflow: str = "", status: str = "", since=None, until=None,
-                        sort: str = "") -> QuerySet[Execution]:
+                        sort: str = "", experiment: str = "", with_experiments: bool = False) -> QuerySet[Execution]:
     """Runs, newest first or ordered by cost (`sort`: one of LIST_ORDERS); their node runs
-    are counted a page at a time (`selectors.node_run_counts`)."""
-    executions = (Execution.objects.filter(trial=False).select_related("workflow")
-                  .order_by(*LIST_ORDERS.get(sort, LIST_ORDERS[""])))
+    are counted a page at a time (`selectors.node_run_counts`). Experiments' runs only when
+    asked for (`selectors.listed_runs`)."""
+    executions = (listed_runs(Execution.objects.filter(trial=False), experiment=experiment,
+                              with_experiments=with_experiments)
+                  .select_related("workflow").order_by(*LIST_ORDERS.get(sort, LIST_ORDERS[""])))
     if workflow:
         executions = executions.filter(workflow__workflow_id=workflow)
     if status:

@@ -135,6 +135,8 @@ class ExecutionFilters(Schema):
     status: ExecutionStatus | None = None
     started_after: UtcDatetime | None = when()
     started_before: UtcDatetime | None = when()
+    experiment: str | None = Field(None, pattern=ID_PATTERN, description="only the runs of this experiment's items")
+    with_experiments: bool = Field(False, description="experiments' runs too (left out unless asked for)")
 
 
 class NodeRunCounts(Schema):
@@ -451,6 +453,10 @@ class ExecutionOut(ExecutionDocument):
         None, description="a large re-run, pending while a worker copies the node runs it reuses: how many are "
                           "copied, of how many; it starts once all are")
     trial: bool = Field(..., description="a node tried alone: not a run of the workflow, never evaluated")
+    experiment: str | None = Field(None, description="a run of an experiment's item: the experiment's id")
+    agent_overrides: dict[str, Any] = Field(
+        default_factory=dict, description="node id → the parts of its agent's versioned content its runs used in "
+                                          "their place (an experiment's candidate child agent, or another model)")
     reruns: list[str] = Field(..., description="the executions re-run from this one, oldest first")
     cost: str = Field(..., description="USD, exact: its node runs' cost and the judge's")
     cost_complete: bool = Field(..., description="false when a call's model had no prices")

@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.urls import reverse
 
 from agents.backends.metering import usd
@@ -41,11 +41,13 @@ EVALUATED = (Execution.Status.SUCCESS, Execution.Status.FAILED)  # the statuses 
 
 
 def executions_list(*, workflow: str | None = None, status: str | None = None,
-                    started_after: datetime | None = None, started_before: datetime | None = None) -> Rendered:
+                    started_after: datetime | None = None, started_before: datetime | None = None,
+                    experiment: str | None = None, with_experiments: bool = False) -> Rendered:
     """Execution summaries, newest first: the §5 head, why the run ended, and its node runs
     counted by status (one grouped query per page, not one per execution). The times are
-    aware (the API reads them as `UtcDatetime`)."""
-    executions = Execution.objects.filter(trial=False)
+    aware (the API reads them as `UtcDatetime`). Experiments' runs only when asked for."""
+    executions = listed_runs(Execution.objects.filter(trial=False), experiment=experiment,
+                             with_experiments=with_experiments)
     if workflow:
         executions = executions.filter(workflow__workflow_id=workflow)
     if status:
@@ -57,6 +59,15 @@ def executions_list(*, workflow: str | None = None, status: str | None = None,
     rows = executions.values("pk", "execution_id", "workflow__workflow_id", "status", "started_at", "completed_at",
                              "ended_reason", "created_at", "created_by__username", "cost", "cost_complete")
     return Rendered(rows, _summaries)
+
+
+def listed_runs(executions: QuerySet[Execution], *, experiment: str | None = None,
+                with_experiments: bool = False) -> QuerySet[Execution]:
+    """The runs a list shows: people's and the API's; one experiment's items (`experiment`), or
+    all of them with the experiments' too (`with_experiments`)."""
+    if experiment:
+        return executions.filter(experiment=experiment)
+    return executions if with_experiments else executions.filter(experiment="")
 
 
 def node_run_counts(execution_pks: list[int]) -> dict[int, dict[str, int]]:
@@ -219,11 +230,11 @@ def cost_history(*, workflow=None, agent=None, limit: int = COST_HISTORY) -> lis
     of its last `limit` runs (copies a re-run reused are the past run's), oldest first, each
     with its tokens, its calls not priced, and when it started. One query."""
     if workflow is not None:
-        rows = (Execution.objects.filter(workflow=workflow, trial=False).order_by("-created_at", "-id")
+        rows = (Execution.objects.filter(workflow=workflow, trial=False, experiment="").order_by("-created_at", "-id")
                 .values("execution_id", "started_at", "status", "cost", "cost_complete")[:limit])
         return [{"execution_id": row["execution_id"], "started_at": iso(row["started_at"]), "status": row["status"],
                  "cost": usd(row["cost"]), "cost_complete": row["cost_complete"]} for row in reversed(rows)]
-    runs = (NodeRun.objects.filter(agent=agent, execution__trial=False).exclude(kind__in=NodeRun.COPIES)
+    runs = (NodeRun.objects.filter(agent=agent, execution__trial=False, execution__experiment="").exclude(kind__in=NodeRun.COPIES)
             .values("execution__execution_id", "execution__started_at", "execution__status")
             .annotate(cost=Sum("cost"), incomplete=Count("id", filter=Q(cost_complete=False)),
                       tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"))

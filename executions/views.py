@@ -23,12 +23,15 @@ from executions.selectors import EVALUATED, node_run_counts
 def execution_list(request):
     """Runs with filters (workflow, status, day range), newest first or ordered by cost
     (`sort`: cost or -cost); running rows refresh themselves."""
-    filters = {key: request.GET.get(key, "").strip() for key in ("workflow", "status", "since", "until")}
+    filters = {key: request.GET.get(key, "").strip()
+               for key in ("workflow", "status", "since", "until", "experiment", "with_experiments")}
     days = {key: _day(filters[key]) for key in ("since", "until")}
     sort = request.GET.get("sort", "").strip()
     sort = sort if sort in page_selectors.LIST_ORDERS else ""
     executions = page_selectors.executions_for_list(workflow=filters["workflow"], status=filters["status"],
-                                                    sort=sort, **days)
+                                                    experiment=filters["experiment"],
+                                                    with_experiments=filters["with_experiments"] == "1", sort=sort,
+                                                    **days)
     context = paginate(request, executions)
     now = timezone.now()
     counts = node_run_counts([execution.pk for execution in context["page"]])
@@ -100,6 +103,8 @@ def execution_detail(request, execution_id: str):
         "cost_text": page_selectors.cost_text(execution.cost),
         "input_json": json.dumps(execution.input, indent=2, ensure_ascii=False),
         "state_json": json.dumps(execution.state, indent=2, ensure_ascii=False),
+        "agent_overrides": [(node_id, json.dumps(parts, indent=2, ensure_ascii=False))
+                            for node_id, parts in sorted(execution.agent_overrides.items())],
         "thought_searches": page_selectors.thought_searches(execution),
         "page_data": {
             "execution_id": execution.execution_id,

@@ -98,13 +98,16 @@ def evaluation_policy() -> Policy:
 
 def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
     """Evaluate an ended run once; returns its evaluation (None: the run has not ended in
-    success or failure)."""
+    success or failure). A run of an experiment's item (which its experiment asks to be
+    evaluated) is test traffic: it gets its own evaluation only, moves no agent's or
+    workflow's aggregate and raises no derive request."""
     execution = Execution.objects.select_related("workflow").filter(pk=execution_pk).first()
     if execution is None or execution.status not in EVALUATED:
         return None
     stored = run_evaluation(execution).first()
     if stored is not None:
         return stored
+    counted = not execution.experiment
     graph = execution_graph(execution)
     runs = list(execution.node_runs.select_related("agent").order_by("sequence", "id"))
     checks = _checks(execution, runs, graph)
@@ -150,7 +153,7 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
             agents: dict[int, Agent] = {}
             for run in runs:
                 kind = graph.kinds.get(run.node_id)
-                if run.kind not in NodeRun.COPIES and kind is not None and kind.calls_agent:
+                if run.kind not in NodeRun.COPIES and kind is not None and kind.calls_agent and counted:
                     agents.setdefault(run.agent_id, run.agent)
             for agent in agents.values():
                 mine = [run for run in runs if run.agent_id == agent.pk]
@@ -166,12 +169,14 @@ def execution_evaluate(*, execution_pk: int) -> Evaluation | None:
                 Execution.objects.filter(pk=locked.pk).update(quality_gate={
                     "passed": not failures and not run_failed, "failed": failures, "run_failed": run_failed,
                     "gate": gate, "evaluation_id": evaluation.evaluation_id})
-            evaluation_aggregate_refresh(target_type="workflow", target_id=execution.workflow.workflow_id)
+            if counted:
+                evaluation_aggregate_refresh(target_type="workflow", target_id=execution.workflow.workflow_id)
             for agent in agents.values():
                 evaluation_aggregate_refresh(target_type="agent", target_id=agent.agent_id)
     except IntegrityError:  # evaluated at the same moment by another delivery
         return run_evaluation(execution).first()
-    _after_commit_raise_derive_requests(execution.pk)
+    if counted:
+        _after_commit_raise_derive_requests(execution.pk)
     return evaluation
 
 
@@ -314,7 +319,9 @@ def recent_evaluations(*, target_type: str, target_id: str, limit: int | None = 
     its own given by people."""
     limit = limit or settings.EVALUATION_AGGREGATE_WINDOW
     if target_type == "workflow":
-        query = (Q(target_type="execution", method=Evaluation.Method.COMPUTED, execution__workflow__workflow_id=target_id)
+        # An experiment's runs are test traffic: scored by their experiment, not counted here.
+        query = (Q(target_type="execution", method=Evaluation.Method.COMPUTED, execution__workflow__workflow_id=target_id,
+                   execution__experiment="")
                  | Q(target_type="workflow", target_id=target_id, method=Evaluation.Method.MANUAL))
     else:
         query = Q(target_type=target_type, target_id=target_id) & ~Q(method=Evaluation.Method.AGGREGATE)

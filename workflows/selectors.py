@@ -67,14 +67,15 @@ def workflow_check(*, workflow_id: str, document: dict[str, Any] | None) -> dict
 
 def workflow_versions(workflow: Workflow) -> QuerySet[WorkflowVersion]:
     """The workflow's versions, newest first, each with how many runs ran it (`runs`); a trial
-    (one node tried alone) is not a run of its version."""
-    return workflow.versions.annotate(runs=Count("executions", filter=Q(executions__trial=False))).order_by("-number")
+    (one node tried alone) is not a run of its version, nor is an experiment's item counted here."""
+    ordinary = Q(executions__trial=False, executions__experiment="")
+    return workflow.versions.annotate(runs=Count("executions", filter=ordinary)).order_by("-number")
 
 
 def workflow_version(workflow: Workflow, number: int) -> WorkflowVersion:
     """One version, with its `runs`; an unknown number is not found, naming the versions there are."""
     version = workflow_version_get(workflow=workflow, number=number)
-    version.runs = version.executions.filter(trial=False).count()  # type: ignore[attr-defined]  # as workflow_versions annotates it
+    version.runs = version.executions.filter(trial=False, experiment="").count()  # type: ignore[attr-defined]  # as workflow_versions annotates it
     return version
 
 

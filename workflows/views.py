@@ -22,7 +22,7 @@ def blueprint_list(request):
 def workflow_list(request):
     workflows = Workflow.objects.annotate(node_count=Count("nodes", distinct=True),
                                           execution_count=Count("executions", distinct=True,
-                                                                filter=Q(executions__trial=False))).order_by("workflow_id")
+                                                                filter=Q(executions__trial=False, executions__experiment=""))).order_by("workflow_id")
     topology = request.GET.get("topology", "").strip()
     if topology:
         workflows = workflows.filter(topology=topology)
@@ -74,7 +74,7 @@ def workflow_detail(request, workflow_id: str):
     workflow = found.first() if selectors.ID_PATTERN.match(workflow_id) else None
     if workflow is None:
         raise Http404(f"no workflow '{workflow_id}'")
-    recent_runs = workflow.executions.filter(trial=False).order_by("-created_at", "-id").values("execution_id", "status", "created_at")[:5]
+    recent_runs = workflow.executions.filter(trial=False, experiment="").order_by("-created_at", "-id").values("execution_id", "status", "created_at")[:5]
     versions = list(selectors.workflow_versions(workflow).defer("document"))
     return _editor(request, document=workflow_document(workflow), workflow=workflow, recent_runs=list(recent_runs),
                    versions=versions)

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from agents.backends.dispatch import dispatched, end_process
 from agents.backends.metering import Meter, metered
-from agents.documents import agent_as_of
+from agents.documents import agent_as_of, agent_with
 from agents.models import Agent
 from core.status_writes import Touch, Under, claim_row, transition, transition_under
 from engine.steps import nothing_follows, wall_time_exceeded
@@ -106,6 +106,9 @@ def _execute(node_run_id: int, worker: str, claimed: Claimed | None = None,
         # Pinned by a re-run or a trial (or the agent has changed since the run was made):
         # the run does what its recorded version says.
         run.agent = agent_as_of(run.agent, run.agent_version)
+    override = execution.agent_overrides.get(run.node_id)
+    if override and run.kind != NodeRun.Kind.FALLBACK:  # an experiment's candidate or model: not the fallback agent's
+        run.agent = agent_with(run.agent, override)
     # Every model call the node makes, with its cost, held to the run's cost limits, and made
     # for this dispatch of the node run (its number, its calls' keys, its processes recorded).
     budget = node_run_budget(execution, graph.settings, node_run_id=run.pk, claim=claim)

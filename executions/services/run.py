@@ -202,8 +202,10 @@ class LockedRun:
             self.cancel_children(status)
         if execution.parent_node_run_id is not None:  # a child run: its parent's node settles (services/subworkflows.py)
             send_after_commit("executions.child_ended", execution.pk)
+        if execution.experiment:  # its experiment scores it, and judges it if it asks (experiments/)
+            send_after_commit("experiments.run_ended", execution.pk)
         # A cancelled run is not judged, nor is a node tried alone.
-        if status in (Execution.Status.SUCCESS, Execution.Status.FAILED) and not execution.trial:
+        elif status in (Execution.Status.SUCCESS, Execution.Status.FAILED) and not execution.trial:
             evaluate_after_commit(execution.pk)
 
     def cancel_children(self, status: str) -> None:

@@ -97,7 +97,8 @@ def node_runs_sweep(*, now=None) -> dict:
     computed = Evaluation.objects.filter(execution=models.OuterRef("pk"), method=Evaluation.Method.COMPUTED,
                                          target_type=Evaluation.TargetType.EXECUTION)
     unevaluated = Execution.objects.filter(
-        status__in=(Execution.Status.SUCCESS, Execution.Status.FAILED), trial=False, completed_at__lt=stale,
+        # An experiment's runs are its experiment's to score (and evaluate), in its own sweep.
+        status__in=(Execution.Status.SUCCESS, Execution.Status.FAILED), trial=False, experiment="", completed_at__lt=stale,
         completed_at__gte=now - EVALUATION_RESEND_WINDOW).exclude(models.Exists(computed))
     for execution_pk in unevaluated.values_list("pk", flat=True)[:100]:
         # Once per NODE_STALE_SECONDS, as for pending runs; a duplicate is harmless (a run

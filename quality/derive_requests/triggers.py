@@ -101,7 +101,7 @@ def quality_issue(agent: Agent) -> Proposal | None:
 def capability_gap(agent: Agent) -> Proposal | None:
     since = _last_decision(agent, Trigger.CAPABILITY_GAP)
     failed = NodeRun.objects.filter(agent=agent, status=NodeRun.Status.FAILED, error_code="CAPABILITY_GAP",
-                                    execution__trial=False)
+                                    execution__trial=False, execution__experiment="")
     if since:
         failed = failed.filter(completed_at__gt=since)
     runs = list(failed.select_related("execution").order_by("-completed_at", "-id")[:50])
@@ -136,7 +136,7 @@ def frequency_threshold(agent: Agent) -> Proposal | None:
     if since and since > start:
         start = since
     uses = (NodeRun.objects.filter(agent=agent, status=NodeRun.Status.SUCCESS, completed_at__gte=start,
-                                   execution__trial=False)
+                                   execution__trial=False, execution__experiment="")
             .exclude(execution__domain="").exclude(kind__in=NodeRun.COPIES))
     counts = list(uses.values("execution__domain").annotate(uses=Count("id")).order_by("-uses", "execution__domain"))
     # A domain the agent already knows (its own, or its focus as a derived specialist) needs no new specialist.
