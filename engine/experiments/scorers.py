@@ -114,7 +114,7 @@ def check_scorer(raw: Any, *, field: str) -> Scorer:
     if not isinstance(raw, dict):
         raise ScorerError(field, "is a scorer, a JSON object with a \"type\"")
     kind_name = raw.get("type")
-    if kind_name not in KINDS:
+    if not isinstance(kind_name, str) or kind_name not in KINDS:
         raise ScorerError(f"{field}.type", f"is {_brief(kind_name)}; one of {', '.join(KINDS)}")
     kind = KINDS[kind_name]
     allowed = {"type", "name", "pass", *kind.fields}
@@ -148,6 +148,8 @@ def _path(raw: dict[str, Any], key: str, field: str, *, required: bool = False) 
         if required:
             raise ScorerError(f"{field}.{key}", "is required: a JSONPath such as \"$.answer\"")
         return None
+    if not isinstance(raw[key], str):
+        raise ScorerError(f"{field}.{key}", f"is a JSONPath, as text, not {_brief(raw[key])}")
     try:
         compile_path(raw[key])
     except PathError as error:

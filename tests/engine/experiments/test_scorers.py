@@ -54,6 +54,8 @@ def test_it_gives_each_scorer_its_name_type_threshold_and_fields():
     (["exact"], "scorers[0]", "JSON object"),
     ([{"type": "fuzzy"}], "scorers[0].type", "one of exact"),
     ([{}], "scorers[0].type", "is null"),
+    ([{"type": ["exact"]}], "scorers[0].type", 'is ["exact"]'),
+    ([{"type": "exact", "path": ["$.a"]}], "scorers[0].path", "as text"),
     ([{"type": "exact", "tolerance": 1}], "scorers[0].tolerance", "not a field of a exact scorer"),
     ([{"type": "exact", "name": "has space"}], "scorers[0].name", "letters, digits"),
     ([{"type": "exact"}, {"type": "exact"}], "scorers[1]", "second 'exact' scorer"),
