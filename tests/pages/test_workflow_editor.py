@@ -152,7 +152,9 @@ def node_key(page, node_id):
 
 def click_node(page, node_id):
     """Click a node where cytoscape drew it on the canvas, panned into view first when the
-    graph is larger than the canvas (the editor never zooms out so far that labels are unreadable)."""
+    graph is larger than the canvas (the editor never zooms out so far that labels are unreadable),
+    once the canvas has stopped moving (a panel drawn above it, a scroll)."""
+    box = settled_box(page, "#cy")
     position = page.evaluate("""id => {
         const cy = window.workflowEditor.cy;
         const element = cy.getElementById(window.workflowEditor.state.nodes.find(n => n.id === id).key);
@@ -162,8 +164,19 @@ def click_node(page, node_id):
         }
         return element.renderedPosition();
     }""", node_id)
-    box = page.locator("#cy").bounding_box()
     page.mouse.click(box["x"] + position["x"], box["y"] + position["y"])
+
+
+def settled_box(page, selector):
+    """Where the element is once two looks 100 ms apart agree."""
+    seen = None
+    for _ in range(50):
+        box = page.locator(selector).bounding_box()
+        if box is not None and box == seen:
+            return box
+        seen = box
+        page.wait_for_timeout(100)
+    raise AssertionError(f"{selector} kept moving for 5 s (last at {seen})")
 
 
 def node_classes(page, node_id):
