@@ -1,6 +1,5 @@
 """The `/api/datasets` operations: list, one, versions, items (searched, paged), import a
 file (multipart), add a run as an item, remove an item, export a version."""
-from __future__ import annotations
 
 from django.http import StreamingHttpResponse
 from ninja import File, Form, Query, Router, Status
