@@ -87,6 +87,8 @@ def test_an_author_adds_a_run_and_removes_an_item(api, finished_run):
     assert response.json() == {"dataset": "qa", "version": 3, "items": 2}
     assert api.author.delete("/api/datasets/qa/items/a").status_code == 404
     assert api.viewer.get("/api/datasets/qa/items", version=1).json()["count"] == 2
+    upload(api.author, "qa", b'{"id": "with/slash", "input": {}}\n', append="true")
+    assert api.author.delete("/api/datasets/qa/items/with/slash").json()["version"] == 5
 
 
 def test_it_answers_404_for_what_does_not_exist(api):

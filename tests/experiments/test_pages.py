@@ -102,6 +102,13 @@ def test_an_upload_of_a_bad_file_shows_the_line_and_stores_nothing(author):
     assert nothing_stored()
 
 
+def test_an_upload_over_the_limit_is_refused_saying_the_limit(author, settings):
+    settings.DATASET_MAX_BYTES = 30
+    response = author.post("/datasets/upload/", {"name": "qa", "file": SimpleUploadedFile("a.jsonl", many_items(3))})
+    assert "the limit is 30 bytes (DATASET_MAX_BYTES)" in response.content.decode()
+    assert nothing_stored()
+
+
 def test_an_author_removes_an_item_as_a_new_version(author, viewer):
     dataset_import(name="qa", data=many_items(3), fmt="jsonl")
     assert viewer.post("/datasets/qa/items/item001/remove/").status_code == 403
