@@ -13,7 +13,7 @@ from core.errors import SwitchyardError
 
 api = NinjaAPI(title="Switchyard API", version="1", urls_namespace="api", auth=AUTH, docs_decorator=signed_in,
                parser=StrictParser(),
-               description="Agents, blueprints, workflows, executions, derive requests, evaluations and tools.")
+               description="Agents, blueprints, workflows, executions, datasets, derive requests, evaluations and tools.")
 
 STATUS_BY_CODE = {
     "NOT_FOUND": 404,
@@ -24,6 +24,7 @@ STATUS_BY_CODE = {
     "INVALID_DOCUMENT": 422,
     "WORKFLOW_INVALID": 422,
     "VALIDATION_ERROR": 422,
+    "PAYLOAD_TOO_LARGE": 413,  # a dataset file over DATASET_MAX_BYTES
     "TOOLS_NOT_IN_CATALOGUE": 422,  # a derive request whose child would get tools no one offers
 }
 
@@ -72,6 +73,7 @@ def _add_routers() -> None:
     from agents.api import router as agents_router
     from core.api import router as core_router
     from executions.api import router as executions_router
+    from experiments.api import router as experiments_router
     from quality.api import router as quality_router
     from quality.derive_requests.api import router as derive_requests_router
     from tools.api import router as tools_router
@@ -82,6 +84,7 @@ def _add_routers() -> None:
     api.add_router("/", derive_requests_router)
     api.add_router("/", workflows_router)
     api.add_router("/", executions_router)
+    api.add_router("/", experiments_router)
     api.add_router("/", quality_router)
     api.add_router("/", tools_router)
 

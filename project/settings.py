@@ -107,6 +107,7 @@ INSTALLED_APPS = [
     "workflows",
     "executions",
     "knowledge",
+    "experiments",  # datasets (and experiments over them)
     "quality",  # evaluations and quality gates
     "quality.derive_requests",  # derive requests: raising, deciding, the derived child, their API and pages
     "benchmarks",  # the benchmark_* commands and the large runs they write
@@ -412,6 +413,8 @@ MODEL_OVERRIDES: dict[str, dict] = {}  # model id → context_window, max_output
 TOOL_SERVERS: dict[str, dict] = {}  # MCP servers agents' tools are called on (the file's [tools.NAME])
 # The largest result a builtin tool may answer (JSON, in bytes); MCP servers set their own cap.
 TOOL_RESULT_MAX_BYTES = env_int("TOOL_RESULT_MAX_BYTES", 100_000)
+# The largest dataset file an import reads (upload, API or command); larger ones are refused (413).
+DATASET_MAX_BYTES = env_int("DATASET_MAX_BYTES", 10_000_000)
 if os.environ.get("SWITCHYARD_BACKENDS_FILE"):
     from django.core.exceptions import ImproperlyConfigured
 

@@ -1,0 +1,14 @@
+from django.urls import path
+
+from experiments import views
+
+# `upload` and `add-run` come before a dataset's name, which may therefore be neither
+# (services.RESERVED_NAMES).
+dataset_patterns = [
+    path("", views.dataset_list, name="list"),
+    path("upload/", views.dataset_upload, name="upload"),
+    path("add-run/<str:execution_id>/", views.dataset_add_run, name="add_run"),
+    path("<str:name>/", views.dataset_detail, name="detail"),
+    path("<str:name>/export/", views.dataset_export, name="export"),
+    path("<str:name>/items/<path:item_id>/remove/", views.dataset_item_remove, name="remove_item"),
+]

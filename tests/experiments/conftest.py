@@ -1,0 +1,32 @@
+"""What the dataset tests share: a finished run to add to a dataset, and a check that a
+refusal stored nothing."""
+from __future__ import annotations
+
+import pytest
+
+from core.documents import import_documents
+from demo.documents import AGENTS, RELEASE_REVIEW
+from experiments.models import Dataset, DatasetItem, DatasetVersion
+
+
+def nothing_stored() -> bool:
+    return not (Dataset.objects.exists() or DatasetVersion.objects.exists() or DatasetItem.objects.exists())
+
+
+@pytest.fixture
+def finished_run(db):
+    """A successful run of release_review with an output on each of its nodes."""
+    from executions.models import Execution, NodeRun
+    from workflows.models import Workflow
+
+    import_documents([*AGENTS, RELEASE_REVIEW])
+    workflow = Workflow.objects.get(workflow_id="release_review")
+    execution = Execution.objects.create(execution_id="run_1", workflow=workflow, status="success",
+                                         input={"topic": "billing", "draft": "v1"}, state={"verdict": "ok"})
+    agents = {node.node_id: node.agent for node in workflow.nodes.select_related("agent")}
+    NodeRun.objects.bulk_create([
+        NodeRun(execution=execution, agent=agent, node_id=node_id, sequence=index + 1, status="success",
+                output={"text": f"{node_id} done"})
+        for index, (node_id, agent) in enumerate(agents.items())
+    ])
+    return execution
