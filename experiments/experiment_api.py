@@ -40,8 +40,8 @@ def detail_out(experiment: Experiment) -> dict:
 
 
 def item_out(item: ExperimentItem) -> dict:
-    return {"position": item.position, "item_id": item.dataset_item.item_id, "status": item.status,
-            "execution_id": item.execution.execution_id if item.execution else None, "output": item.output,
+    return {"position": item.position, "item_id": item.item_key, "status": item.status,  # type: ignore[attr-defined]
+            "execution_id": item.run_id, "output": item.output,  # type: ignore[attr-defined]
             "scores": item.scores, "error_code": item.error_code, "error": item.error, "tokens": item.tokens,
             "cost": usd(item.cost), "latency_seconds": item.latency_seconds}
 

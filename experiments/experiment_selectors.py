@@ -3,7 +3,7 @@ Cheap at 10,000 items: counts by status are one grouped query on an index, and t
 aggregates are read from the stored `summary` (experiments/summaries.py)."""
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from core.errors import DocumentError, NotFound, echo
@@ -31,7 +31,9 @@ def experiment_get(experiment_id: str) -> Experiment:
 
 def experiment_items(experiment: Experiment, *, status: str = "") -> QuerySet[ExperimentItem]:
     """Its items in the dataset's order; with `status`, those in it."""
-    items = ExperimentItem.objects.filter(experiment=experiment).select_related("dataset_item", "execution")
+    # The item's id and its run's id, not their rows (a run's state and a dataset item's input can be large).
+    items = (ExperimentItem.objects.filter(experiment=experiment)
+             .annotate(item_key=F("dataset_item__item_id"), run_id=F("execution__execution_id")))
     if status:
         if status not in ExperimentItem.Status.values:
             raise DocumentError(f"is one of {', '.join(ExperimentItem.Status.values)}", where="status")

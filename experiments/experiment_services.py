@@ -169,6 +169,7 @@ def experiment_cancel(*, experiment: Experiment, actor: str = "") -> Experiment:
         transition_all(ExperimentItem.objects.filter(experiment=locked), ExperimentItem.Status.PENDING,
                        ExperimentItem.Status.CANCELLED, completed_at=now, error_code="CANCELLED",
                        error=f"not started: the experiment was cancelled by {actor or 'someone'}")
+    summary_refresh(experiment.pk, force=True)
     running = Execution.objects.filter(experiment_item__experiment=experiment,
                                        status__in=(Execution.Status.PENDING, Execution.Status.RUNNING,
                                                    Execution.Status.ESCALATED, Execution.Status.WAITING))

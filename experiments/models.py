@@ -179,6 +179,7 @@ class ExperimentItem(models.Model):
         },
     )
     ENDED = ("success", "failed", "cancelled")
+    ACTIVE = ("pending", "running")
 
     experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="items")
     dataset_item = models.ForeignKey(DatasetItem, on_delete=models.PROTECT, related_name="experiment_items")

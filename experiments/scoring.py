@@ -67,6 +67,7 @@ def item_run_ended(*, execution_pk: int) -> str:
     latency = ((execution.completed_at - execution.started_at).total_seconds()
                if execution.completed_at and execution.started_at else None)
     with transaction.atomic():
+        lock_row(Experiment, experiment.pk)  # the experiment's row before its item's, as advance takes them
         moved = transition(
             ExperimentItem.objects, item.pk, ExperimentItem.Status.RUNNING, execution.status,
             output=output, scores={name: _stored(result) for name, result in scores.items()},
@@ -77,8 +78,10 @@ def item_run_ended(*, execution_pk: int) -> str:
             Experiment.objects.filter(pk=experiment.pk).update(judge_cost=F("judge_cost") + judge.cost - judge.settled)
     if not moved:
         return "scored already"
-    summary_refresh(experiment.pk)
     experiment_advance(experiment_pk=experiment.pk)
+    # The last item of a cancelled experiment ends after the experiment did: its figures are final now.
+    last = not ExperimentItem.objects.filter(experiment_id=experiment.pk, status__in=ExperimentItem.ACTIVE).exists()
+    summary_refresh(experiment.pk, force=last)
     return "scored"
 
 
@@ -201,6 +204,7 @@ def experiments_sweep() -> dict:
             except Exception:  # one item that cannot be scored must not stop the others'
                 logger.exception("experiments sweep: scoring the item of run %s failed", execution_pk)
         experiment_advance(experiment_pk=pk)
+        summary_refresh(pk)  # figures of items ended since the last refresh, however few end from now on
         advanced += 1
     return {"scored": scored, "advanced": advanced}
 

@@ -173,3 +173,76 @@ def test_a_refused_experiment_names_its_field_and_stores_nothing(db, fields, whe
         experiment_create(**asked)
     assert refused.value.where == where, refused.value
     assert nothing_stored()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_max_cost_stops_starting_items_and_ends_the_experiment(sent):
+    load()
+    experiment = experiment_start(experiment=experiment_create(workflow_id="echo", dataset="capitals", concurrency=1,
+                                                               max_cost="0.01"))
+    item = experiment.items.get(status="running")
+    drain(item.execution)
+    Execution.objects.filter(pk=item.execution_id).update(cost=10**10)  # $0.01: what its model calls cost
+    item_run_ended(execution_pk=item.execution_id)
+    experiment.refresh_from_db()
+    assert (experiment.status, experiment.cancelled_by) == ("cancelled", "max_cost")
+    assert status_counts(experiment) == {"pending": 0, "running": 0, "success": 1, "failed": 0, "cancelled": 3}
+    assert set(experiment.items.filter(status="cancelled").values_list("error_code", flat=True)) == {"BUDGET_EXCEEDED"}
+    assert Execution.objects.filter(experiment=experiment.experiment_id).count() == 1
+    assert experiment.summary["aggregates"]["statuses"] == {"success": 1, "cancelled": 3}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_judge_without_prices_is_not_called_under_a_max_cost(sent, settings):
+    load()
+    judge_backend(settings)
+    experiment = experiment_start(experiment=experiment_create(
+        workflow_id="echo", dataset="capitals", concurrency=1, max_cost=1,
+        scorers=[{"type": "llm_judge", "rubric": "names the city", "agent": "Judge"}]))
+    item = experiment.items.get(status="running")
+    drain(item.execution)
+    item_run_ended(execution_pk=item.execution_id)
+    item.refresh_from_db()
+    assert item.scores["llm_judge"]["not_scored"] == "BUDGET_EXCEEDED"
+    experiment.refresh_from_db()
+    assert experiment.cost_reserved == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_evaluation_scorer_evaluates_the_run_first_and_moves_no_aggregate(sent):
+    from executions.models import Evaluation
+
+    load()
+    experiment = experiment_start(experiment=experiment_create(
+        workflow_id="echo", dataset="capitals", concurrency=1,
+        scorers=[{"type": "evaluation", "score": "overall"}, {"type": "evaluation", "score": "efficiency",
+                                                             "name": "speed"}]))
+    item = experiment.items.get(status="running")
+    drain(item.execution)
+    item_run_ended(execution_pk=item.execution_id)
+    item.refresh_from_db()
+    evaluation = Evaluation.objects.get(execution=item.execution, target_type="execution")
+    assert item.scores["evaluation"]["score"] == pytest.approx(evaluation.overall_score)
+    assert item.scores["speed"]["score"] == pytest.approx(evaluation.efficiency)
+    assert not Evaluation.objects.filter(method="aggregate").exists()
+    item_run_ended(execution_pk=item.execution_id)
+    assert Evaluation.objects.filter(execution=item.execution).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_item_whose_input_the_workflow_refuses_fails_naming_why(sent):
+    from core.documents import import_documents
+    from tests.experiments.core_support import ECHO
+
+    load([{"id": "good", "input": {"question": "the capital of Peru is Lima"}}, {"id": "bad", "input": {"other": 1}}],
+         name="some_bad")
+    strict = {**ECHO[-1], "input_schema": {"type": "object", "required": ["question"],
+                                           "properties": {"question": {"type": "string"}}}}
+    import_documents([strict], actor="test")
+    experiment = experiment_start(experiment=experiment_create(workflow_id="echo", dataset="some_bad"))
+    bad = experiment.items.get(dataset_item__item_id="bad")
+    assert bad.status == "failed" and bad.error_code == "INVALID_DOCUMENT" and "question" in bad.error, bad.error
+    assert bad.execution is None
+    experiment = run_in_process(experiment)
+    assert experiment.status == "success" and experiment.summary["aggregates"]["statuses"] == {"failed": 1,
+                                                                                              "success": 1}
