@@ -1,13 +1,12 @@
 """The `/api/datasets` operations: list, one, versions, items (searched, paged), import a
 file (multipart), add a run as an item, remove an item, export a version."""
-from __future__ import annotations
 
 from django.http import StreamingHttpResponse
 from ninja import File, Form, Query, Router, Status
 from ninja.files import UploadedFile
 from ninja.pagination import paginate
 
-from core.api_support import Page, responses
+from core.api_support import Page, Rendered, responses
 from core.roles import AUTHOR, require_role
 from executions.selectors import execution_get
 from experiments import selectors, services
@@ -41,9 +40,10 @@ def _dataset_out(dataset) -> dict:
 @router.get("/datasets", response=responses(200, list[DatasetOut]), summary="Datasets")
 @paginate(Page)
 def datasets_list(request):
-    return [{"name": d.name, "description": d.description, "created_at": d.created_at, "created_by": d.created_by,
-             "updated_at": d.updated_at, "latest_version": d.latest_number, "item_count": d.latest_items or 0}
-            for d in selectors.dataset_list()]
+    return Rendered(selectors.dataset_list(), lambda page: [
+        {"name": d.name, "description": d.description, "created_at": d.created_at, "created_by": d.created_by,
+         "updated_at": d.updated_at, "latest_version": d.latest_number, "item_count": d.latest_items or 0}
+        for d in page])
 
 
 @router.get("/datasets/{name}", response=responses(200, DatasetOut), summary="A dataset")
@@ -63,20 +63,7 @@ def dataset_versions_list(request, name: str):
 @paginate(Page)
 def dataset_items_list(request, name: str, query: Query[ItemsQuery]):
     version = selectors.dataset_version(selectors.dataset_get(name), query.version)
-    return _Documents(selectors.version_items(version, q=query.q))
-
-
-class _Documents:
-    """A queryset of items that Page slices and counts, answered as the files hold them."""
-
-    def __init__(self, items):
-        self.items = items
-
-    def count(self) -> int:
-        return self.items.count()
-
-    def __getitem__(self, window: slice) -> list[dict]:
-        return [item.document() for item in self.items[window]]
+    return Rendered(selectors.version_items(version, q=query.q), lambda page: [item.document() for item in page])
 
 
 @router.post("/datasets/{name}/import", response=responses(201, ChangeOut),
@@ -101,7 +88,7 @@ def dataset_items_from_run(request, name: str, payload: FromRunIn):
     return Status(201, _change(version))
 
 
-@router.delete("/datasets/{name}/items/{item_id}", response=responses(200, ChangeOut),
+@router.delete("/datasets/{name}/items/{path:item_id}", response=responses(200, ChangeOut),
                summary="Remove an item, as the dataset's next version (authors)")
 def dataset_items_remove(request, name: str, item_id: str):
     require_role(request.user, AUTHOR, to="change datasets")
