@@ -208,6 +208,8 @@ class ExperimentItem(models.Model):
         indexes = [
             # A page of items by status, and the counts by status (read from the index alone).
             models.Index(fields=["experiment", "status", "position"], name="experiment_item_status"),
+            # The items running across all experiments, counted against EXPERIMENT_MAX_RUNNING_ITEMS.
+            models.Index(fields=["experiment"], condition=models.Q(status="running"), name="experiment_item_running"),
         ]
 
     def __str__(self) -> str:
