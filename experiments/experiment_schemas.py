@@ -9,9 +9,9 @@ from ninja import Field, Schema
 
 class ExperimentIn(Schema):
     workflow_id: str = Field(..., min_length=1, max_length=100)
-    workflow_version: int | None = Field(None, ge=1, description="the version to run; none: the latest (pinned)")
+    workflow_version: int | None = Field(None, ge=1, le=2**31 - 1, description="the version to run; none: the latest (pinned)")
     dataset: str = Field(..., min_length=1, max_length=100)
-    dataset_version: int | None = Field(None, ge=1, description="none: the latest")
+    dataset_version: int | None = Field(None, ge=1, le=2**31 - 1, description="none: the latest")
     name: str = Field("", max_length=200)
     agent_versions: dict[str, str] = Field({}, description="node id or agent id → a version name of the agent, or "
                                                            "`current`; by agent: every node that runs it")
@@ -19,7 +19,7 @@ class ExperimentIn(Schema):
                                                                        "place, e.g. {\"runtime\": {\"model\": …}}")
     scorers: list[Any] = Field([], description="the scorers (docs/experiments-scoring.md)")
     concurrency: int | None = Field(None, ge=1, le=1000, description="items run at once; none: EXPERIMENT_CONCURRENCY")
-    max_cost: float | None = Field(None, gt=0, description="USD, for the runs and the judge's calls together")
+    max_cost: float | None = Field(None, gt=0, le=1_000_000, description="USD, for the runs and the judge's calls together")
 
 
 class ProgressOut(Schema):

@@ -20,10 +20,11 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from agents.backends.metering import units, usd
-from agents.documents import CONTEXT_LIMIT_FIELDS, RUNTIME_FIELDS
+from agents.documents import CONTEXT_LIMIT_FIELDS, RUNTIME_FIELDS, agent_document
 from agents.models import Agent, AgentVersion
+from agents.schemas import AgentDocument
 from core.errors import DocumentError, IllegalTransition, SwitchyardError, WorkflowInvalid, echo
-from core.jsonutil import check_storable
+from core.jsonutil import check_shape, check_storable
 from core.status_writes import lock_row, transition, transition_all
 from engine.experiments.scorers import ScorerError, check_scorers
 from executions.models import Execution
@@ -37,6 +38,7 @@ from workflows.models import Workflow
 ITEMS_BATCH = 1000
 OVERRIDE_PARTS = ("name", "type", "prompt_config", "capabilities", "constraints", "runtime", "context_limits")
 CURRENT = "current"
+MAX_COST_USD = 1_000_000
 # The key of the lock every advance takes first on PostgreSQL, so that two experiments
 # advancing at once never together start more than EXPERIMENT_MAX_RUNNING_ITEMS items.
 ADVANCE_LOCK = 0x5377_6578  # "Swex"
@@ -271,8 +273,24 @@ def _overrides(asked: dict, graph) -> dict[str, dict]:
         nodes = _nodes_of(key, graph, where)
         checked = _parts(parts, where)
         for node_id in nodes:
+            if not graph.kinds[node_id].calls_agent:
+                raise DocumentError(f"node '{node_id}' never calls its agent, so nothing runs in its place", where=where)
+            _check_as_agent(graph.agents[graph.plan.agents[node_id]], checked, where)
             overrides[node_id] = {**overrides.get(node_id, {}), **checked}
     return overrides
+
+
+def _check_as_agent(agent: Agent, parts: dict, where: str) -> None:
+    """The agent with the parts in their place must be an agent document like any other: a
+    part of the wrong type is refused here, naming it, not when a node runs it."""
+    document = agent_document(agent)
+    merged = {**document, **{part: value for part, value in parts.items() if part not in ("runtime", "context_limits")}}
+    for part in ("runtime", "context_limits"):
+        merged[part] = {**document.get(part, {}), **parts.get(part, {})}
+    try:
+        check_shape(merged, AgentDocument, "agent")
+    except DocumentError as error:
+        raise DocumentError(error.problem, where=f"{where}.{error.where}", details=error.details) from None
 
 
 def _parts(parts: Any, where: str) -> dict:
@@ -340,8 +358,8 @@ def _max_cost(value: Any) -> int | None:
         amount = Decimal(str(value)) if not isinstance(value, bool) else None
     except InvalidOperation:
         amount = None
-    if amount is None or not amount.is_finite() or amount <= 0:
-        raise DocumentError("is an amount of USD above 0, e.g. 2.50", where="max_cost")
+    if amount is None or not amount.is_finite() or not 0 < amount <= MAX_COST_USD:
+        raise DocumentError(f"is an amount of USD above 0 and at most {MAX_COST_USD:,}, e.g. 2.50", where="max_cost")
     return units(amount)
 
 
