@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
+from django.db.models import Q
 from django.utils import timezone
 
 from engine.experiments.aggregates import aggregate_experiment
@@ -57,7 +58,10 @@ def summary_refresh(experiment_pk: int, *, force: bool = False) -> dict | None:
     aggregates = aggregate_experiment(records, check_scorers(experiment["scorers"]),
                                       rng=np.random.default_rng(experiment_pk))
     summary = {"aggregates": _plain(aggregates.as_dict()), "items_ended": len(records), "refreshed_at": now.isoformat()}
-    Experiment.objects.filter(pk=experiment_pk).update(summary=summary)
+    # Items only ever end: a summary of fewer ended items, computed by a slower refresh begun
+    # earlier, never overwrites one of more.
+    fresher = Q(summary__items_ended__lte=len(records)) | ~Q(summary__has_key="items_ended")
+    Experiment.objects.filter(fresher, pk=experiment_pk).update(summary=summary)
     return summary
 
 

@@ -251,3 +251,16 @@ def test_an_item_whose_input_the_workflow_refuses_fails_naming_why(sent):
     experiment = run_in_process(experiment)
     assert experiment.status == "success" and experiment.summary["aggregates"]["statuses"] == {"failed": 1,
                                                                                               "success": 1}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_summary_of_fewer_ended_items_never_overwrites_one_of_more(sent):
+    from experiments.summaries import summary_refresh
+
+    load()
+    experiment = run_in_process(experiment_start(experiment=experiment_create(workflow_id="echo", dataset="capitals")))
+    assert experiment.summary["items_ended"] == 4
+    ExperimentItem.objects.filter(experiment=experiment, position=0).update(status="running")  # as seen earlier
+    summary_refresh(experiment.pk, force=True)
+    experiment.refresh_from_db()
+    assert experiment.summary["items_ended"] == 4 and experiment.summary["aggregates"]["items"] == 4
