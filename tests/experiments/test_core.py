@@ -264,3 +264,12 @@ def test_a_summary_of_fewer_ended_items_never_overwrites_one_of_more(sent):
     summary_refresh(experiment.pk, force=True)
     experiment.refresh_from_db()
     assert experiment.summary["items_ended"] == 4 and experiment.summary["aggregates"]["items"] == 4
+
+
+def test_the_beat_sends_the_experiments_sweep_to_a_registered_task(settings):
+    from project.celery import app
+
+    app.loader.import_default_modules()
+    sent = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert "experiments.sweep" in sent
+    assert {"experiments.sweep", "experiments.run_ended"} <= set(app.tasks)
