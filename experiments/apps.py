@@ -2,8 +2,9 @@ from django.apps import AppConfig
 
 
 class ExperimentsConfig(AppConfig):
-    """Datasets (and, to come, experiments over them): named, versioned lists of items a
-    workflow can be run over. Above executions (a run can become an item), below quality."""
+    """Datasets (named, versioned lists of items) and experiments: a workflow version run over
+    a dataset version, each item a real run, scored. Above quality (an experiment's item may
+    be scored by the seed's evaluation), below demo and benchmarks."""
 
     default_auto_field = "django.db.models.BigAutoField"
     name = "experiments"

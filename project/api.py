@@ -74,6 +74,7 @@ def _add_routers() -> None:
     from core.api import router as core_router
     from executions.api import router as executions_router
     from experiments.api import router as experiments_router
+    from experiments.experiment_api import router as experiment_runs_router
     from quality.api import router as quality_router
     from quality.derive_requests.api import router as derive_requests_router
     from tools.api import router as tools_router
@@ -85,6 +86,7 @@ def _add_routers() -> None:
     api.add_router("/", workflows_router)
     api.add_router("/", executions_router)
     api.add_router("/", experiments_router)
+    api.add_router("/", experiment_runs_router)
     api.add_router("/", quality_router)
     api.add_router("/", tools_router)
 

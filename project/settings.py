@@ -334,6 +334,9 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-node-runs": {"task": "executions.sweep", "schedule": SWEEP_EVERY_SECONDS},
     # Approved derive requests whose child-creation message was lost.
     "sweep-derive-requests": {"task": "agents.sweep", "schedule": SWEEP_EVERY_SECONDS},
+    # Experiments' items whose run ended unscored (a lost message, a killed worker), and
+    # experiments with room to start more items.
+    "sweep-experiments": {"task": "experiments.sweep", "schedule": SWEEP_EVERY_SECONDS},
 }
 
 # Evaluations (core-data-structures §7): overall_score = the weighted scores; a run passes
@@ -415,6 +418,13 @@ TOOL_SERVERS: dict[str, dict] = {}  # MCP servers agents' tools are called on (t
 TOOL_RESULT_MAX_BYTES = env_int("TOOL_RESULT_MAX_BYTES", 100_000)
 # The largest dataset file an import reads (upload, API or command); larger ones are refused (413).
 DATASET_MAX_BYTES = env_int("DATASET_MAX_BYTES", 10_000_000)
+# Experiments: how many items of one experiment run at once by default, and how many items of
+# all experiments together may run at once, so that people's own runs always find workers.
+EXPERIMENT_CONCURRENCY = env_int("EXPERIMENT_CONCURRENCY", 4)
+EXPERIMENT_MAX_RUNNING_ITEMS = env_int("EXPERIMENT_MAX_RUNNING_ITEMS", 16)
+if EXPERIMENT_CONCURRENCY < 1 or EXPERIMENT_MAX_RUNNING_ITEMS < 1:
+    raise ValueError(f"EXPERIMENT_CONCURRENCY ({EXPERIMENT_CONCURRENCY}) and EXPERIMENT_MAX_RUNNING_ITEMS "
+                     f"({EXPERIMENT_MAX_RUNNING_ITEMS}) must be at least 1")
 if os.environ.get("SWITCHYARD_BACKENDS_FILE"):
     from django.core.exceptions import ImproperlyConfigured
 

@@ -19,10 +19,15 @@ from workflows.models import Workflow
 
 def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None,
                     execution_id: str | None = None, version: int | None = None,
-                    parent: NodeRun | None = None, depth: int = 0) -> Execution:
+                    parent: NodeRun | None = None, depth: int = 0, experiment: str = "",
+                    agent_versions: dict[str, int] | None = None,
+                    agent_overrides: dict[str, dict] | None = None) -> Execution:
     """Create a run of the workflow's version `version` (by default its latest) and dispatch
     its first nodes (after commit). `parent`: the sub-workflow node's run whose child run
-    this is, `depth` runs deep (services/subworkflows.py)."""
+    this is, `depth` runs deep (services/subworkflows.py). An experiment's item
+    (experiments/) names its `experiment`, and the `agent_versions` (node id → AgentVersion
+    pk) and `agent_overrides` (node id → agent content parts) its nodes run with, which its
+    experiment has checked."""
     if input is not None and not isinstance(input, dict):
         raise DocumentError("the input of a run is a JSON object", where="input")
     check_storable(input, where="input")
@@ -38,7 +43,8 @@ def execution_start(*, workflow: Workflow, input: dict | None = None, actor=None
             workflow=workflow, workflow_version=workflow_version, status=Execution.Status.RUNNING,
             input=input or {}, state={}, domain=_domain_of(input, graph.settings.domain),
             started_at=now, created_by=actor if getattr(actor, "pk", None) else None,
-            parent_node_run=parent, depth=depth,
+            parent_node_run=parent, depth=depth, experiment=experiment,
+            agent_versions=agent_versions or {}, agent_overrides=agent_overrides or {},
         )
         LockedRun.lock(execution).advance(completed=None)
     return execution
