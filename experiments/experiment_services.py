@@ -30,8 +30,8 @@ from engine.experiments.scorers import ScorerError, check_scorers
 from executions.models import Execution
 from executions.run_graphs import run_graph
 from executions.services import execution_cancel, execution_start
+from experiments.dataset_selectors import dataset_get, dataset_version
 from experiments.models import DatasetItem, Experiment, ExperimentItem
-from experiments.selectors import dataset_get, dataset_version
 from experiments.summaries import summary_refresh
 from workflows.models import Workflow
 

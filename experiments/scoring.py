@@ -35,9 +35,9 @@ from engine.experiments.scorers import NO_OUTPUT, NotScored, Score, Scorer, chec
 from executions.models import Execution, NodeRun
 from executions.prompts import skills
 from executions.run_graphs import execution_graph
+from experiments.dataset_services import run_output
 from experiments.experiment_services import experiment_advance, experiments_to_sweep, spent
 from experiments.models import Experiment, ExperimentItem
-from experiments.services import run_output
 from experiments.summaries import summary_refresh
 from quality.evaluations import execution_evaluate
 

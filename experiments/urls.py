@@ -1,6 +1,6 @@
 from django.urls import path
 
-from experiments import views
+from experiments import dataset_views as views
 
 # `upload` and `add-run` come before a dataset's name, which may therefore be neither
 # (services.RESERVED_NAMES).

@@ -73,7 +73,7 @@ def _add_routers() -> None:
     from agents.api import router as agents_router
     from core.api import router as core_router
     from executions.api import router as executions_router
-    from experiments.api import router as experiments_router
+    from experiments.dataset_api import router as experiments_router
     from experiments.experiment_api import router as experiment_runs_router
     from quality.api import router as quality_router
     from quality.derive_requests.api import router as derive_requests_router

@@ -8,9 +8,9 @@ import sys
 
 from core.documents import import_documents
 from executions.models import Execution
+from experiments.dataset_services import dataset_import
 from experiments.models import Experiment, ExperimentItem
 from experiments.scoring import item_run_ended
-from experiments.services import dataset_import
 from tests.executions.conftest import drain
 
 ECHO = [

@@ -80,7 +80,7 @@ def test_ten_thousand_items_are_created_and_read_cheaply(loaded):
     import json
     import time
 
-    from experiments.services import dataset_import
+    from experiments.dataset_services import dataset_import
 
     items = "\n".join(json.dumps({"id": f"i{n}", "input": {"question": f"q {n}"}, "expected": "q"})
                       for n in range(10_000))

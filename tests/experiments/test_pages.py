@@ -6,8 +6,8 @@ from django.contrib.auth.models import Group, User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from experiments.dataset_services import dataset_import
 from experiments.models import Dataset
-from experiments.services import dataset_import
 from tests.experiments.conftest import nothing_stored
 
 pytestmark = pytest.mark.django_db

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from core.errors import DocumentError, SwitchyardError
-from experiments import selectors
+from experiments import dataset_selectors as selectors
+from experiments.dataset_services import dataset_add_run, dataset_import, dataset_remove_item, run_output
 from experiments.models import Dataset, DatasetItem, DatasetVersion
-from experiments.services import dataset_add_run, dataset_import, dataset_remove_item, run_output
 from tests.experiments.conftest import nothing_stored
 
 pytestmark = pytest.mark.django_db

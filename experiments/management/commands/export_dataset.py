@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from core.errors import SwitchyardError
-from experiments import selectors
+from experiments import dataset_selectors as selectors
 from experiments.dataset_files import FORMATS
 
 INVALID = 2

@@ -4,7 +4,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from core.errors import SwitchyardError
-from experiments import services
+from experiments import dataset_services as services
 from experiments.dataset_files import FORMATS, format_of
 
 INVALID = 2

@@ -16,7 +16,8 @@ from core.errors import NotFound, SwitchyardError
 from core.pages import paginate
 from core.roles import AUTHOR, has_role, roles_of
 from executions.models import Execution
-from experiments import selectors, services
+from experiments import dataset_selectors as selectors
+from experiments import dataset_services as services
 from experiments.dataset_files import FORMATS, format_of
 from workflows.selectors import ID_PATTERN
 

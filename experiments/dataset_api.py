@@ -9,10 +9,10 @@ from ninja.pagination import paginate
 from core.api_support import Page, Rendered, responses
 from core.roles import AUTHOR, require_role
 from executions.selectors import execution_get
-from experiments import selectors, services
+from experiments import dataset_selectors as selectors
+from experiments import dataset_services as services
 from experiments.dataset_files import format_of
-from experiments.models import DatasetVersion
-from experiments.schemas import (
+from experiments.dataset_schemas import (
     ChangeOut,
     DatasetItemOut,
     DatasetOut,
@@ -22,6 +22,7 @@ from experiments.schemas import (
     ImportForm,
     ItemsQuery,
 )
+from experiments.models import DatasetVersion
 
 router = Router(tags=["datasets"])
 
