@@ -3,9 +3,9 @@ the page `/experiments/compare/` and the command `compare_experiments` show.
 
 The comparison itself is the engine's (`engine.experiments.compare`: rows, deltas, flags,
 the paired bootstrap per scorer, filters, diffs, CSV). This side reads what it needs, cheaply
-enough for two experiments of 10,000 items: each experiment's items are one `.values()`
-query without their outputs (the scores, status, cost, latency, the item's id and metadata,
-the run's id); the outputs are read afterwards only for the rows shown (one query per
+enough for two experiments of 10,000 items: each experiment's items are one `.values_list()`
+query without their outputs (the scores, status, cost, latency, the item's id, the run's
+id), and the items' metadata one query per dataset version; the outputs are read afterwards only for the rows shown (one query per
 experiment) or for an export, and diffs are made for the rows shown only.
 
 Experiments compare only over one dataset. Over different versions of it, items are matched
@@ -28,7 +28,7 @@ from core.errors import DocumentError, NotFound, echo
 from engine.experiments.compare import Comparison, ComparisonError, Row, compare, csv_rows, filter_rows, row_diff
 from engine.experiments.records import ItemRecord
 from engine.experiments.stats import PairedDelta
-from experiments.models import Experiment, ExperimentItem
+from experiments.models import DatasetItem, Experiment, ExperimentItem
 from experiments.summaries import item_record
 from workflows.selectors import ID_PATTERN
 
@@ -37,8 +37,9 @@ DEFAULT_THRESHOLD = 0.1
 ONLY_IN_LISTED = 100  # item ids listed of those only one experiment has (all are counted)
 ONLY = ("regressed", "improved", "failed")  # the `only` filter's choices
 
-ITEM_FIELDS = ("dataset_item__item_id", "dataset_item__metadata", "status", "error_code", "scores", "tokens", "cost",
-               "latency_seconds", "execution__execution_id")
+# An item's metadata is read once per dataset version (`metadata_of`), not once per experiment.
+ITEM_FIELDS = ("dataset_item__item_id", "status", "error_code", "scores", "cost", "latency_seconds",
+               "execution__execution_id")
 
 
 # -- asking --------------------------------------------------------------------------------------
@@ -112,19 +113,27 @@ class Side:
     item_ids: list[str] = field(default_factory=list)
 
 
-def read_side(experiment: Experiment) -> Side:
-    """One query: the experiment's items in the dataset's order, their light fields only."""
+def metadata_of(version_id: int) -> dict[str, Any]:
+    """One query: the metadata of each item of a dataset version, by item id."""
+    return dict(DatasetItem.objects.filter(version_id=version_id).values_list("item_id", "metadata"))
+
+
+def read_side(experiment: Experiment, metadata: dict[str, Any]) -> Side:
+    """One query: the experiment's items in the dataset's order, their light fields only
+    (`metadata`: its dataset version's, by item id). Read whole: the rows are small."""
     side = Side(experiment)
-    rows = (ExperimentItem.objects.filter(experiment=experiment).order_by("position").values(*ITEM_FIELDS))
-    for row in rows.iterator(chunk_size=2000):
-        item_id = row["dataset_item__item_id"]
+    rows = ExperimentItem.objects.filter(experiment=experiment).order_by("position").values_list(*ITEM_FIELDS)
+    for item_id, status, error_code, scores, cost, latency, execution_id in rows:
         side.item_ids.append(item_id)
-        if row["execution__execution_id"]:
-            side.runs[item_id] = row["execution__execution_id"]
-        if row["status"] in ExperimentItem.ENDED:
-            side.records.append(item_record({**row, "nodes": None}))
+        if execution_id:
+            side.runs[item_id] = execution_id
+        if status in ExperimentItem.ENDED:
+            side.records.append(item_record({
+                "dataset_item__item_id": item_id, "dataset_item__metadata": metadata.get(item_id), "status": status,
+                "error_code": error_code, "scores": scores, "tokens": 0, "cost": cost, "latency_seconds": latency,
+                "nodes": None}))
         else:
-            side.waiting[item_id] = row["status"]
+            side.waiting[item_id] = status
     return side
 
 
@@ -197,7 +206,8 @@ def experiments_compared(ids: Sequence[str], *, baseline: str | None = None,
     else:
         baseline = min(experiments, key=lambda e: (e.created_at, e.pk)).experiment_id
     experiments.sort(key=lambda e: e.experiment_id != baseline)  # stable: the baseline first, the others as asked
-    sides = {e.experiment_id: read_side(e) for e in experiments}
+    metadata = {version_id: metadata_of(version_id) for version_id in {e.dataset_version_id for e in experiments}}
+    sides = {e.experiment_id: read_side(e, metadata[e.dataset_version_id]) for e in experiments}
     scorers = list(dict.fromkeys(s["name"] if "name" in s else s.get("type", "") for e in experiments
                                  for s in e.scorers if isinstance(s, dict)))
     # Seeded by the experiments compared, so that the page, the API and the command agree.

@@ -72,7 +72,8 @@ def experiments_list(request):
 @router.get("/experiments/compare", response=responses(200, ComparisonOut),
             summary="Experiments over one dataset compared item by item with a baseline: each scorer's paired "
                     "delta with its bootstrap interval and verdict, and a page of rows (filtered) with outputs, "
-                    "diffs, scores, deltas and flags; `format=csv`: every row the filters keep")
+                    "diffs, scores, deltas and flags; `format=csv`: every row the filters keep",
+            openapi_extra={"responses": {200: {"content": {"text/csv": {"schema": {"type": "string"}}}}}})
 def experiments_compare(request, query: Query[CompareQuery]):
     compared = comparison.experiments_compared(comparison.experiment_ids(query.ids), baseline=query.baseline or None,
                                                threshold=query.threshold)
