@@ -39,6 +39,7 @@ def test_the_page_highlights_rows_and_links_the_runs(pair, viewer):  # noqa: F81
     assert 'data-experiment="exp_b" data-scorer="exact"' in html and "no clear change" in html
     assert '<span class="diff-added">+Milan</span>' in html and '<span class="diff-removed">-Rome</span>' in html
     assert "Same output as the baseline." in html  # q1
+    assert "$0.002000 · 1.50 s" in html  # q1 in the baseline: its cost in USD and its latency
     assert "TIMEOUT" in html and 'href="/experiments/compare/csv/?ids=exp_b%2Cexp_a"' in html
     assert policy_of(response) == POLICY and inline_code(html) == []
 
