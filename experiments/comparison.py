@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -167,6 +168,8 @@ class ExperimentsCompared:
     def rows(self, filters: RowFilters = RowFilters()) -> list[Row]:
         """The rows the filters keep, in the baseline's order."""
         rows = self.comparison.rows
+        if not filters.active:
+            return list(rows)
         if filters.only == "improved":
             rows = [row for row in rows if row.improved]
         below = (filters.scorer, float(filters.below)) if filters.scorer and filters.below is not None else None
@@ -217,9 +220,8 @@ def experiments_compared(ids: Sequence[str], *, baseline: str | None = None,
                              scorers=scorers, rng=rng, threshold=threshold)
     except ComparisonError as error:
         raise DocumentError(str(error), where="ids") from None
-    held = [set(side.item_ids) for side in sides.values()]
-    only_in = {name: [i for i in side.item_ids if not any(i in other for other in held[:n] + held[n + 1:])]
-               for n, (name, side) in enumerate(sides.items())}
+    holders = Counter(item_id for side in sides.values() for item_id in side.item_ids)  # ids are unique in one
+    only_in = {name: [i for i in side.item_ids if holders[i] == 1] for name, side in sides.items()}
     versions_differ = len({e.dataset_version_id for e in experiments}) > 1
     return ExperimentsCompared(experiments, sides, comparison, only_in, versions_differ)
 

@@ -229,3 +229,17 @@ def test_the_command_prints_the_summary_counts_and_rows(pair, tmp_path):
 def test_the_command_refuses_naming_what_is_wrong(pair, args, words):
     with pytest.raises(CommandError, match=words):
         call_command("compare_experiments", *args, stdout=io.StringIO())
+
+
+def test_three_experiments_each_against_the_baseline(pair, api):
+    version = pair[0].dataset_version
+    experiment("exp_c", version, {"q1": {"scores": {"exact": 0.0, "mentions": 1.0}, "output": "Lyon"}}, age=1)
+    body = api.viewer.get("/api/experiments/compare", ids="exp_c,exp_b,exp_a").json()
+    assert body["baseline"] == "exp_a" and [e["experiment_id"] for e in body["experiments"]] == ["exp_a", "exp_c",
+                                                                                                  "exp_b"]
+    assert set(body["summary"]) == {"exp_b", "exp_c"} and body["summary"]["exp_c"]["exact"]["count"] == 1
+    q1, q2 = body["rows"][0], body["rows"][1]
+    assert q1["regressed"] and q1["experiments"]["exp_c"]["deltas"]["exact"] == -1.0  # exp_c fell on q1
+    assert q2["experiments"]["exp_c"]["status"] == "pending" and q2["experiments"]["exp_c"]["deltas"]["exact"] is None
+    assert q1["experiments"]["exp_c"]["compare_runs_url"] is None  # exp_c's items have no runs here
+    assert body["experiments"][1]["ended"] == 1 and body["experiments"][1]["items"] == 4
