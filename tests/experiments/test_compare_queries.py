@@ -1,9 +1,8 @@
 """Two experiments of 10,000 items compared: the API's first page of rows with the summary,
 and the page, each in a handful of queries (one for each experiment's items, one for the
-outputs of the rows shown, none per item) and within 2 s of server time, measured once."""
+outputs of the rows shown, none per item). How long they take is benchmark_experiments'
+to measure, not a test's: a timed test fails on a busy machine."""
 from __future__ import annotations
-
-import time
 
 import pytest
 from django.db import connection
@@ -15,7 +14,6 @@ from tests.experiments.compare_support import dataset, experiment
 pytestmark = pytest.mark.django_db
 
 N = 10_000
-SECONDS = 2.0
 
 
 def output(n: int, variant: str) -> dict:
@@ -34,29 +32,25 @@ def large(db):
                                                     "latency": 2.0} for n in range(N)}, age=1, runs=True)
 
 
-def timed(get, path: str, query: dict):
+def counted(get, path: str, query: dict):
     with CaptureQueriesContext(connection) as queries:
-        start = time.perf_counter()
         response = get(path, **query)
-        elapsed = time.perf_counter() - start
-    return response, elapsed, len(queries)
+    return response, len(queries)
 
 
-def test_two_experiments_of_10000_items_compare_in_a_few_queries_and_under_two_seconds(large, api):
-    # A server's first request loads its URLs and builds the API's schemas: not this request's time.
+def test_two_experiments_of_10000_items_compare_in_a_few_queries(large, api):
+    # A server's first request loads its URLs and builds the API's schemas: not counted here.
     assert api.viewer.get("/api/experiments/compare", ids="big_a").status_code == 422
-    response, elapsed, queries = timed(api.viewer.get, "/api/experiments/compare", {"ids": "big_a,big_b"})
+    response, queries = counted(api.viewer.get, "/api/experiments/compare", {"ids": "big_a,big_b"})
     assert response.status_code == 200, response.json()
     body = response.json()
     assert body["counts"]["rows"] == N and len(body["rows"]) == 50 and body["rows"][0]["experiments"]["big_b"]["diff"]
     assert body["summary"]["big_b"]["exact"]["count"] == N
     assert queries <= 8, f"{queries} queries"  # the token and user, the experiments, 2 × items, 2 × outputs
-    assert elapsed <= SECONDS, f"the API took {elapsed:.2f} s"
 
     client = Client()
     client.force_login(api.viewer.user)
-    response, elapsed, queries = timed(lambda path, **q: client.get(path, q), "/experiments/compare/",
+    response, queries = counted(lambda path, **q: client.get(path, q), "/experiments/compare/",
                                        {"ids": "big_a,big_b", "only": "regressed"})
     assert response.status_code == 200 and "data-item=\"item-00000\"" not in response.content.decode()
     assert queries <= 10, f"{queries} queries"  # the session and user, the experiments, 2 × items, 2 × outputs
-    assert elapsed <= SECONDS, f"the page took {elapsed:.2f} s"
