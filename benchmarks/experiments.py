@@ -166,9 +166,10 @@ class Command(BaseCommand):
         wall = time.perf_counter() - started
         if (failed := runs.exclude(status=Execution.Status.SUCCESS).count()):
             raise BenchmarkFailed(f"{failed} of the {items} runs started through the API did not succeed")
-        wait(lambda: Evaluation.objects.filter(execution__in=runs, target_type="execution").count() == items,
-             started + timeout, "the runs' evaluations", workers)
-        return {"wall_s": wall, "posted_s": posted, "evaluated_s": time.perf_counter() - started}
+        evaluated = settled(Evaluation.objects.filter(execution__in=runs, target_type="execution"), items,
+                            started + timeout)
+        return {"wall_s": wall, "posted_s": posted, "evaluated_s": time.perf_counter() - started,
+                "evaluations": evaluated}
 
     def experiment_via_api(self, author: Client, workflow_id: str, dataset: str, concurrency: int, timeout: float,
                            workers: list[Worker]) -> dict:
@@ -227,6 +228,19 @@ def wait(done, deadline: float, what: str, workers: list[Worker]) -> None:
             why = f"a worker exited with code {exited[0]}" if exited else "the time ran out"
             raise BenchmarkFailed(f"waiting for {what}: {why}\n{workers[0].log_tail()}")
         time.sleep(POLL_SECONDS)
+
+
+def settled(rows, expected: int, deadline: float, quiet_s: float = 5.0) -> int:
+    """How many `rows` there are once they number `expected`, or once none was added for
+    `quiet_s` (what the workers had queued is done: a missing one is the executions' sweep's
+    to send again, which does not run here), so that the next side does not queue behind."""
+    count, since = rows.count(), time.perf_counter()
+    while count < expected and time.perf_counter() - since < quiet_s and time.perf_counter() < deadline:
+        time.sleep(POLL_SECONDS * 4)
+        now = rows.count()
+        if now != count:
+            count, since = now, time.perf_counter()
+    return count
 
 
 def experiment_written(items: int) -> Experiment:
