@@ -85,6 +85,7 @@ def test_a_cancel_mid_experiment_ends_every_item(slow):
     assert len(runs_per_item(experiment)) == 2, "no item started after the cancel"
 
 
+@pytest.mark.both_databases  # exactly once under a fault: the database's locks decide
 def test_a_worker_killed_mid_experiment_loses_no_item_and_runs_none_twice(slow):
     (first,) = slow.start(1)
     experiment = experiment_start(experiment=experiment_create(workflow_id="slow_one", dataset="capitals",
@@ -107,6 +108,7 @@ def test_a_worker_killed_mid_experiment_loses_no_item_and_runs_none_twice(slow):
     assert experiment.summary["aggregates"]["statuses"] == {"success": 4}
 
 
+@pytest.mark.both_databases  # exactly once under a fault: the database's locks decide
 def test_a_worker_killed_mid_scoring_leaves_the_item_to_the_sweep_which_ends_it_once(workers, settings,  # noqa: F811
                                                                                      tmp_path):
     """The judge (3 s, on the worker) is asked, the worker killed while it answers: the sweep
