@@ -40,11 +40,13 @@ def test_it_prints_json_figures_and_ratios_at_a_small_size(scratch_place):
     assert answers["items"] == 30 and answers["summary_refresh_s"] > 0 and answers["target_ms"] == 1000
     labels = [answer["label"] for answer in answers["timed"]]
     assert labels[:2] == ["detail API", "items API, first page"]
+    assert labels[-2:] == ["comparison API, two experiments", "comparison page, two experiments"]
+    assert [answer["target_ms"] for answer in answers["timed"][-2:]] == [2000, 2000]
     assert (answers["page"] is None) == ("experiment page" in labels)
     for answer in answers["timed"]:
         assert answer["error"] is None and answer["ms"] > 0 and answer["queries"] > 0 and answer["bytes"] > 0, answer
     assert all(line.startswith("an experiment's item costs") or "(target ≤ 1000 ms)" in line
-               for line in report["missed"])
+               or "(target ≤ 2000 ms)" in line for line in report["missed"])
     assert connection.settings_dict["NAME"] == scratch_place
     assert not Experiment.objects.exists(), "nothing was written to the test database"
 
