@@ -1,6 +1,7 @@
 from django.urls import path
 
 from experiments import dataset_views as views
+from experiments import experiment_views
 
 # `upload` and `add-run` come before a dataset's name, which may therefore be neither
 # (services.RESERVED_NAMES).
@@ -11,4 +12,11 @@ dataset_patterns = [
     path("<str:name>/", views.dataset_detail, name="detail"),
     path("<str:name>/export/", views.dataset_export, name="export"),
     path("<str:name>/items/<path:item_id>/remove/", views.dataset_item_remove, name="remove_item"),
+]
+
+experiment_patterns = [
+    path("", experiment_views.experiment_list, name="list"),
+    path("new/", experiment_views.experiment_new, name="new"),
+    path("<str:experiment_id>/", experiment_views.experiment_detail, name="detail"),
+    path("<str:experiment_id>/cancel/", experiment_views.experiment_cancel_view, name="cancel"),
 ]
