@@ -106,7 +106,7 @@ def experiment_detail(request, experiment_id: str):
     scorers = _scorers(experiment)
     for item in context["page"]:
         item.score_list = [_item_score(scorer, (item.scores or {}).get(scorer.name)) for scorer in scorers]
-        item.cost_text = cost_text(item.cost)
+        item.cost_text = cost_text(item.cost) if item.status in ExperimentItem.ENDED else ""
     progress = selectors.experiment_progress(experiment)
     return render(request, "experiments/experiment_detail.html", {
         **context, "experiment": experiment, "status": status, "statuses": ExperimentItem.Status.values,
