@@ -380,9 +380,9 @@ def _graph(workflow: Workflow | None, number: str | None):
     return graph, ""
 
 
-# Where experiment_create names a field → the form's field showing it.
-FIELD_OF = {"workflow_id": "workflow_id", "workflow_version": "workflow_version", "dataset": "dataset",
-            "dataset_version": "dataset_version", "concurrency": "concurrency", "max_cost": "max_cost", "name": "name"}
+# The fields experiment_create names as the form names them.
+SAME_NAME = ("workflow_id", "workflow_version", "dataset", "dataset_version", "concurrency", "max_cost", "name",
+             "scorers_json")
 
 
 def _create(request, form: ExperimentForm) -> Experiment | None:
@@ -407,8 +407,8 @@ def _field_of(form: ExperimentForm, where: str, scorer_fields: list[str]) -> str
     """The form's field for a refusal's `where` (agent_versions.NODE, agent_overrides.AGENT…,
     scorers[i]…); None: shown above the form."""
     head = where.split(".", 1)[0]
-    if head in FIELD_OF or head == "scorers_json":
-        return FIELD_OF.get(head, head)
+    if head in SAME_NAME:
+        return head
     if head.startswith("scorers[") and "]" in head:
         index = head[len("scorers["):head.index("]")]
         if index.isdigit() and int(index) < len(scorer_fields):
