@@ -2,6 +2,7 @@ from django.urls import path
 
 from experiments import compare_views
 from experiments import dataset_views as views
+from experiments import experiment_views
 
 # `upload` and `add-run` come before a dataset's name, which may therefore be neither
 # (services.RESERVED_NAMES).
@@ -19,4 +20,11 @@ dataset_patterns = [
 compare_patterns = [
     path("", compare_views.experiment_compare, name="page"),
     path("csv/", compare_views.experiment_compare_csv, name="csv"),
+]
+
+experiment_patterns = [
+    path("", experiment_views.experiment_list, name="list"),
+    path("new/", experiment_views.experiment_new, name="new"),
+    path("<str:experiment_id>/", experiment_views.experiment_detail, name="detail"),
+    path("<str:experiment_id>/cancel/", experiment_views.experiment_cancel_view, name="cancel"),
 ]

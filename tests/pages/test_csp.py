@@ -18,6 +18,7 @@ from executions.models import Evaluation, ThoughtSearch
 from executions.services import execution_start
 from quality.evaluations import execution_evaluate
 from tests.executions.conftest import wait_for
+from tests.experiments.core_support import load
 from tests.pages.test_compare_page import click_graph_node as click_compared_node
 from tests.pages.test_derive_requests import raise_request
 from tests.pages.test_evaluations import finished_in_process
@@ -71,6 +72,15 @@ class InlineCode(HTMLParser):
             self.script = None
 
 
+def started_experiment():
+    """An experiment of the Echo workflow over a small dataset, its first items running."""
+    from experiments.experiment_services import experiment_create, experiment_start
+
+    load()
+    return experiment_start(experiment=experiment_create(
+        workflow_id="echo", dataset="capitals", scorers=[{"type": "contains", "path": "$.nodes.say.response"}]))
+
+
 def inline_code(html: str) -> list[str]:
     parser = InlineCode()
     parser.feed(html)
@@ -110,6 +120,7 @@ def pages_by_user(api, tmp_path, settings, no_tasks):
     admin = User.objects.create_superuser("root", password="a long password")
     release_review = Workflow.objects.get(workflow_id="release_review")
     blueprint = Blueprint.objects.order_by("pk").first()
+    experiment = started_experiment()
     return {
         None: ["/login/", "/admin/login/"],
         api.viewer.user: ["/agents/Scholar/edit/", "/no-such-page/"],  # refused (403), not found (404)
@@ -121,7 +132,8 @@ def pages_by_user(api, tmp_path, settings, no_tasks):
             f"/executions/{game.execution_id}/tot/{search.node_run_id}/",
             f"/executions/compare/?a={thesis.execution_id}&b={thesis.execution_id}", "/derive-requests/",
             "/derive-requests/dr_medicine/", "/evaluations/", f"/evaluations/{evaluation.evaluation_id}/",
-            "/evaluations/new/", "/api/docs", "/api/agents", "/experiments/compare/",
+            "/evaluations/new/", "/api/docs", "/api/agents", "/datasets/", "/datasets/capitals/", "/experiments/",
+            "/experiments/compare/", f"/experiments/{experiment.experiment_id}/", "/experiments/new/?workflow=echo&dataset=capitals",
         ],
         admin: [
             "/admin/", "/admin/executions/execution/", "/admin/workflows/workflow/",
@@ -301,6 +313,13 @@ def test_it_has_every_page_satisfy_the_content_security_policy(browser, live_ser
     assert sizes_applied(page)
     visit(page, f"/evaluations/{evaluation.evaluation_id}/", ".formula")
     visit(page, "/evaluations/new/", "main form")
+
+    # An experiment running (its page polls the API), the list, and the form for its workflow.
+    experiment = started_experiment()
+    visit(page, "/experiments/", "main table")
+    assert sizes_applied(page)
+    visit(page, f"/experiments/{experiment.experiment_id}/", "#items")
+    visit(page, "/experiments/new/?workflow=echo&dataset=capitals", "#id_pin__say")
 
     # The API docs: Swagger UI drawn, and an operation opened.
     visit(page, "/api/docs", ".opblock-summary")

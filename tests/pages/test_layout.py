@@ -38,6 +38,9 @@ PAGES = {
     "evaluation-new": lambda runs: "/evaluations/new/",
     "blueprints": lambda runs: "/blueprints/",
     "blueprint": lambda runs: "/blueprints/thesis_reading_system/",
+    "experiments": lambda runs: "/experiments/",
+    "experiment": lambda runs: f"/experiments/{runs['experiment'].experiment_id}/",
+    "experiment-new": lambda runs: "/experiments/new/?workflow=echo&dataset=capitals",
 }
 
 # Controls that stick out of the window although no container of theirs scrolls sideways.
@@ -61,13 +64,14 @@ STRAYS = """() => {
 @pytest.fixture
 def runs(demo, no_tasks, settings):
     """Two finished runs of thesis_reading (the first evaluated), a Tree-of-Thoughts search,
-    and a node that called tools (its panel open on its conversation)."""
+    a node that called tools (its panel open on its conversation), and an experiment started."""
+    from tests.pages.test_csp import started_experiment
     from tests.pages.test_tool_conversation import tool_run  # which reads this module's watch_console
 
     first = finished_in_process("thesis_reading")
     return {"first": first, "evaluation": execution_evaluate(execution_pk=first.pk),
             "second": finished_in_process("thesis_reading"), "tot": tot_execution(),
-            "tools": tool_run(settings.WORKSPACE_ROOT)}
+            "tools": tool_run(settings.WORKSPACE_ROOT), "experiment": started_experiment()}
 
 
 def watch_console(page) -> list[str]:
