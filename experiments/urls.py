@@ -1,8 +1,7 @@
 from django.urls import path
 
-from experiments import compare_views
+from experiments import compare_views, experiment_views
 from experiments import dataset_views as views
-from experiments import experiment_views
 
 # `upload` and `add-run` come before a dataset's name, which may therefore be neither
 # (services.RESERVED_NAMES).
