@@ -1,6 +1,7 @@
 from django.urls import path
 
 from experiments import dataset_views as views
+from experiments import evidence_views
 
 # `upload` and `add-run` come before a dataset's name, which may therefore be neither
 # (services.RESERVED_NAMES).
@@ -11,4 +12,12 @@ dataset_patterns = [
     path("<str:name>/", views.dataset_detail, name="detail"),
     path("<str:name>/export/", views.dataset_export, name="export"),
     path("<str:name>/items/<path:item_id>/remove/", views.dataset_item_remove, name="remove_item"),
+]
+
+# Evidence where decisions are made (experiments/evidence_views.py), under /experiments/evidence/.
+evidence_patterns = [
+    path("derive-requests/<str:derive_request_id>/", evidence_views.evidence_page, name="derive_request"),
+    path("derive-requests/<str:derive_request_id>/start/", evidence_views.evidence_start, name="start"),
+    path("derive-requests/<str:derive_request_id>/decide/", evidence_views.evidence_decide, name="decide"),
+    path("releases/<str:workflow_id>/<int:number>/", evidence_views.version_release, name="release"),
 ]
