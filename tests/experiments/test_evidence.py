@@ -4,11 +4,13 @@ held to the workflow's release requirement (service, API, command, page)."""
 from __future__ import annotations
 
 import io
+import threading
 from unittest import mock
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection, connections
 
 from agents.models import Agent, DeriveRequest
 from core.errors import DocumentError, IllegalTransition
@@ -266,3 +268,29 @@ def test_releases_through_the_api_the_command_and_the_versions_list(setup, clien
     response = setup.author.post(f"/api/workflows/echo/versions/{number}/release")
     assert response.status_code == 409 and "released by author-user" in response.json()["message"]
     assert setup.author.post("/api/workflows/echo/versions/999/release").status_code == 404
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the row lock two releases race for is PostgreSQL's")
+def test_two_releases_at_once_release_the_version_once(setup):
+    """Two authors release the same version at the same moment: the version's row lock lets
+    one through; the other is refused naming who released it."""
+    number = Workflow.objects.get(workflow_id="echo").versions.order_by("-number").first().number
+    barrier, results = threading.Barrier(2), []
+
+    def release():
+        try:
+            barrier.wait()
+            workflow_version_release(workflow_id="echo", number=number, user=setup.author.user)
+            results.append("released")
+        except IllegalTransition as refused:
+            results.append(str(refused))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=release) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(results)[0] == "released"
+    assert sorted(results)[1].startswith(f"version {number} of workflow 'echo' was released by author-user")

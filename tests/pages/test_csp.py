@@ -121,12 +121,13 @@ def pages_by_user(api, tmp_path, settings, no_tasks):
             f"/executions/{game.execution_id}/tot/{search.node_run_id}/",
             f"/executions/compare/?a={thesis.execution_id}&b={thesis.execution_id}", "/derive-requests/",
             "/derive-requests/dr_medicine/", "/evaluations/", f"/evaluations/{evaluation.evaluation_id}/",
-            "/evaluations/new/", "/api/docs", "/api/agents",
+            "/evaluations/new/", "/api/docs", "/api/agents", "/experiments/evidence/derive-requests/dr_medicine/",
         ],
         admin: [
             "/admin/", "/admin/executions/execution/", "/admin/workflows/workflow/",
             f"/admin/workflows/workflow/{release_review.pk}/change/", "/admin/workflows/workflow/add/",
             "/admin/agents/agent/", f"/admin/auth/user/{admin.pk}/change/", "/admin/auth/user/add/",
+            "/experiments/evidence/derive-requests/dr_medicine/",  # with the form that starts the pair
         ],
     }
 
