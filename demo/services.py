@@ -25,24 +25,19 @@ def demo_documents_import(*, actor: str = "demo") -> list[dict]:
 def demo_knowledge_load() -> list[dict]:
     """The demo's papers, atoms, relations and quality records, each reported as
     'created', 'updated' or 'unchanged'."""
-    report = []
-    for row in PAPERS:
-        report.append({"kind": "papers", "id": row["paper_id"], "result": _upsert(Paper, "paper_id", row)})
-    papers = {paper.paper_id: paper for paper in Paper.objects.filter(paper_id__in={a["paper_id"] for a in KNOWLEDGE_ATOMS})}
-    for atom in KNOWLEDGE_ATOMS:
-        row = {name: value for name, value in atom.items() if name != "paper_id"}
-        row["paper"] = papers[atom["paper_id"]]
-        report.append({"kind": "knowledge atoms", "id": atom["atom_id"], "result": _upsert(KnowledgeAtom, "atom_id", row)})
-    atoms = KnowledgeAtom.objects.in_bulk(
+    report = _upsert_all(Paper, "paper_id", PAPERS, "papers")
+    papers = Paper.objects.in_bulk({atom["paper_id"] for atom in KNOWLEDGE_ATOMS}, field_name="paper_id")
+    atoms = [{**{name: value for name, value in atom.items() if name != "paper_id"}, "paper": papers[atom["paper_id"]]}
+             for atom in KNOWLEDGE_ATOMS]
+    report += _upsert_all(KnowledgeAtom, "atom_id", atoms, "knowledge atoms")
+    by_id = KnowledgeAtom.objects.in_bulk(
         {r["source_atom_id"] for r in RELATIONS} | {r["target_atom_id"] for r in RELATIONS}, field_name="atom_id"
     )
-    for relation in RELATIONS:
-        row = {name: value for name, value in relation.items() if name not in ("source_atom_id", "target_atom_id")}
-        row["source"], row["target"] = atoms[relation["source_atom_id"]], atoms[relation["target_atom_id"]]
-        report.append({"kind": "relations", "id": relation["relation_id"], "result": _upsert(Relation, "relation_id", row)})
-    for record in QUALITY_RECORDS:
-        report.append({"kind": "quality records", "id": record["record_id"],
-                       "result": _upsert(QualityRecord, "record_id", record)})
+    relations = [{**{name: value for name, value in relation.items() if name not in ("source_atom_id", "target_atom_id")},
+                  "source": by_id[relation["source_atom_id"]], "target": by_id[relation["target_atom_id"]]}
+                 for relation in RELATIONS]
+    report += _upsert_all(Relation, "relation_id", relations, "relations")
+    report += _upsert_all(QualityRecord, "record_id", QUALITY_RECORDS, "quality records")
     return report
 
 
@@ -59,22 +54,29 @@ def demo_workspace_write(*, workspace: Path) -> list[Path]:
     return written
 
 
-def _upsert(model, key: str, row: dict) -> str:
-    """Create the row, or bring it in line with the demo: 'created', 'updated' or 'unchanged'."""
-    values = {name: value for name, value in row.items() if name != key}
-    if "created_at" in values:
-        values["created_at"] = parse_datetime(values["created_at"], f"{model.__name__}.created_at")
-    instance = model.objects.filter(**{key: row[key]}).first()
-    if instance is None:
-        model.objects.create(**{key: row[key]}, **values)
-        return "created"
-    stale = [name for name, value in values.items() if _current(instance, name, value) != value]
-    if not stale:
-        return "unchanged"
-    for name in stale:
-        setattr(instance, name, values[name])
-    instance.save(update_fields=stale)
-    return "updated"
+def _upsert_all(model, key: str, rows: list[dict], kind: str) -> list[dict]:
+    """Create the rows missing (in one INSERT) and bring the others in line with the demo;
+    each row reported 'created', 'updated' or 'unchanged'."""
+    existing = model.objects.in_bulk([row[key] for row in rows], field_name=key)
+    report, missing = [], []
+    for row in rows:
+        values = {name: value for name, value in row.items() if name != key}
+        if "created_at" in values:
+            values["created_at"] = parse_datetime(values["created_at"], f"{model.__name__}.created_at")
+        instance = existing.get(row[key])
+        if instance is None:
+            missing.append(model(**{key: row[key]}, **values))
+            result = "created"
+        else:
+            stale = [name for name, value in values.items() if _current(instance, name, value) != value]
+            for name in stale:
+                setattr(instance, name, values[name])
+            if stale:
+                instance.save(update_fields=stale)
+            result = "updated" if stale else "unchanged"
+        report.append({"kind": kind, "id": row[key], "result": result})
+    model.objects.bulk_create(missing)
+    return report
 
 
 def _current(instance, name: str, value):

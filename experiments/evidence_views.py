@@ -55,7 +55,7 @@ def evidence_page(request, derive_request_id: str, *, error: str = "", form: dic
         "form": form or {"workflow_id": default_workflow, "scorers": DEFAULT_SCORERS},
         "can_start": has_role(request.user, ADMIN) and item.status == DeriveRequest.Status.PENDING,
         "can_decide": has_role(request.user, APPROVER) and item.status == DeriveRequest.Status.PENDING,
-        "compare_url": (f"/experiments/compare/?ids={latest['parent_experiment']['experiment_id']},"
+        "compare_url": (reverse("experiment_compare:page") + f"?ids={latest['parent_experiment']['experiment_id']},"
                         f"{latest['child_experiment']['experiment_id']}") if latest else "",
     }, status=status)
 

@@ -1,13 +1,16 @@
 """The `/api/experiments` operations: create and start (authors), list, one with its progress
 and aggregates, its items (paged, by status), cancel (authors)."""
 
+from django.http import HttpResponse
 from ninja import Query, Router, Status
 from ninja.pagination import paginate
 
 from agents.backends.metering import usd
 from core.api_support import Page, Rendered, responses
 from core.roles import AUTHOR, require_role
+from experiments import comparison
 from experiments import experiment_selectors as selectors
+from experiments.compare_schemas import CompareQuery, ComparisonOut
 from experiments.experiment_schemas import (
     ExperimentDetailOut,
     ExperimentIn,
@@ -63,6 +66,26 @@ def experiments_create(request, payload: ExperimentIn):
 @paginate(Page)
 def experiments_list(request):
     return Rendered(selectors.experiment_list(), lambda rows: [experiment_out(row) for row in rows])
+
+
+# Before `/experiments/{experiment_id}`, which would take "compare" for an id.
+@router.get("/experiments/compare", response=responses(200, ComparisonOut),
+            summary="Experiments over one dataset compared item by item with a baseline: each scorer's paired "
+                    "delta with its bootstrap interval and verdict, and a page of rows (filtered) with outputs, "
+                    "diffs, scores, deltas and flags; `format=csv`: every row the filters keep",
+            openapi_extra={"responses": {200: {"content": {"text/csv": {"schema": {"type": "string"}}}}}})
+def experiments_compare(request, query: Query[CompareQuery]):
+    compared = comparison.experiments_compared(comparison.experiment_ids(query.ids), baseline=query.baseline or None,
+                                               threshold=query.threshold)
+    filters = comparison.RowFilters(query.only, query.scorer, query.below, query.metadata).check(compared.scorers)
+    rows = compared.rows(filters)
+    if query.format == "csv":
+        response = HttpResponse(comparison.csv_text(compared, rows), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{comparison.csv_filename(compared)}"'
+        return response
+    shown = compared.with_outputs(rows[query.offset:query.offset + query.limit])
+    return {**comparison.summary_out(compared, rows), "rows": [comparison.row_out(compared, row) for row in shown],
+            "offset": query.offset, "limit": query.limit}
 
 
 @router.get("/experiments/{experiment_id}", response=responses(200, ExperimentDetailOut),

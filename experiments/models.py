@@ -198,6 +198,15 @@ class ExperimentItem(models.Model):
     latency_seconds = models.FloatField(null=True, blank=True)
     # Its run's node runs as engine.experiments.records.NodeRecord fields, for the aggregates.
     nodes = models.JSONField(default=list, blank=True)
+    # Who scores it now (a token; "" nobody) and since when: a claim taken by a conditional
+    # UPDATE before any judge is asked, so two deliveries never both pay for its scoring; one
+    # whose holder went silent for EXPERIMENT_SCORING_STALE_SECONDS is taken over by the sweep.
+    scoring_claim = models.CharField(max_length=64, blank=True)
+    scoring_claimed_at = models.DateTimeField(null=True, blank=True)
+    # Claims taken so far, and the last one's error: past EXPERIMENT_SCORING_ATTEMPTS the item
+    # fails (SCORING_FAILED) rather than stay running.
+    scoring_attempts = models.PositiveIntegerField(default=0)
+    scoring_error = models.TextField(blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)

@@ -3,31 +3,41 @@
 When a run of an experiment's item ends, executions sends the task `experiments.run_ended`
 (its execution's pk) instead of evaluating it. `item_run_ended` then, once:
 
+0. claims the item's scoring (a conditional UPDATE of a claim and its time on the item), so
+   that a second delivery, or the sweep, at the same time leaves without asking any judge;
 1. evaluates the run first when a scorer is `evaluation` (quality's execution_evaluate, which
    stores the seed's evaluation once however often it is asked);
 2. asks the judge agent for each `llm_judge` scorer (the scorer's `agent`, else the
-   workflow's judge), its calls metered and held to the experiment's max_cost;
+   workflow's judge), its calls metered and held to the experiment's max_cost, the claim
+   renewed before each (a claim taken over meanwhile stops here, storing nothing);
 3. scores the rest with the pure scorers (engine.experiments.scorers);
-4. stores it all with the item's move from running to its end status: a conditional UPDATE,
-   so a second delivery (or the sweep, at the same time) stores nothing twice;
+4. stores it all, by its claim, with the item's move from running to its end status;
 5. advances the experiment (experiment_services.experiment_advance).
+
+An error on the way is recorded on the item and its claim let go, for the sweep to try
+again; after EXPERIMENT_SCORING_ATTEMPTS claims the item fails with SCORING_FAILED.
 
 A lost message or a killed worker loses nothing: `experiments_sweep`, on the beat, finds the
 running experiments with an item whose run ended unscored, or room to start more, and does
-the same for them.
+the same for them (a claim whose holder went silent for EXPERIMENT_SCORING_STALE_SECONDS
+is taken over).
 """
 from __future__ import annotations
 
 import json
 import logging
+import os
+import uuid
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from agents.backends import BackendError, BackendRequest, get_backend
-from agents.backends.metering import Budget, calling, metered
+from agents.backends.metering import Budget, Meter, calling, metered
 from agents.models import Agent
 from core.status_writes import lock_row, transition
 from engine.experiments.judge import JudgeAnswerError, judge_prompt, parse_judge_answer
@@ -47,7 +57,11 @@ ENDED = (Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CAN
 
 
 def item_run_ended(*, execution_pk: int) -> str:
-    """Score the experiment item whose run this is, once its run has ended; then advance."""
+    """Score the experiment item whose run this is, once its run has ended; then advance.
+
+    The item's scoring is claimed first (`_claim`), so a second delivery at the same time
+    leaves without asking any judge; an error is recorded and the claim let go for the sweep
+    to try again, up to EXPERIMENT_SCORING_ATTEMPTS claims, after which the item fails."""
     item = (ExperimentItem.objects.select_related("experiment", "dataset_item", "execution__workflow")
             .filter(execution_id=execution_pk).first())
     if item is None:
@@ -58,26 +72,94 @@ def item_run_ended(*, execution_pk: int) -> str:
     assert execution is not None, "a running item has its run"
     if execution.status not in ENDED:
         return "still running"
+    claimed = _claim(item)
+    if claimed is None:
+        return "scoring elsewhere"
+    claim, attempts = claimed
+    limit = settings.EXPERIMENT_SCORING_ATTEMPTS
+    if attempts > limit:  # each claim before died with its worker, or failed to store its end
+        last = f" (the last error: {item.scoring_error})" if item.scoring_error else ""
+        return _scoring_failed(item, execution, claim, None,
+                               f"its scoring was begun {limit} times without an end{last}")
     experiment = item.experiment
+    fields: dict | Exception | None
+    with metered(_judge_budget(experiment)) as meter, calling("judge"):
+        try:
+            fields = _outcome(experiment, item, execution, claim)
+        except _ClaimLost:
+            fields = None
+        except Exception as error:  # noqa: BLE001 - any error of a scorer is the item's, counted
+            logger.exception("experiments: scoring the item of run %s failed (attempt %s of %s)",
+                             execution_pk, attempts, limit)
+            fields = error
+    if meter.reserved:  # a call that failed: what it claimed is claimed no more
+        Experiment.objects.filter(pk=experiment.pk).update(cost_reserved=F("cost_reserved") - meter.reserved)
+    if fields is None:
+        _count_judge(experiment, meter)
+        return "scoring taken over"
+    if isinstance(fields, Exception):
+        reason = f"{type(fields).__name__}: {fields}"[:2000]
+        if attempts >= limit:
+            return _scoring_failed(item, execution, claim, meter, f"its scoring failed {attempts} times; the last: "
+                                                                  f"{reason}")
+        _let_go(item, claim, meter, reason)
+        return f"scoring failed (attempt {attempts} of {limit})"
+    return _ended(item, execution, claim, meter, execution.status, fields)
+
+
+class _ClaimLost(Exception):
+    """The item's scoring claim was taken over (its holder seemed dead): stop asking judges."""
+
+
+def _claim(item: ExperimentItem) -> tuple[str, int] | None:
+    """Claim the running item's scoring: a conditional UPDATE, so of two deliveries at once
+    only one asks the judges; a claim silent for EXPERIMENT_SCORING_STALE_SECONDS (its
+    worker died) is taken over. Returns the claim and how many claims were taken in all."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.EXPERIMENT_SCORING_STALE_SECONDS)
+    claim = f"{os.getpid()}/{uuid.uuid4().hex}"
+    free = Q(scoring_claim="") | Q(scoring_claimed_at__lt=stale)
+    taken = ExperimentItem.objects.filter(free, pk=item.pk, status=ExperimentItem.Status.RUNNING).update(
+        scoring_claim=claim, scoring_claimed_at=now, scoring_attempts=F("scoring_attempts") + 1)
+    if not taken:
+        return None
+    attempts = ExperimentItem.objects.filter(pk=item.pk).values_list("scoring_attempts", flat=True).get()
+    return claim, attempts
+
+
+def _renew(item: ExperimentItem, claim: str) -> None:
+    """Say the claim's holder is alive (before each judge call, the long part); _ClaimLost
+    when it was taken over meanwhile, so that no judge is asked for an item twice."""
+    if not ExperimentItem.objects.filter(pk=item.pk, status=ExperimentItem.Status.RUNNING,
+                                         scoring_claim=claim).update(scoring_claimed_at=timezone.now()):
+        raise _ClaimLost
+
+
+def _outcome(experiment: Experiment, item: ExperimentItem, execution: Execution, claim: str) -> dict:
+    """The item's fields once scored: its output, scores and error."""
     scorers = check_scorers(experiment.scorers)
     succeeded = execution.status == Execution.Status.SUCCESS
     output = run_output(execution) if succeeded else None
-    scores, judge = _scores(experiment, item, execution, scorers, output, succeeded)
-    nodes = _node_records(execution)
-    latency = ((execution.completed_at - execution.started_at).total_seconds()
-               if execution.completed_at and execution.started_at else None)
+    scores = _scores(experiment, item, execution, scorers, output, succeeded, claim)
+    return {"output": output, "scores": {name: _stored(result) for name, result in scores.items()},
+            "error_code": "" if succeeded else _error_code(execution),
+            "error": "" if succeeded else execution.ended_reason}
+
+
+def _ended(item: ExperimentItem, execution: Execution, claim: str, meter: Meter | None, status: str,
+           fields: dict) -> str:
+    """Store the item's end, by its claim, with its run's figures; count the judge's calls;
+    advance the experiment."""
+    experiment = item.experiment
     with transaction.atomic():
         lock_row(Experiment, experiment.pk)  # the experiment's row before its item's, as advance takes them
         moved = transition(
-            ExperimentItem.objects, item.pk, ExperimentItem.Status.RUNNING, execution.status,
-            output=output, scores={name: _stored(result) for name, result in scores.items()},
-            error_code="" if succeeded else _error_code(execution), error="" if succeeded else execution.ended_reason,
-            tokens=sum(node["tokens"] for node in nodes), cost=execution.cost + judge.cost, latency_seconds=latency,
-            nodes=nodes, completed_at=timezone.now())
-        if moved and judge.cost - judge.settled:  # the judge's calls not yet counted on the experiment
-            Experiment.objects.filter(pk=experiment.pk).update(judge_cost=F("judge_cost") + judge.cost - judge.settled)
+            ExperimentItem.objects, item.pk, ExperimentItem.Status.RUNNING, status, where={"scoring_claim": claim},
+            cost=F("cost") + execution.cost + (meter.cost if meter else 0), completed_at=timezone.now(),
+            scoring_claim="", **_run_figures(execution), **fields)
+        _count_judge(experiment, meter)
     if not moved:
-        return "scored already"
+        return "scoring taken over"
     experiment_advance(experiment_pk=experiment.pk)
     # The last item of a cancelled experiment ends after the experiment did: its figures are final now.
     last = not ExperimentItem.objects.filter(experiment_id=experiment.pk, status__in=ExperimentItem.ACTIVE).exists()
@@ -85,9 +167,41 @@ def item_run_ended(*, execution_pk: int) -> str:
     return "scored"
 
 
+def _scoring_failed(item: ExperimentItem, execution: Execution, claim: str, meter: Meter | None, reason: str) -> str:
+    """End the item failed (SCORING_FAILED, and why): the experiment goes on without it."""
+    logger.warning("experiments: the item of run %s fails: %s", execution.pk, reason)
+    outcome = _ended(item, execution, claim, meter, ExperimentItem.Status.FAILED,
+                     {"error_code": "SCORING_FAILED", "error": reason[:2000], "scoring_error": reason[:2000]})
+    return "scoring failed" if outcome == "scored" else outcome
+
+
+def _let_go(item: ExperimentItem, claim: str, meter: Meter, reason: str) -> None:
+    """Record a failed attempt and let the claim go, for the sweep to try again; what its
+    judge's calls cost is counted on the item and the experiment all the same."""
+    with transaction.atomic():
+        ExperimentItem.objects.filter(pk=item.pk, scoring_claim=claim).update(
+            scoring_claim="", scoring_claimed_at=None, scoring_error=reason, cost=F("cost") + meter.cost)
+        _count_judge(item.experiment, meter)
+
+
+def _count_judge(experiment: Experiment, meter: Meter | None) -> None:
+    """The judge's calls of this attempt not yet counted on the experiment (under a max_cost
+    each call settled its cost as it was made)."""
+    if meter is not None and meter.cost - meter.settled:
+        Experiment.objects.filter(pk=experiment.pk).update(judge_cost=F("judge_cost") + meter.cost - meter.settled)
+
+
+def _run_figures(execution: Execution) -> dict:
+    """The run's tokens, latency and node records, for the aggregates."""
+    nodes = _node_records(execution)
+    latency = ((execution.completed_at - execution.started_at).total_seconds()
+               if execution.completed_at and execution.started_at else None)
+    return {"tokens": sum(node["tokens"] for node in nodes), "latency_seconds": latency, "nodes": nodes}
+
+
 def _scores(experiment: Experiment, item: ExperimentItem, execution: Execution, scorers: list[Scorer], output: Any,
-            succeeded: bool):
-    """Each scorer's result, and the meter of the judge's calls."""
+            succeeded: bool, claim: str) -> dict[str, Score | NotScored]:
+    """Each scorer's result (the judge's calls recorded on the meter the caller holds)."""
     data = item.dataset_item
     evaluation: dict | None = None
     if any(s.type == "evaluation" for s in scorers) and execution.status != Execution.Status.CANCELLED:
@@ -96,20 +210,19 @@ def _scores(experiment: Experiment, item: ExperimentItem, execution: Execution, 
             evaluation = {"accuracy": stored.accuracy, "completeness": stored.completeness,
                           "efficiency": stored.efficiency, "overall_score": stored.overall_score}
     results: dict[str, Score | NotScored] = {}
-    with metered(_judge_budget(experiment)) as meter, calling("judge"):
-        for scorer in scorers:
-            if scorer.type == "evaluation":
-                results[scorer.name] = (evaluation_score(scorer, evaluation) if evaluation is not None
-                                        else NotScored(NO_OUTPUT, "the run was cancelled: it has no evaluation"))
-            elif scorer.type == "llm_judge":
-                results[scorer.name] = (_judged(scorer, experiment, execution, data, output) if succeeded
-                                        else NotScored(NO_OUTPUT, "no output to judge: the run did not succeed"))
-            else:
-                results[scorer.name] = score(scorer, input=data.input, expected=data.expected,
-                                             has_expected=data.has_expected, output=output, has_output=succeeded)
-    if meter.reserved:  # a call that failed: what it claimed is claimed no more
-        Experiment.objects.filter(pk=experiment.pk).update(cost_reserved=F("cost_reserved") - meter.reserved)
-    return results, meter
+    for scorer in scorers:
+        if scorer.type == "evaluation":
+            results[scorer.name] = (evaluation_score(scorer, evaluation) if evaluation is not None
+                                    else NotScored(NO_OUTPUT, "the run was cancelled: it has no evaluation"))
+        elif scorer.type == "llm_judge":
+            if succeeded:
+                _renew(item, claim)
+            results[scorer.name] = (_judged(scorer, experiment, execution, data, output) if succeeded
+                                    else NotScored(NO_OUTPUT, "no output to judge: the run did not succeed"))
+        else:
+            results[scorer.name] = score(scorer, input=data.input, expected=data.expected,
+                                         has_expected=data.has_expected, output=output, has_output=succeeded)
+    return results
 
 
 def _judged(scorer: Scorer, experiment: Experiment, execution: Execution, data, output: Any) -> Score | NotScored:

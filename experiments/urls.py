@@ -1,7 +1,7 @@
 from django.urls import path
 
+from experiments import compare_views, evidence_views
 from experiments import dataset_views as views
-from experiments import evidence_views
 
 # `upload` and `add-run` come before a dataset's name, which may therefore be neither
 # (services.RESERVED_NAMES).
@@ -12,6 +12,13 @@ dataset_patterns = [
     path("<str:name>/", views.dataset_detail, name="detail"),
     path("<str:name>/export/", views.dataset_export, name="export"),
     path("<str:name>/items/<path:item_id>/remove/", views.dataset_item_remove, name="remove_item"),
+]
+
+# Mounted at /experiments/compare/, before any experiment's own page (which would take
+# "compare" for an id): the page (?ids=A,B[,…]) and its CSV export (the same query).
+compare_patterns = [
+    path("", compare_views.experiment_compare, name="page"),
+    path("csv/", compare_views.experiment_compare_csv, name="csv"),
 ]
 
 # Evidence where decisions are made (experiments/evidence_views.py), under /experiments/evidence/.

@@ -422,6 +422,12 @@ DATASET_MAX_BYTES = env_int("DATASET_MAX_BYTES", 10_000_000)
 # all experiments together may run at once, so that people's own runs always find workers.
 EXPERIMENT_CONCURRENCY = env_int("EXPERIMENT_CONCURRENCY", 4)
 EXPERIMENT_MAX_RUNNING_ITEMS = env_int("EXPERIMENT_MAX_RUNNING_ITEMS", 16)
+# An item's scoring: a claim silent this long (its worker died; renewed before each judge call)
+# is taken over by the sweep; an item whose scoring failed this many times fails (SCORING_FAILED).
+EXPERIMENT_SCORING_STALE_SECONDS = env_float("EXPERIMENT_SCORING_STALE_SECONDS", 300.0)
+EXPERIMENT_SCORING_ATTEMPTS = env_int("EXPERIMENT_SCORING_ATTEMPTS", 5)
+if EXPERIMENT_SCORING_ATTEMPTS < 1:
+    raise ValueError(f"EXPERIMENT_SCORING_ATTEMPTS ({EXPERIMENT_SCORING_ATTEMPTS}) must be at least 1")
 if EXPERIMENT_CONCURRENCY < 1 or EXPERIMENT_MAX_RUNNING_ITEMS < 1:
     raise ValueError(f"EXPERIMENT_CONCURRENCY ({EXPERIMENT_CONCURRENCY}) and EXPERIMENT_MAX_RUNNING_ITEMS "
                      f"({EXPERIMENT_MAX_RUNNING_ITEMS}) must be at least 1")

@@ -50,15 +50,27 @@ def first_pass_only(item) -> str | None:
     return None
 
 
+def last_pass_only(item) -> str | None:
+    """Why a test runs once, on the last pass's database (PostgreSQL, as deployed), or None:
+    marked `last_pass_only`, or it runs real workers (`workers`) to test what workers do —
+    run, wait, retry, stop, record — which the database does not change; the tests of what
+    it may change (locks, exactly-once under faults) are marked `both_databases`."""
+    if "last_pass_only" in item.keywords:
+        return "runs once, in the second pass"
+    if "workers" in getattr(item, "fixturenames", ()) and "both_databases" not in item.keywords:
+        return "real workers, run once, in the second pass"
+    return None
+
+
 def left_out_of_this_pass(item) -> str | None:
     """Why this pass of bin/test leaves `item` out, or None: the second pass
     (SWITCHYARD_REPEAT_PASS=1) leaves out what the first ran and the database cannot change
     (`first_pass_only`); a first pass that a second follows (SWITCHYARD_REPEAT_PASS_FOLLOWS=1)
-    leaves out the tests marked `last_pass_only`, which run once, on the second's database."""
+    leaves out what runs once, on the second's database (`last_pass_only`)."""
     if os.environ.get("SWITCHYARD_REPEAT_PASS") == "1":
         return first_pass_only(item)
-    if os.environ.get("SWITCHYARD_REPEAT_PASS_FOLLOWS") == "1" and "last_pass_only" in item.keywords:
-        return "runs once, in the second pass"
+    if os.environ.get("SWITCHYARD_REPEAT_PASS_FOLLOWS") == "1":
+        return last_pass_only(item)
     return None
 
 
@@ -224,6 +236,34 @@ def _fast_password_hashing():
     hashers = ["django.contrib.auth.hashers.MD5PasswordHasher", *settings.PASSWORD_HASHERS]
     with override_settings(PASSWORD_HASHERS=hashers):
         yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _flush_by_delete_on_postgresql():
+    """A test that commits (`transaction=True`, a live server, real workers) is cleaned up by
+    Django's flush, which on PostgreSQL is one TRUNCATE of every table: it makes every
+    table's files anew, some half a second each time on this suite's small tables. Deleting
+    their rows, with the foreign keys checked at commit (Django makes them deferrable), leaves
+    the same empty tables in a few milliseconds. The sequences are reset when the flush asks,
+    as TRUNCATE … RESTART IDENTITY would. Tests only."""
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    truncating = DatabaseOperations.sql_flush
+
+    def deleting(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+        if not tables:
+            return []
+        statements = ["SET CONSTRAINTS ALL DEFERRED;"]
+        statements += [f"DELETE FROM {self.quote_name(table)};" for table in tables]
+        if reset_sequences:
+            sequences = [sequence for table in tables
+                         for sequence in self.connection.introspection.get_sequences(self.connection.cursor(), table)]
+            statements += self.sequence_reset_by_name_sql(style, sequences)
+        return statements
+
+    DatabaseOperations.sql_flush = deleting
+    yield
+    DatabaseOperations.sql_flush = truncating
 
 
 @pytest.fixture(scope="session", autouse=True)

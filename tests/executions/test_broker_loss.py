@@ -14,7 +14,7 @@ from executions.selectors import run_evaluation
 from tests.executions.conftest import ROOT, database_url
 from tests.slow_chain import SLOW_CHAIN_DOCUMENTS, slow_argv
 
-pytestmark = [pytest.mark.integration,
+pytestmark = [pytest.mark.integration, pytest.mark.both_databases,
               pytest.mark.skipif(not shutil.which("redis-server"), reason="needs redis-server for a private Redis")]
 
 NODE_ARGV = slow_argv(2)

@@ -25,7 +25,7 @@ from tests.processes import children
 from tests.slow_chain import SLOW_CHAIN_DOCUMENTS, calls_made, counted_argv, slow_argv
 from workflows.models import Workflow
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_databases]
 
 SLOW_ARGV = slow_argv(2.5)
 ONE_STEP = [SLOW_CHAIN_DOCUMENTS[0], {"workflow_id": "one_step", "name": "One step", "topology": "seq",

@@ -12,7 +12,7 @@ from tests.executions.conftest import approve_gate, wait_for
 from tests.workflow_edits import edit_workflow, store_as_before
 from workflows.models import Workflow
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_databases]
 
 
 def start(workflow_id, **input):

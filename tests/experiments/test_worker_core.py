@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 import time
 
 import pytest
@@ -14,7 +15,7 @@ from core.documents import import_documents
 from executions.services import node_runs_sweep
 from experiments.experiment_services import experiment_cancel, experiment_create, experiment_start
 from experiments.models import Experiment, ExperimentItem
-from experiments.scoring import experiments_sweep
+from experiments.scoring import experiments_sweep, item_run_ended
 from tests.executions.conftest import workers  # noqa: F401 - fixture
 from tests.experiments.core_support import QUESTIONS, load, runs_per_item
 from tests.slow_chain import SLOW_CHAIN_DOCUMENTS, slow_argv
@@ -84,6 +85,7 @@ def test_a_cancel_mid_experiment_ends_every_item(slow):
     assert len(runs_per_item(experiment)) == 2, "no item started after the cancel"
 
 
+@pytest.mark.both_databases  # exactly once under a fault: the database's locks decide
 def test_a_worker_killed_mid_experiment_loses_no_item_and_runs_none_twice(slow):
     (first,) = slow.start(1)
     experiment = experiment_start(experiment=experiment_create(workflow_id="slow_one", dataset="capitals",
@@ -104,3 +106,44 @@ def test_a_worker_killed_mid_experiment_loses_no_item_and_runs_none_twice(slow):
     items = list(experiment.items.all())
     assert all(item.status == "success" and item.scores["regex"]["score"] == 1.0 for item in items)
     assert experiment.summary["aggregates"]["statuses"] == {"success": 4}
+
+
+@pytest.mark.both_databases  # exactly once under a fault: the database's locks decide
+def test_a_worker_killed_mid_scoring_leaves_the_item_to_the_sweep_which_ends_it_once(workers, settings,  # noqa: F811
+                                                                                     tmp_path):
+    """The judge (3 s, on the worker) is asked, the worker killed while it answers: the sweep
+    takes the silent claim over and ends the item once, its run not run again."""
+    from tests.experiments.core_support import JUDGE
+
+    calls = tmp_path / "judge-calls.txt"
+    judge_argv = [sys.executable, "-c", f"import json, sys, time; sys.stdin.read(); "
+                  f"open({str(calls)!r}, 'a').write('call\\n'); time.sleep(3); "
+                  "print(json.dumps({'score': 0.5, 'reason': 'half'}))"]
+    settings.WORKSPACE_ROOT = tmp_path
+    workers.env["WORKSPACE_ROOT"] = str(tmp_path)
+    settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "command": {"kind": "command", "argv": judge_argv}}
+    workers.env["COMMAND_BACKEND_ARGV"] = json.dumps(judge_argv)
+    load(QUESTIONS[:1], name="one")
+    import_documents([{**JUDGE, "runtime": {"backend": "command"}}], actor="test")
+    (first,) = workers.start(1)
+    experiment = experiment_start(experiment=experiment_create(
+        workflow_id="echo", dataset="one", scorers=[{"type": "llm_judge", "rubric": "names it", "agent": "Judge"}]))
+    item = experiment.items.get()
+    wait_until(lambda: calls.exists(), what="the judge to be asked on the worker", watched=workers)
+    workers.kill(first)  # SIGKILL while the judge answers: the item stays claimed by a dead holder
+    item.refresh_from_db()
+    assert (item.status, item.scoring_attempts) == ("running", 1) and item.scoring_claim
+    assert experiments_sweep()["scored"] == 0, "a fresh claim is left to its holder"
+    settings.EXPERIMENT_SCORING_STALE_SECONDS = 1
+    time.sleep(1.1)
+    deadline = time.monotonic() + 60
+    while not ended(experiment):
+        assert time.monotonic() < deadline, f"experiment still {experiment.status}\n{workers.logs()}"
+        experiments_sweep()
+        time.sleep(0.2)
+    assert experiment.status == "success"
+    item.refresh_from_db()
+    assert (item.status, item.scores["llm_judge"]["score"], item.scoring_attempts) == ("success", 0.5, 2)
+    assert runs_per_item(experiment) == {0: 1}, "its run ran once"
+    assert len(calls.read_text().splitlines()) == 2, "asked by the dead worker, then once by the sweep"
+    assert experiments_sweep()["scored"] == 0 and item_run_ended(execution_pk=item.execution_id) == "scored already"

@@ -121,7 +121,8 @@ def pages_by_user(api, tmp_path, settings, no_tasks):
             f"/executions/{game.execution_id}/tot/{search.node_run_id}/",
             f"/executions/compare/?a={thesis.execution_id}&b={thesis.execution_id}", "/derive-requests/",
             "/derive-requests/dr_medicine/", "/evaluations/", f"/evaluations/{evaluation.evaluation_id}/",
-            "/evaluations/new/", "/api/docs", "/api/agents", "/experiments/evidence/derive-requests/dr_medicine/",
+            "/evaluations/new/", "/api/docs", "/api/agents", "/experiments/compare/",
+            "/experiments/evidence/derive-requests/dr_medicine/",
         ],
         admin: [
             "/admin/", "/admin/executions/execution/", "/admin/workflows/workflow/",

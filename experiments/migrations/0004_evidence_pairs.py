@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('agents', '0005_derive_request_evidence'),
-        ('experiments', '0002_experiments'),
+        ('experiments', '0003_item_scoring_claim'),
     ]
 
     operations = [
