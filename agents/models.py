@@ -180,6 +180,9 @@ class DeriveRequest(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     comment = models.TextField(blank=True)
     result_error = models.TextField(blank=True, help_text="Why creating the child agent failed, if it did.")
+    # What the decision was made on, when it named an experiment pair (parent vs child): the
+    # experiments' ids, the dataset version, and each scorer's delta and verdict at that time.
+    evidence = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -302,9 +302,10 @@ def _parts(parts: Any, where: str) -> dict:
             raise DocumentError(f"is not a part an experiment can change (those: {', '.join(OVERRIDE_PARTS)})", where=at)
         if part in ("name", "type") and not isinstance(value, str):
             raise DocumentError("is a text", where=at)
-        if part in ("prompt_config", "capabilities", "constraints", "runtime", "context_limits") \
-                and not isinstance(value, dict):
+        if part in ("prompt_config", "capabilities", "runtime", "context_limits") and not isinstance(value, dict):
             raise DocumentError("is a JSON object", where=at)
+        if part == "constraints" and not (isinstance(value, list) and all(isinstance(c, str) for c in value)):
+            raise DocumentError("is a list of texts", where=at)
     for field, value in parts.get("runtime", {}).items():
         at = f"{where}.runtime.{field}"
         if field not in RUNTIME_FIELDS:

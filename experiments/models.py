@@ -223,3 +223,22 @@ class ExperimentItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.experiment_id}#{self.position}"
+
+
+class EvidencePair(models.Model):
+    """Two experiments started together as a derive request's evidence: its parent agent as
+    it is (the baseline) and the candidate child run in the parent's place, over the same
+    dataset version and workflow version. The request's decision may name the pair by its
+    child experiment (experiments/evidence.py)."""
+
+    derive_request = models.ForeignKey("agents.DeriveRequest", on_delete=models.CASCADE, related_name="evidence_pairs")
+    parent_experiment = models.OneToOneField(Experiment, on_delete=models.CASCADE, related_name="evidence_as_parent")
+    child_experiment = models.OneToOneField(Experiment, on_delete=models.CASCADE, related_name="evidence_as_child")
+    created_by = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["derive_request", "-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.derive_request_id}: {self.parent_experiment_id} vs {self.child_experiment_id}"

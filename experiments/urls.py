@@ -1,6 +1,6 @@
 from django.urls import path
 
-from experiments import compare_views, experiment_views
+from experiments import compare_views, evidence_views, experiment_views
 from experiments import dataset_views as views
 
 # `upload` and `add-run` come before a dataset's name, which may therefore be neither
@@ -19,6 +19,14 @@ dataset_patterns = [
 compare_patterns = [
     path("", compare_views.experiment_compare, name="page"),
     path("csv/", compare_views.experiment_compare_csv, name="csv"),
+]
+
+# Evidence where decisions are made (experiments/evidence_views.py), under /experiments/evidence/.
+evidence_patterns = [
+    path("derive-requests/<str:derive_request_id>/", evidence_views.evidence_page, name="derive_request"),
+    path("derive-requests/<str:derive_request_id>/start/", evidence_views.evidence_start, name="start"),
+    path("derive-requests/<str:derive_request_id>/decide/", evidence_views.evidence_decide, name="decide"),
+    path("releases/<str:workflow_id>/<int:number>/", evidence_views.version_release, name="release"),
 ]
 
 experiment_patterns = [

@@ -26,6 +26,7 @@ STATUS_BY_CODE = {
     "VALIDATION_ERROR": 422,
     "PAYLOAD_TOO_LARGE": 413,  # a dataset file over DATASET_MAX_BYTES
     "TOOLS_NOT_IN_CATALOGUE": 422,  # a derive request whose child would get tools no one offers
+    "RELEASE_REFUSED": 409,  # a workflow version short of its workflow's release requirement
 }
 
 
@@ -74,6 +75,7 @@ def _add_routers() -> None:
     from core.api import router as core_router
     from executions.api import router as executions_router
     from experiments.dataset_api import router as experiments_router
+    from experiments.evidence_api import router as evidence_router
     from experiments.experiment_api import router as experiment_runs_router
     from quality.api import router as quality_router
     from quality.derive_requests.api import router as derive_requests_router
@@ -87,6 +89,7 @@ def _add_routers() -> None:
     api.add_router("/", executions_router)
     api.add_router("/", experiments_router)
     api.add_router("/", experiment_runs_router)
+    api.add_router("/", evidence_router)
     api.add_router("/", quality_router)
     api.add_router("/", tools_router)
 

@@ -7,7 +7,7 @@ from django.views.generic import RedirectView
 
 from agents.urls import agent_patterns
 from executions.urls import execution_patterns
-from experiments.urls import compare_patterns, dataset_patterns, experiment_patterns
+from experiments.urls import compare_patterns, dataset_patterns, evidence_patterns, experiment_patterns
 from project import views as project_views
 from project.api import api
 from quality.derive_requests.urls import derive_request_patterns
@@ -26,8 +26,9 @@ urlpatterns = [
     path("workflows/", include((workflow_patterns, "workflows"))),
     path("executions/", include((execution_patterns, "executions"))),
     path("datasets/", include((dataset_patterns, "datasets"))),
-    # Before any other "experiments/" route: an experiment's own page would take "compare" for an id.
+    # Before "experiments/" itself, whose experiment pages would take "compare" or "evidence" for an id.
     path("experiments/compare/", include((compare_patterns, "experiment_compare"))),
+    path("experiments/evidence/", include((evidence_patterns, "evidence"))),
     path("experiments/", include((experiment_patterns, "experiments"))),
     path("evaluations/", include((evaluation_patterns, "evaluations"))),
     path("admin/", admin.site.urls),

@@ -89,6 +89,10 @@ class Workflow(models.Model):
     input_schema = models.JSONField(null=True, blank=True)
     # Where the workflow came from, when it was imported in another shape (e.g. a task chain).
     source_format = models.CharField(max_length=30, default="workflow")
+    # What a version must pass to be released: {"dataset": name, "thresholds": {scorer: minimum
+    # mean}}, checked against the version's latest ended experiment over that dataset. None:
+    # any version may be released. Set by authors (workflows.releases names who checks it).
+    release_requirement = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -146,8 +150,9 @@ class Transition(models.Model):
 
 class WorkflowVersion(models.Model):
     """A workflow as one save left it: its whole §4.1 document (node positions included),
-    who saved it and when. Every save that changes a workflow adds one; none is ever changed
-    or deleted, so a run can keep the version it ran and a page can draw it long after."""
+    who saved it and when. Every save that changes a workflow adds one; none is ever deleted
+    and its document never changes, so a run can keep the version it ran and a page can draw
+    it long after. Only its release mark is set, once, when a person releases it."""
 
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
@@ -155,6 +160,8 @@ class WorkflowVersion(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     created_by = models.CharField(max_length=150, blank=True)
     note = models.CharField(max_length=200, blank=True, help_text="Why it was made, e.g. 'restored from version 1'.")
+    released_at = models.DateTimeField(null=True, blank=True)
+    released_by = models.CharField(max_length=150, blank=True)
 
     class Meta:
         ordering = ["workflow", "number"]

@@ -203,6 +203,8 @@ class WorkflowVersionOut(Schema):
     created_by: str = Field(..., description="who saved it (empty for a save no one signed in made)")
     note: str = Field(..., description="why it was made, e.g. 'restored from version 1'")
     runs: int = Field(..., description="how many runs ran it")
+    released_at: datetime | None = Field(None, description="when it was released; null: not released")
+    released_by: str = Field("", description="who released it")
 
 
 class WorkflowVersionDocumentOut(WorkflowVersionOut):

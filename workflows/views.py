@@ -11,6 +11,7 @@ from core.roles import AUTHOR, has_role
 from workflows import selectors
 from workflows.documents import workflow_document
 from workflows.models import Blueprint, Workflow
+from workflows.releases import version_scores
 
 
 def blueprint_list(request):
@@ -76,6 +77,9 @@ def workflow_detail(request, workflow_id: str):
         raise Http404(f"no workflow '{workflow_id}'")
     recent_runs = workflow.executions.filter(trial=False, experiment="").order_by("-created_at", "-id").values("execution_id", "status", "created_at")[:5]
     versions = list(selectors.workflow_versions(workflow).defer("document"))
+    scores = version_scores(workflow, versions)
+    for version in versions:
+        version.latest_experiment = scores.get(version.number)  # type: ignore[attr-defined]  # for the template
     return _editor(request, document=workflow_document(workflow), workflow=workflow, recent_runs=list(recent_runs),
                    versions=versions)
 

@@ -47,7 +47,8 @@ def derive_requests_create(request, payload: DeriveRequestIn):
 def derive_requests_approve(request, derive_request_id: str, payload: DecisionIn):
     require_role(request.user, APPROVER, to="approve derive requests")
     decided = services.derive_request_approve(
-        request=selectors.derive_request_get(derive_request_id), user=request.user, comment=payload.comment
+        request=selectors.derive_request_get(derive_request_id), user=request.user, comment=payload.comment,
+        evidence=payload.evidence,
     )
     return selectors.derive_request_full_document(decided)
 
@@ -58,6 +59,7 @@ def derive_requests_approve(request, derive_request_id: str, payload: DecisionIn
 def derive_requests_reject(request, derive_request_id: str, payload: DecisionIn):
     require_role(request.user, APPROVER, to="reject derive requests")
     decided = services.derive_request_reject(
-        request=selectors.derive_request_get(derive_request_id), user=request.user, comment=payload.comment
+        request=selectors.derive_request_get(derive_request_id), user=request.user, comment=payload.comment,
+        evidence=payload.evidence,
     )
     return selectors.derive_request_full_document(decided)

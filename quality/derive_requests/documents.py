@@ -8,7 +8,8 @@ from agents.models import DeriveRequest
 
 
 def derive_request_document(request: DeriveRequest) -> dict[str, Any]:
-    return {
+    """The §6 document; `evidence` (the experiment pair its decision rested on) only when recorded."""
+    document = {
         "derive_request_id": request.derive_request_id,
         "parent_agent_id": request.parent_agent.agent_id,
         "trigger": request.trigger,
@@ -22,3 +23,6 @@ def derive_request_document(request: DeriveRequest) -> dict[str, Any]:
         "status": request.status,
         "result_agent_id": request.result_agent.agent_id if request.result_agent is not None else None,
     }
+    if request.evidence is not None:
+        document["evidence"] = request.evidence
+    return document

@@ -54,10 +54,15 @@ class DeriveRequestDocument(DeriveRequestIn):
     derive_request_id: Identifier
     status: Omittable[DeriveStatus] = None
     result_agent_id: Identifier | None = None
+    evidence: Omittable[dict[str, Any]] = Field(
+        None, description="what the decision rested on: the parent-vs-child experiments, the dataset version, "
+                          "each scorer's delta and verdict when decided")
 
 
 class DecisionIn(Schema):
     comment: str = Field("", max_length=5000)
+    evidence: str | None = Field(None, max_length=100, description="the id of the request's child experiment (of a "
+                                 "parent-vs-child pair) the decision rests on; its figures are recorded with it")
 
 
 class DeriveRequestEventOut(Schema):

@@ -23,6 +23,7 @@ from core.jsonutil import check_shape, check_storable
 from core.roles import APPROVER, require_role
 from core.status_writes import change_status, lock_row
 from core.tasks import send_after_commit
+from quality.derive_requests.evidence import decision_evidence
 from quality.derive_requests.schemas import DeriveRequestDocument
 from tools import catalogue
 
@@ -60,7 +61,8 @@ def derive_request_import_document(document: dict[str, Any], *, actor: str = "")
     request = lock_row(DeriveRequest, missing_ok=True, derive_request_id=document["derive_request_id"])
     if request is None:
         request = DeriveRequest.objects.create(
-            derive_request_id=document["derive_request_id"], status=status, created_by=actor, **values
+            derive_request_id=document["derive_request_id"], status=status, created_by=actor,
+            evidence=document.get("evidence"), **values
         )
         derive_request_event(request, DeriveRequestEvent.Kind.RAISED, actor=actor or "import", comment="imported")
         return request, "created"
@@ -155,9 +157,12 @@ def tools_not_in_catalogue(request: DeriveRequest) -> list[str]:
     return catalogue.unknown(requested_tools(request))
 
 
-def _derive_request_decide(request: DeriveRequest, status: str, *, user, comment: str) -> None:
+def _derive_request_decide(request: DeriveRequest, status: str, *, user, comment: str,
+                           evidence: str | None = None) -> None:
     """pending → approved | rejected, by an approver, once (§6). An approval is refused while
-    the request asks for tools the catalogue does not hold; a rejection never is."""
+    the request asks for tools the catalogue does not hold; a rejection never is. `evidence`
+    names the child experiment of a parent-vs-child pair the decision rests on: its figures
+    are recorded on the request (`evidence.decision_evidence`), or the decision is refused."""
     verb = "approve" if status == DeriveRequest.Status.APPROVED else "reject"
     require_role(user, APPROVER, to=f"{verb} derive requests")
     check_storable(comment, "comment")
@@ -178,7 +183,9 @@ def _derive_request_decide(request: DeriveRequest, status: str, *, user, comment
             code=TOOLS_NOT_IN_CATALOGUE,
             details={"derive_request_id": request.derive_request_id, "tools": unavailable},
         )
-    change_status(request, DeriveRequest.STATES, status, decided_by=user, decided_at=timezone.now(), comment=comment)
+    recorded = decision_evidence(request, evidence) if evidence is not None else None
+    change_status(request, DeriveRequest.STATES, status, decided_by=user, decided_at=timezone.now(), comment=comment,
+                  evidence=recorded)
     derive_request_event(request, status, actor=user.get_username(), comment=comment)
 
 
@@ -189,16 +196,18 @@ def derive_request_event(request: DeriveRequest, kind: str, *, actor: str, comme
 
 
 @transaction.atomic
-def derive_request_approve(*, request: DeriveRequest, user, comment: str = "") -> DeriveRequest:
+def derive_request_approve(*, request: DeriveRequest, user, comment: str = "",
+                           evidence: str | None = None) -> DeriveRequest:
     """Approve a pending request; a worker then creates the child agent (agents.derive_child)."""
     request = lock_row(DeriveRequest, request.pk)
-    _derive_request_decide(request, DeriveRequest.Status.APPROVED, user=user, comment=comment)
+    _derive_request_decide(request, DeriveRequest.Status.APPROVED, user=user, comment=comment, evidence=evidence)
     send_after_commit("agents.derive_child", request.pk)
     return request
 
 
 @transaction.atomic
-def derive_request_reject(*, request: DeriveRequest, user, comment: str = "") -> DeriveRequest:
+def derive_request_reject(*, request: DeriveRequest, user, comment: str = "",
+                          evidence: str | None = None) -> DeriveRequest:
     request = lock_row(DeriveRequest, request.pk)
-    _derive_request_decide(request, DeriveRequest.Status.REJECTED, user=user, comment=comment)
+    _derive_request_decide(request, DeriveRequest.Status.REJECTED, user=user, comment=comment, evidence=evidence)
     return request

@@ -134,11 +134,13 @@ def pages_by_user(api, tmp_path, settings, no_tasks):
             "/derive-requests/dr_medicine/", "/evaluations/", f"/evaluations/{evaluation.evaluation_id}/",
             "/evaluations/new/", "/api/docs", "/api/agents", "/datasets/", "/datasets/capitals/", "/experiments/",
             "/experiments/compare/", f"/experiments/{experiment.experiment_id}/", "/experiments/new/?workflow=echo&dataset=capitals",
+            "/experiments/evidence/derive-requests/dr_medicine/",
         ],
         admin: [
             "/admin/", "/admin/executions/execution/", "/admin/workflows/workflow/",
             f"/admin/workflows/workflow/{release_review.pk}/change/", "/admin/workflows/workflow/add/",
             "/admin/agents/agent/", f"/admin/auth/user/{admin.pk}/change/", "/admin/auth/user/add/",
+            "/experiments/evidence/derive-requests/dr_medicine/",  # with the form that starts the pair
         ],
     }
 

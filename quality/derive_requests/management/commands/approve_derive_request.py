@@ -1,9 +1,11 @@
-"""`python manage.py approve_derive_request ID --user NAME [--reject] [--comment TEXT] [--wait S]`
+"""`python manage.py approve_derive_request ID --user NAME [--reject] [--comment TEXT] [--evidence EXPERIMENT] [--wait S]`
 
 Approves (or with --reject, rejects) a pending derive request as the user NAME, who must
 hold the approver role. On approval a Celery worker creates the child agent; when no
 worker has done so within --wait seconds, it is created here (the creation is the same
-service, and happens once whoever gets there first). Prints the request as JSON.
+service, and happens once whoever gets there first). --evidence names the child experiment
+of the request's parent-vs-child pair: the pair's figures are recorded with the decision (an
+experiment of another request, or one not ended, is refused). Prints the request as JSON.
 Exit 0 when done, 1 when refused (no permission, or not pending), 2 on bad input.
 """
 import json
@@ -28,10 +30,12 @@ class Command(BaseCommand):
         parser.add_argument("--user", required=True, help="the username to act as (an approver)")
         parser.add_argument("--reject", action="store_true", help="reject instead of approving")
         parser.add_argument("--comment", default="", help="why, recorded with the decision")
+        parser.add_argument("--evidence", default=None, metavar="EXPERIMENT",
+                            help="the request's child experiment the decision rests on (recorded with it)")
         parser.add_argument("--wait", type=float, default=5.0,
                             help="seconds to wait for a worker to create the child agent (default 5)")
 
-    def handle(self, *args, derive_request_id, user, reject, comment, wait, **options):
+    def handle(self, *args, derive_request_id, user, reject, comment, evidence, wait, **options):
         actor = get_user_model().objects.filter(username=user, is_active=True).first()
         if actor is None:
             raise CommandError(f"--user: no active user '{user}'", returncode=BAD_INPUT)
@@ -40,7 +44,7 @@ class Command(BaseCommand):
             raise CommandError(f"derive request '{derive_request_id}' does not exist", returncode=BAD_INPUT)
         decide = services.derive_request_reject if reject else services.derive_request_approve
         try:
-            request = decide(request=request, user=actor, comment=comment)
+            request = decide(request=request, user=actor, comment=comment, evidence=evidence)
         except SwitchyardError as error:
             raise CommandError(str(error), returncode=REFUSED) from None
         if not reject:
