@@ -170,6 +170,8 @@ def pair_document(pair: EvidencePair) -> dict[str, Any]:
         "parent_experiment": progress(parent), "child_experiment": progress(pair.child_experiment),
         "dataset": f"{parent.dataset_version.dataset.name}@{parent.dataset_version.number}",
         "workflow": f"{parent.workflow_version.workflow.workflow_id}@{parent.workflow_version.number}",
+        # A cancelled experiment ran some of its items: the record says so beside its figures.
+        "statuses": {"parent": parent.status, "child": pair.child_experiment.status},
         "created_by": pair.created_by, "created_at": pair.created_at.isoformat(),
         "comparison": pair_comparison(pair),
     }
@@ -195,6 +197,8 @@ def read_evidence(request: DeriveRequest, experiment_id: str) -> dict[str, Any]:
         "parent_experiment": parent.experiment_id, "child_experiment": pair.child_experiment.experiment_id,
         "dataset": f"{parent.dataset_version.dataset.name}@{parent.dataset_version.number}",
         "workflow": f"{parent.workflow_version.workflow.workflow_id}@{parent.workflow_version.number}",
+        # A cancelled experiment ran some of its items: the record says so beside its figures.
+        "statuses": {"parent": parent.status, "child": pair.child_experiment.status},
         "scorers": {row["scorer"]: {key: row[key] for key in ("parent_mean", "child_mean", "delta", "low", "high",
                                                                "verdict", "count")} for row in rows},
         "recorded_at": timezone.now().isoformat(),

@@ -20,7 +20,8 @@ from core.roles import AUTHOR, require_role
 from experiments.models import Dataset, Experiment
 from workflows.models import Workflow, WorkflowVersion
 
-ENDED = (Experiment.Status.SUCCESS, Experiment.Status.CANCELLED)
+# A release stands on an experiment that ran every item: a cancelled one's means cover a part.
+COMPLETED = (Experiment.Status.SUCCESS,)
 
 
 class ReleaseRefused(SwitchyardError):
@@ -69,9 +70,10 @@ def scorer_means(experiment: Experiment) -> dict[str, float | None]:
     return {name: (aggregate.get("summary") or {}).get("mean") for name, aggregate in scorers.items()}
 
 
-def latest_ended(version: WorkflowVersion, dataset: str) -> Experiment | None:
-    """The version's latest ended experiment over any version of `dataset`."""
-    return (Experiment.objects.filter(workflow_version=version, dataset_version__dataset__name=dataset, status__in=ENDED)
+def latest_completed(version: WorkflowVersion, dataset: str) -> Experiment | None:
+    """The version's latest completed experiment over any version of `dataset`."""
+    return (Experiment.objects.filter(workflow_version=version, dataset_version__dataset__name=dataset,
+                                      status__in=COMPLETED)
             .order_by("-completed_at", "-id").first())
 
 
@@ -81,9 +83,10 @@ def release_problems(workflow: Workflow, version: WorkflowVersion) -> list[str]:
     if not requirement:
         return []
     dataset = requirement["dataset"]
-    experiment = latest_ended(version, dataset)
+    experiment = latest_completed(version, dataset)
     if experiment is None:
-        return [f"no ended experiment of version {version.number} on dataset {dataset}"]
+        return [f"no completed experiment of version {version.number} on dataset {dataset} (a cancelled one ran "
+                f"only some of its items)"]
     means = scorer_means(experiment)
     problems = []
     for name, minimum in requirement["thresholds"].items():

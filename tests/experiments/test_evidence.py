@@ -219,7 +219,7 @@ def test_a_release_is_held_to_the_workflows_requirement(setup):
         release_requirement_set(workflow_id="echo", requirement=None, user=setup.viewer.user)
     release_requirement_set(workflow_id="echo", user=author,
                             requirement={"dataset": "capitals", "thresholds": {"contains": 0.9, "regex": 0.5}})
-    with pytest.raises(ReleaseRefused, match=f"no ended experiment of version {number} on dataset capitals"):
+    with pytest.raises(ReleaseRefused, match=f"no completed experiment of version {number} on dataset capitals"):
         workflow_version_release(workflow_id="echo", number=number, user=author)
     experiment = ended_experiment()
     with pytest.raises(ReleaseRefused, match=f"experiment {experiment.experiment_id}: contains: mean 0.667 < 0.9"):
