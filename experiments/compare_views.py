@@ -41,7 +41,7 @@ def _number(request, key: str, default: float | None) -> float | None:
 def _asked(request) -> tuple[ExperimentsCompared, RowFilters]:
     """The comparison and filters the query string asks for; DocumentError or NotFound naming
     what is wrong."""
-    ids = comparison.experiment_ids(request.GET.get("ids", ""))
+    ids = comparison.experiment_ids(_ids(request))
     threshold = _number(request, "threshold", comparison.DEFAULT_THRESHOLD)
     assert threshold is not None
     compared = comparison.experiments_compared(ids, baseline=request.GET.get("baseline", "").strip() or None,
@@ -52,12 +52,18 @@ def _asked(request) -> tuple[ExperimentsCompared, RowFilters]:
     return compared, filters.check(compared.scorers)
 
 
+def _ids(request) -> str:
+    """`?ids=A,B`, or `?ids=A&ids=B` as the experiments list's boxes and the experiment page's
+    "Compare with" send them."""
+    return ",".join(part for part in request.GET.getlist("ids") if part.strip())
+
+
 def _problem(request, message: str, status: int):
-    return render(request, TEMPLATE, {"problem": message, "ids": request.GET.get("ids", "")[:1100]}, status=status)
+    return render(request, TEMPLATE, {"problem": message, "ids": _ids(request)[:1100]}, status=status)
 
 
 def experiment_compare(request):
-    if not request.GET.get("ids", "").strip():
+    if not _ids(request):
         return _problem(request, "Name two or more experiments over one dataset to compare: ?ids=A,B.", 400)
     try:
         compared, filters = _asked(request)

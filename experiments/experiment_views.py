@@ -93,6 +93,14 @@ def _main_score(experiment: Experiment) -> dict | None:
 # -- one experiment ---------------------------------------------------------------------------
 
 
+def _comparable(experiment: Experiment) -> list[dict]:
+    """The other experiments over the same dataset, newest first (at most 50): what
+    "Compare with…" offers."""
+    return list(Experiment.objects.filter(dataset_version__dataset_id=experiment.dataset_version.dataset_id)
+                .exclude(pk=experiment.pk).order_by("-created_at", "-id")
+                .values("experiment_id", "name", "workflow_version__number", "status")[:50])
+
+
 def experiment_detail(request, experiment_id: str):
     """What ran over what, the progress (followed live by static/js/experiment_detail.js while
     it runs), the aggregates and the items, paged and filtered by `?status=`."""
@@ -118,6 +126,7 @@ def experiment_detail(request, experiment_id: str):
         "figures": _figures(experiment, scorers, progress["total"]),
         "max_cost_text": cost_text(experiment.max_cost),
         "can_cancel": has_role(request.user, AUTHOR) and experiment.status in ACTIVE,
+        "comparable": _comparable(experiment),
     })
 
 

@@ -84,3 +84,16 @@ def test_it_needs_a_signed_in_user(pair):  # noqa: F811
     response = Client().get("/experiments/compare/", {"ids": "exp_a,exp_b"})
     assert response.status_code == 302 and response["Location"].startswith("/login/")
     assert Client().get("/experiments/compare/csv/", {"ids": "exp_a,exp_b"}).status_code == 302
+
+
+def test_the_experiments_list_and_an_experiments_page_lead_to_the_comparison(pair, viewer):  # noqa: F811
+    listed = viewer.get("/experiments/").content.decode()
+    assert '<form id="compare-form" method="get" action="/experiments/compare/">' in listed
+    assert 'name="ids" value="exp_a" form="compare-form"' in listed and 'value="exp_b" form="compare-form"' in listed
+    # The boxes ticked on the list arrive as ?ids=A&ids=B.
+    ticked = viewer.get("/experiments/compare/?ids=exp_a&ids=exp_b").content.decode()
+    assert list(rows_of(ticked)) == ["q1", "q2", "q3", "q4"] and 'value="exp_a" selected' in ticked
+
+    page = viewer.get("/experiments/exp_a/").content.decode()
+    assert '<form id="compare-with"' in page and '<input type="hidden" name="ids" value="exp_a">' in page
+    assert '<option value="exp_b">' in page and '<option value="exp_a">' not in page
