@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from core.errors import DocumentError, IllegalTransition, NotFound, SwitchyardError, echo
 from core.roles import AUTHOR, require_role
+from core.status_writes import lock_row
 from experiments.models import Dataset, Experiment
 from workflows.models import Workflow, WorkflowVersion
 
@@ -110,7 +111,7 @@ def workflow_version_release(*, workflow_id: str, number: Any, user) -> Workflow
     if isinstance(number, bool) or not isinstance(number, int):
         raise DocumentError("is a version number", where="version")
     with transaction.atomic():
-        version = WorkflowVersion.objects.select_for_update().filter(workflow=workflow, number=number).first()
+        version = lock_row(WorkflowVersion, missing_ok=True, workflow_id=workflow.pk, number=number)
         if version is None:
             raise NotFound(f"workflow '{workflow.workflow_id}' has no version {number}",
                            details={"workflow_id": workflow.workflow_id, "version": number})
