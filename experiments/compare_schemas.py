@@ -95,6 +95,8 @@ class ComparisonOut(Schema):
     scorers: list[str]
     experiments: list[ComparedExperimentOut]
     versions_differ: bool = Field(..., description="over different versions of the dataset: matched by item id")
+    scorers_differ: list[str] = Field(..., description="scorers of one name that the experiments define differently "
+                                                       "(another path, pattern or rubric): not compared")
     summary: dict[str, dict[str, DeltaOut]] = Field(..., description="other experiment → scorer → its delta")
     counts: CountsOut
     only_in: dict[str, OnlyInOut] = Field(..., description="experiment → the items no other experiment has")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -156,6 +157,7 @@ class ExperimentsCompared:
     comparison: Comparison
     only_in: dict[str, list[str]]  # experiment → the item ids no other experiment has
     versions_differ: bool
+    scorers_differ: list[str]  # scorers of one name defined differently: not compared
 
     @property
     def baseline(self) -> Experiment:
@@ -211,8 +213,7 @@ def experiments_compared(ids: Sequence[str], *, baseline: str | None = None,
     experiments.sort(key=lambda e: e.experiment_id != baseline)  # stable: the baseline first, the others as asked
     metadata = {version_id: metadata_of(version_id) for version_id in {e.dataset_version_id for e in experiments}}
     sides = {e.experiment_id: read_side(e, metadata[e.dataset_version_id]) for e in experiments}
-    scorers = list(dict.fromkeys(s["name"] if "name" in s else s.get("type", "") for e in experiments
-                                 for s in e.scorers if isinstance(s, dict)))
+    scorers, differ = scorers_compared(experiments)
     # Seeded by the experiments compared, so that the page, the API and the command agree.
     rng = np.random.default_rng([e.pk for e in experiments])
     try:
@@ -223,7 +224,22 @@ def experiments_compared(ids: Sequence[str], *, baseline: str | None = None,
     holders = Counter(item_id for side in sides.values() for item_id in side.item_ids)  # ids are unique in one
     only_in = {name: [i for i in side.item_ids if holders[i] == 1] for name, side in sides.items()}
     versions_differ = len({e.dataset_version_id for e in experiments}) > 1
-    return ExperimentsCompared(experiments, sides, comparison, only_in, versions_differ)
+    return ExperimentsCompared(experiments, sides, comparison, only_in, versions_differ, differ)
+
+
+def scorers_compared(experiments: Sequence[Experiment]) -> tuple[list[str], list[str]]:
+    """The scorers whose scores are compared — those every experiment that has one defines
+    alike (its pass mark aside) — and, apart, the names some define differently: a regex on
+    another path scores something else, and its "change" would be no change of the workflow."""
+    definitions: dict[str, set[str]] = {}
+    for experiment in experiments:
+        for scorer in experiment.scorers:
+            if isinstance(scorer, dict):
+                name = scorer.get("name") or scorer.get("type", "")
+                shape = {key: value for key, value in scorer.items() if key not in ("name", "pass", "pass_at")}
+                definitions.setdefault(name, set()).add(json.dumps(shape, sort_keys=True))
+    return ([name for name, shapes in definitions.items() if len(shapes) == 1],
+            [name for name, shapes in definitions.items() if len(shapes) > 1])
 
 
 def _experiments(ids: Sequence[str]) -> list[Experiment]:
@@ -273,6 +289,7 @@ def summary_out(compared: ExperimentsCompared, rows: Sequence[Row] | None = None
         "baseline": comparison.baseline, "threshold": comparison.threshold, "scorers": list(comparison.scorers),
         "experiments": [experiment_out(compared, e) for e in compared.experiments],
         "versions_differ": compared.versions_differ,
+        "scorers_differ": compared.scorers_differ,
         "summary": {name: {scorer: delta_out(paired) for scorer, paired in per_scorer.items()}
                     for name, per_scorer in comparison.summary.items()},
         "counts": {"rows": len(all_rows), "regressed": sum(r.regressed for r in all_rows),

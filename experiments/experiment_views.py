@@ -4,6 +4,7 @@ cancel. Writes go through the services the API calls; authors only."""
 from __future__ import annotations
 
 import json
+from typing import Any
 from decimal import Decimal
 
 from django import forms
@@ -93,12 +94,13 @@ def _main_score(experiment: Experiment) -> dict | None:
 # -- one experiment ---------------------------------------------------------------------------
 
 
-def _comparable(experiment: Experiment) -> list[dict]:
+def _comparable(experiment: Experiment) -> list[dict[str, Any]]:
     """The other experiments over the same dataset, newest first (at most 50): what
     "Compare with…" offers."""
-    return list(Experiment.objects.filter(dataset_version__dataset_id=experiment.dataset_version.dataset_id)
-                .exclude(pk=experiment.pk).order_by("-created_at", "-id")
-                .values("experiment_id", "name", "workflow_version__number", "status")[:50])
+    others = (Experiment.objects.filter(dataset_version__dataset_id=experiment.dataset_version.dataset_id)
+              .exclude(pk=experiment.pk).order_by("-created_at", "-id")
+              .values("experiment_id", "name", "workflow_version__number", "status")[:50])
+    return [dict(other) for other in others]
 
 
 def experiment_detail(request, experiment_id: str):

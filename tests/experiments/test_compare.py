@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from experiments import comparison
-from experiments.comparison import RowFilters, experiments_compared
+from experiments.comparison import RowFilters, experiments_compared, summary_out
 from tests.experiments.compare_support import dataset, experiment
 
 pytestmark = pytest.mark.django_db
@@ -243,3 +243,15 @@ def test_three_experiments_each_against_the_baseline(pair, api):
     assert q2["experiments"]["exp_c"]["status"] == "pending" and q2["experiments"]["exp_c"]["deltas"]["exact"] is None
     assert q1["experiments"]["exp_c"]["compare_runs_url"] is None  # exp_c's items have no runs here
     assert body["experiments"][1]["ended"] == 1 and body["experiments"][1]["items"] == 4
+
+
+def test_a_scorer_defined_differently_is_not_compared_and_the_answer_says_so(db):
+    version = dataset(ITEMS)
+    regex_on = lambda path: [{"type": "exact"}, {"type": "regex", "pattern": "R", "path": path}]  # noqa: E731
+    experiment("exp_a", version, {"q1": {"scores": {"exact": 1, "regex": 0}}}, age=10, scorers=regex_on("$.state.a"))
+    experiment("exp_b", version, {"q1": {"scores": {"exact": 1, "regex": 1}}}, age=5, scorers=regex_on("$.state.b"))
+    compared = experiments_compared(["exp_a", "exp_b"])
+    assert compared.scorers == ("exact",) and compared.scorers_differ == ["regex"]
+    summary = summary_out(compared)
+    assert list(summary["summary"]["exp_b"]) == ["exact"] and summary["scorers_differ"] == ["regex"]
+    assert all("regex" not in row.deltas.get("exp_b", {}) for row in compared.rows())
