@@ -4,8 +4,8 @@ cancel. Writes go through the services the API calls; authors only."""
 from __future__ import annotations
 
 import json
-from typing import Any
 from decimal import Decimal
+from typing import Any
 
 from django import forms
 from django.conf import settings
