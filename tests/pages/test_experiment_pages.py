@@ -1,7 +1,10 @@
 """An experiment as a person runs one, in a real browser on real workers: a CSV imported as a
 dataset through the upload page, the experiment started from the form (its workflow and
 dataset chosen, a scorer ticked), its page following the progress to the end, then the
-figures: the mean with its interval, the pass rate, how many items were scored."""
+figures: the mean with its interval, the pass rate, how many items were scored. Then a new
+version of its agent comes, run again with that version pinned: the two experiments are
+compared from the experiments list, the items that got worse are highlighted, and a regressed
+item's two runs are compared node by node."""
 import re
 
 import pytest
@@ -33,7 +36,13 @@ def echo_on_workers(workers, settings, tmp_path):  # noqa: F811 - the fixture im
     return workers
 
 
-def test_a_person_imports_a_csv_runs_an_experiment_from_the_form_and_reads_its_figures(page_for, api, echo_on_workers):
+# A later version of Echo that performs `noop` (answers {"ok": true}): its runs give no response,
+# so the items the first version passed fail.
+ECHO_NOOP = {**ECHO[0], "version": "2.0.0", "prompt_config": {"system_prompt": "Say nothing useful."},
+             "capabilities": {"skills": ["noop"]}}
+
+
+def test_a_person_imports_a_csv_runs_an_experiment_reads_its_figures_and_compares_another(page_for, api, echo_on_workers):
     page, errors = watched(page_for, api.author.user)
 
     # The dataset, from a CSV file on the upload page.
@@ -88,4 +97,51 @@ def test_a_person_imports_a_csv_runs_an_experiment_from_the_form_and_reads_its_f
               "&contains_path=%24.nodes.say.response&concurrency=2&max_cost=1.50")
     expect(page.locator("#id_contains")).to_be_checked()
     screenshot(page, "experiment-new")
+
+    # A new version of the agent; the same experiment again, that version pinned on its node.
+    import_documents([ECHO_NOOP], actor="test")
+    page.goto("/experiments/new/?workflow_id=echo&dataset=capitals")
+    page.select_option("#id_pin__say", "2.0.0")
+    page.fill("#id_name", "Capitals on Echo 2")
+    page.check("#id_contains")
+    page.fill("#id_contains_path", "$.nodes.say.response")
+    page.click("#start-button")
+    page.wait_for_url(re.compile(r"/experiments/exp_[^/]+/$"))
+    second = Experiment.objects.exclude(pk=experiment.pk).get()
+    expect(page.locator("#experiment-status")).to_have_text("success", timeout=90_000)
+    expect(page.locator("#items tr[data-item=q1] .item-score.fail")).to_be_visible()
+
+    # The two compared from the experiments list: both ticked, the older one the baseline.
+    page.goto("/experiments/")
+    page.check(f"input[name=ids][value='{experiment.experiment_id}']")
+    page.check(f"input[name=ids][value='{second.experiment_id}']")
+    page.click("#compare-button")
+    page.wait_for_url(re.compile(r"/experiments/compare/\?ids=exp_[^&]+&ids=exp_[^&]+$"))
+    expect(page.locator(f"#compared-experiments tr[data-experiment={experiment.experiment_id}]")).to_contain_text(
+        "baseline")
+    delta = page.locator(f"#deltas tr[data-experiment={second.experiment_id}][data-scorer=contains]")
+    expect(delta.locator("td").nth(2)).to_have_text("3")
+    expect(delta.locator("td").nth(3)).to_have_text("0.667")
+    expect(delta.locator("td").nth(4)).to_have_text("0.000")
+    expect(delta.locator("td").nth(5)).to_have_text("-0.667")
+    # Three paired items, two of them 1 → 0: the bootstrap's interval reaches 0 or stays below it.
+    expect(delta.locator(".verdict")).to_have_text(re.compile(r"^(regressed|no clear change)$"))
+    expect(page.locator("#row-counts")).to_contain_text("4 items · 2 regressed · 0 improved")
+    for item_id in ("q1", "q2"):
+        expect(page.locator(f"#compare-rows tr[data-item={item_id}]")).to_have_class(re.compile(r"\bregressed\b"))
+    for item_id in ("q3", "q4"):
+        expect(page.locator(f"#compare-rows tr[data-item={item_id}]")).not_to_have_class(re.compile("regressed"))
+    q1 = page.locator("#compare-rows tr[data-item=q1]")
+    expect(q1.locator(f"td[data-experiment={second.experiment_id}] .delta")).to_have_text("(-1.000)")
+    screenshot(page, "experiment-compare")
+
+    # The regressed item's two runs, node by node: the baseline's as A, the new version's as B.
+    q1.locator(f"td[data-experiment={second.experiment_id}] a.compare-runs").click()
+    page.wait_for_url(re.compile(r"/executions/compare/\?a=[^&]+&b=[^&]+$"))
+    page.wait_for_function("() => window.switchyard.compareGraphs && window.switchyard.compareGraphs.b")
+    expect(page.locator("#run-a h2")).to_contain_text(experiment.experiment_id)
+    expect(page.locator("#run-b h2")).to_contain_text(second.experiment_id)
+    say = page.locator(".compare-table tr[data-node=say]")
+    expect(say).to_have_class("verdict-differs")
+    expect(say.locator("td[data-field=output]")).to_have_class(re.compile(r"\bdiffers\b"))
     assert errors == []
