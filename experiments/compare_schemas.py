@@ -37,6 +37,9 @@ class ComparedExperimentOut(Schema):
     items: int
     ended: int
     baseline: bool
+    pins: dict[str, str] = Field(..., description="node id → the agent@version its runs were pinned to")
+    overrides: dict[str, list[str]] = Field(..., description="node id → the parts of its agent run in their place "
+                                                             "(prompt_config, runtime …)")
 
 
 class IntervalOut(Schema):

@@ -26,6 +26,7 @@ import numpy as np
 from django.urls import reverse
 
 from agents.backends.metering import usd
+from agents.models import AgentVersion
 from core.errors import DocumentError, NotFound, echo
 from engine.experiments.compare import Comparison, ComparisonError, Row, compare, csv_rows, filter_rows, row_diff
 from engine.experiments.records import ItemRecord
@@ -268,7 +269,16 @@ def experiment_out(compared: ExperimentsCompared, experiment: Experiment) -> dic
             "workflow_id": experiment.workflow.workflow_id, "workflow_version": experiment.workflow_version.number,
             "dataset": experiment.dataset_version.dataset.name, "dataset_version": experiment.dataset_version.number,
             "created_at": experiment.created_at, "items": len(side.item_ids), "ended": len(side.records),
-            "baseline": experiment.experiment_id == compared.comparison.baseline}
+            "baseline": experiment.experiment_id == compared.comparison.baseline,
+            # What made it differ from the others, when the workflow's version does not say.
+            "pins": pins_named(experiment.agent_versions),
+            "overrides": {node: sorted(parts) for node, parts in sorted(experiment.agent_overrides.items())}}
+
+
+def pins_named(pins: dict[str, int]) -> dict[str, str]:
+    """node id → "agent@version" for an experiment's pins (node id → AgentVersion pk)."""
+    versions = AgentVersion.objects.select_related("agent").in_bulk(list(pins.values()))
+    return {node: str(versions[pk]) if pk in versions else f"version #{pk}" for node, pk in sorted(pins.items())}
 
 
 def delta_out(paired: PairedDelta) -> dict:

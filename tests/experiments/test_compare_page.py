@@ -97,3 +97,15 @@ def test_the_experiments_list_and_an_experiments_page_lead_to_the_comparison(pai
     page = viewer.get("/experiments/exp_a/").content.decode()
     assert '<form id="compare-with"' in page and '<input type="hidden" name="ids" value="exp_a">' in page
     assert '<option value="exp_b">' in page and '<option value="exp_a">' not in page
+
+
+def test_the_page_says_what_each_experiment_changed(pair, viewer):  # noqa: F811
+    from agents.models import AgentVersion
+    from experiments.models import Experiment
+
+    version = AgentVersion.objects.first()
+    Experiment.objects.filter(experiment_id="exp_b").update(agent_versions={"say": version.pk},
+                                                            agent_overrides={"say": {"runtime": {"model": "m"}}})
+    html = viewer.get("/experiments/compare/", {"ids": "exp_a,exp_b"}).content.decode()
+    assert f'<span class="mono">say</span> pinned to <span class="mono">{version}</span>' in html
+    assert '<span class="mono">say</span> runs its own runtime' in html
