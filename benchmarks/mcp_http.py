@@ -25,5 +25,6 @@ def serve_http(server, header: str, value: str) -> None:
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # before the port is said: a client that connects at once waits to be accepted, not refused
     print(sock.getsockname()[1], flush=True)
     uvicorn.Server(uvicorn.Config(checked, log_level="warning")).run(sockets=[sock])

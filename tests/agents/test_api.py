@@ -281,7 +281,7 @@ def test_it_raises_a_derive_request_that_starts_pending(api, tree):
         "specialization": {"new_name": "Scholar (3D)", "domain_focus": "point clouds",
                            "additional_skills": ["read_meshes"], "additional_constraints": ["cite datasets"]},
         "status": "pending", "result_agent_id": None, "created_at": None, "created_by": "author-user",
-        "decided_by": None, "decided_at": None, "comment": "", "result_error": "",
+        "decided_by": None, "decided_at": None, "comment": "", "result_error": "", "evidence": None,
     }
     assert DeriveRequest.objects.get(derive_request_id=body["derive_request_id"]).status == "pending"
     named = api.author.post("/api/derive-requests", derive(derive_request_id="dr_3d", trigger="quality_issue"))
