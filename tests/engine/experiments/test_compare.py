@@ -1,5 +1,4 @@
 """Experiments compared item by item, on small hand-made records."""
-import time
 
 import numpy as np
 import pytest
@@ -122,12 +121,10 @@ def test_it_refuses_what_cannot_be_compared(experiments, baseline, words):
         compare(experiments, baseline=baseline, scorers=["exact"], rng=np.random.default_rng(0))
 
 
-def test_it_compares_ten_thousand_items_in_well_under_a_second():
+def test_it_compares_ten_thousand_items():  # how fast: benchmark_experiments, not a timed test
     rng = np.random.default_rng(1)
     a = [item(f"i{i}", output=i, exact=float(v), metadata={"k": i % 3}) for i, v in enumerate(rng.random(10_000) < 0.5)]
     b = [item(f"i{i}", output=i, exact=float(v)) for i, v in enumerate(rng.random(10_000) < 0.6)]
-    started = time.perf_counter()
     result = compare({"a": a, "b": b}, baseline="a", scorers=["exact"], rng=rng)
-    filter_rows(result.rows, regressed_only=True)
-    assert time.perf_counter() - started < 1.0  # about 0.35 s on a quiet machine
+    assert len(result.rows) == 10_000 and filter_rows(result.rows, regressed_only=True)
     assert result.summary["b"]["exact"].verdict == "improved"
