@@ -76,26 +76,22 @@ def test_progress_is_a_few_queries_whatever_the_number_of_items(loaded):
     assert len(grouped) == 1 and "GROUP BY" in grouped[0], grouped
 
 
-def test_ten_thousand_items_are_created_and_read_cheaply(loaded):
+def test_ten_thousand_items_are_created_and_read_in_a_few_queries(loaded):
+    """How long it takes is benchmark_experiments' to measure; a test counts the queries."""
     import json
-    import time
 
     from experiments.dataset_services import dataset_import
 
     items = "\n".join(json.dumps({"id": f"i{n}", "input": {"question": f"q {n}"}, "expected": "q"})
                       for n in range(10_000))
     dataset_import(name="large", data=items.encode(), fmt="jsonl")
-    began = time.monotonic()
     response = loaded.author.post("/api/experiments", {**BODY, "dataset": "large"})
     assert response.status_code == 201 and response.json()["progress"]["total"] == 10_000
-    assert time.monotonic() - began < 20
     experiment_id = response.json()["experiment_id"]
     for path in (f"/api/experiments/{experiment_id}", f"/api/experiments/{experiment_id}/items?offset=9950&limit=50",
                  f"/api/experiments/{experiment_id}/items?status=pending&limit=50"):
         with CaptureQueriesContext(connection) as queries:
-            began = time.monotonic()
             assert loaded.viewer.get(path).status_code == 200
-            took = time.monotonic() - began
-        assert len(queries.captured_queries) <= 8 and took < 2, (path, took, len(queries.captured_queries))
+        assert len(queries.captured_queries) <= 8, (path, len(queries.captured_queries))
     page = loaded.viewer.get(f"/api/experiments/{experiment_id}/items?offset=9950&limit=50").json()
     assert page["count"] == 10_000 and page["items"][-1]["item_id"] == "i9999"
