@@ -86,6 +86,18 @@ def check_shape(document: Any, shape: type[BaseModel], kind: str) -> None:
 MAX_NESTING = 64
 
 
+def json_object(value: Any, where: str, *, storable: bool = False) -> dict:
+    """`value` where a JSON object is asked for: {} for none, anything else refused naming
+    `where`; with `storable`, held to what the database stores (`check_storable`) too."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise DocumentError("is a JSON object", where=where)
+    if storable:
+        check_storable(value, where=where)
+    return value
+
+
 def check_storable(value: Any, where: str = "") -> None:
     """Refuse what neither database can store or a page can show, naming where it is: NUL
     characters, lone surrogates (JSON's "\\ud800": not UTF-8, so every page showing the

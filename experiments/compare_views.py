@@ -67,10 +67,8 @@ def experiment_compare(request):
         return _problem(request, "Name two or more experiments over one dataset to compare: ?ids=A,B.", 400)
     try:
         compared, filters = _asked(request)
-    except NotFound as error:
-        return _problem(request, str(error), 404)
-    except DocumentError as error:
-        return _problem(request, str(error), 422)
+    except (NotFound, DocumentError) as error:
+        return _problem(request, str(error), 404 if isinstance(error, NotFound) else 422)
     rows = compared.rows(filters)
     context = paginate(request, rows, per_page=PER_PAGE)
     shown = compared.with_outputs(list(context["page"]))
@@ -92,10 +90,8 @@ def experiment_compare(request):
 def experiment_compare_csv(request):
     try:
         compared, filters = _asked(request)
-    except NotFound as error:
-        return _problem(request, str(error), 404)
-    except DocumentError as error:
-        return _problem(request, str(error), 422)
+    except (NotFound, DocumentError) as error:
+        return _problem(request, str(error), 404 if isinstance(error, NotFound) else 422)
     response = HttpResponse(comparison.csv_text(compared, compared.rows(filters)), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{comparison.csv_filename(compared)}"'
     return response

@@ -26,11 +26,11 @@ import numpy as np
 from django.urls import reverse
 
 from agents.backends.metering import usd
-from agents.models import AgentVersion
 from core.errors import DocumentError, NotFound, echo
 from engine.experiments.compare import Comparison, ComparisonError, Row, compare, csv_rows, filter_rows, row_diff
 from engine.experiments.records import ItemRecord
 from engine.experiments.stats import PairedDelta
+from experiments.experiment_selectors import pins_named
 from experiments.models import DatasetItem, Experiment, ExperimentItem
 from experiments.summaries import item_record
 from workflows.selectors import ID_PATTERN
@@ -273,12 +273,6 @@ def experiment_out(compared: ExperimentsCompared, experiment: Experiment) -> dic
             # What made it differ from the others, when the workflow's version does not say.
             "pins": pins_named(experiment.agent_versions),
             "overrides": {node: sorted(parts) for node, parts in sorted(experiment.agent_overrides.items())}}
-
-
-def pins_named(pins: dict[str, int]) -> dict[str, str]:
-    """node id → "agent@version" for an experiment's pins (node id → AgentVersion pk)."""
-    versions = AgentVersion.objects.select_related("agent").in_bulk(list(pins.values()))
-    return {node: str(versions[pk]) if pk in versions else f"version #{pk}" for node, pk in sorted(pins.items())}
 
 
 def delta_out(paired: PairedDelta) -> dict:

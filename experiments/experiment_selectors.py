@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from agents.models import AgentVersion
 from core.errors import DocumentError, NotFound, echo
 from experiments.experiment_services import status_counts
 from experiments.models import Experiment, ExperimentItem
@@ -58,3 +59,9 @@ def experiment_progress(experiment: Experiment) -> dict:
         estimate = round(elapsed / ended * left, 1)
     return {"total": total, "counts": counts, "ended": ended, "elapsed_seconds": round(elapsed, 1),
             "estimate_seconds": estimate}
+
+
+def pins_named(pins: dict[str, int]) -> dict[str, str]:
+    """node id → "agent@version" for an experiment's pins (node id → AgentVersion pk), in one query."""
+    versions = AgentVersion.objects.select_related("agent").in_bulk(list(pins.values()))
+    return {node: str(versions[pk]) if pk in versions else f"version #{pk}" for node, pk in sorted(pins.items())}

@@ -24,7 +24,7 @@ from agents.documents import CONTEXT_LIMIT_FIELDS, RUNTIME_FIELDS, agent_documen
 from agents.models import Agent, AgentVersion
 from agents.schemas import AgentDocument
 from core.errors import DocumentError, IllegalTransition, SwitchyardError, WorkflowInvalid, echo
-from core.jsonutil import check_shape, check_storable
+from core.jsonutil import check_shape, json_object
 from core.status_writes import lock_row, transition, transition_all
 from engine.experiments.scorers import ScorerError, check_scorers
 from executions.models import Execution
@@ -65,8 +65,8 @@ def experiment_create(*, workflow_id: str, dataset: str, workflow_version: int |
         raise DocumentError(missing.message, where="dataset_version" if dataset_version_number else "dataset") from None
     if not data_version.item_count:
         raise DocumentError(f"version {data_version.number} of dataset '{dataset}' has no items", where="dataset_version")
-    pins = _pins(_mapping(agent_versions, "agent_versions"), graph)
-    overrides = _overrides(_mapping(agent_overrides, "agent_overrides"), graph)
+    pins = _pins(json_object(agent_versions, "agent_versions", storable=True), graph)
+    overrides = _overrides(json_object(agent_overrides, "agent_overrides", storable=True), graph)
     _scorers(scorers if scorers is not None else [], graph)
     if not isinstance(name, str) or len(name) > 200:
         raise DocumentError("is a text of at most 200 characters", where="name")
@@ -213,15 +213,6 @@ def status_counts(experiment: Experiment) -> dict[str, int]:
 
 
 # -- what create checks ------------------------------------------------------------------
-
-
-def _mapping(value: Any, where: str) -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise DocumentError("is a JSON object", where=where)
-    check_storable(value, where=where)
-    return value
 
 
 def _nodes_of(key: str, graph, where: str) -> list[str]:

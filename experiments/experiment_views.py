@@ -121,7 +121,7 @@ def experiment_detail(request, experiment_id: str):
     return render(request, "experiments/experiment_detail.html", {
         **context, "experiment": experiment, "status": status, "statuses": ExperimentItem.Status.values,
         "progress": progress, "percent": round(100 * progress["ended"] / progress["total"]) if progress["total"] else 0,
-        "active": experiment.status in ACTIVE, "scorers": scorers, "pins": _pins_shown(experiment),
+        "active": experiment.status in ACTIVE, "scorers": scorers, "pins": list(selectors.pins_named(experiment.agent_versions).items()),
         "overrides": [(node, json.dumps(parts, indent=1, ensure_ascii=False))
                       for node, parts in sorted(experiment.agent_overrides.items())],
         "scorers_json": json.dumps(experiment.scorers, indent=1, ensure_ascii=False),
@@ -141,13 +141,6 @@ def _item_score(scorer, result: dict | None) -> dict:
                 "kind": "pass" if passed else "fail"}
     return {"name": scorer.name, "text": f"not scored: {result.get('not_scored', '')}",
             "reason": result.get("reason", ""), "kind": "unscored"}
-
-
-def _pins_shown(experiment: Experiment) -> list[tuple[str, str]]:
-    """node id → "agent@version", for the pins stored by node."""
-    versions = AgentVersion.objects.select_related("agent").in_bulk(list(experiment.agent_versions.values()))
-    return [(node, str(versions[pk]) if pk in versions else f"version #{pk}")
-            for node, pk in sorted(experiment.agent_versions.items())]
 
 
 def _figures(experiment: Experiment, scorers: list, total: int) -> dict | None:

@@ -256,8 +256,9 @@ def _flush_by_delete_on_postgresql():
         statements = ["SET CONSTRAINTS ALL DEFERRED;"]
         statements += [f"DELETE FROM {self.quote_name(table)};" for table in tables]
         if reset_sequences:
-            sequences = [sequence for table in tables
-                         for sequence in self.connection.introspection.get_sequences(self.connection.cursor(), table)]
+            with self.connection.cursor() as cursor:
+                sequences = [sequence for table in tables
+                             for sequence in self.connection.introspection.get_sequences(cursor, table)]
             statements += self.sequence_reset_by_name_sql(style, sequences)
         return statements
 

@@ -34,7 +34,7 @@ from django.utils import timezone
 
 from agents.models import AgentVersion
 from core.errors import DocumentError, IllegalTransition, echo
-from core.jsonutil import check_storable
+from core.jsonutil import check_storable, json_object
 from core.rows import copy_rows, db_values
 from core.status_writes import change_status
 from core.tasks import send_after_commit
@@ -60,7 +60,7 @@ def execution_rerun(*, source: Execution, from_node: str, step: int | None = Non
     """Start a run of `source`'s workflow that reuses `source`'s outputs upstream of
     `from_node` (`outputs` replaces some of them) and runs `from_node` and what follows it,
     each node with the agent version it ran in `source` unless `agent_versions` pins one."""
-    outputs, agent_versions = _object(outputs, "outputs"), _object(agent_versions, "agent_versions")
+    outputs, agent_versions = json_object(outputs, "outputs"), json_object(agent_versions, "agent_versions")
     source = Execution.objects.select_related("workflow").get(pk=source.pk)  # its status now
     if source.trial:
         raise DocumentError(f"'{source.execution_id}' is a node tried alone, not a run of the workflow: "
@@ -216,7 +216,7 @@ def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = Non
     """Run `node_id` alone, once, on a worker: the outputs it reads are `source`'s latest
     (if given) and `outputs` (typed by hand, or edited); `input` and `state` default to
     `source`'s. Returns the trial, an execution that ends when the node run does."""
-    outputs = _object(outputs, "outputs")
+    outputs = json_object(outputs, "outputs")
     version, graph = run_graph(workflow)  # a node is tried as the latest version has it
     if node_id not in graph.nodes:
         raise DocumentError(f"node '{node_id}' is not in workflow '{workflow.workflow_id}' "
@@ -229,7 +229,7 @@ def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = Non
                             f"'{workflow.workflow_id}'", where="execution")
     for name, value in (("input", input), ("state", state)):
         if value is not None:
-            check_storable(_object(value, name), where=name)
+            json_object(value, name, storable=True)
     allowed = set(graph.plan.nodes) - {node_id}
     reused = []
     if source is not None:
@@ -445,14 +445,6 @@ def _with_gate_feedback(state: dict, runs: list[PastRun], graph: Graph, decided:
         if gate and gate.get("decision"):
             return {**state, gates.FEEDBACK: gates.feedback_of(node_id, decided.get(node_id, gate))}
     return state
-
-
-def _object(value: Any, where: str) -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise DocumentError("is a JSON object", where=where)
-    return value
 
 
 def _user(actor):

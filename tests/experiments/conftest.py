@@ -1,12 +1,34 @@
-"""What the dataset tests share: a finished run to add to a dataset, and a check that a
-refusal stored nothing."""
+"""What the experiments' tests share: people signed in to the pages, a finished run to add
+to a dataset, and a check that a refusal stored nothing."""
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
 
 from core.documents import import_documents
 from demo.documents import AGENTS, RELEASE_REVIEW
 from experiments.models import Dataset, DatasetItem, DatasetVersion
+
+
+def signed_in(role: str | None) -> Client:
+    """A client signed in as a new person holding `role` (None: a viewer)."""
+    user = User.objects.create_user(username=f"{role or 'viewer'}-person", password="a long password")
+    if role:
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def author(db):
+    return signed_in("author")
+
+
+@pytest.fixture
+def viewer(db):
+    return signed_in(None)
 
 
 def nothing_stored() -> bool:

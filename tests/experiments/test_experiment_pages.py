@@ -6,7 +6,6 @@ kept and nothing stored), and the links to them from other pages."""
 from unittest import mock
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from agents.models import AgentVersion
@@ -17,25 +16,6 @@ from experiments.summaries import summary_refresh
 from tests.experiments.core_support import QUESTIONS, load, run_in_process
 
 pytestmark = pytest.mark.django_db
-
-
-def signed_in(role: str | None) -> Client:
-    user = User.objects.create_user(username=f"{role or 'viewer'}-person", password="a long password")
-    if role:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def author():
-    return signed_in("author")
-
-
-@pytest.fixture
-def viewer():
-    return signed_in(None)
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,6 @@
 (searched, paged), export, the upload form (a bad file shows its line and stores nothing),
 adding a run from its page, and what viewers may not do."""
 import pytest
-from django.contrib.auth.models import Group, User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
@@ -11,25 +10,6 @@ from experiments.models import Dataset
 from tests.experiments.conftest import nothing_stored
 
 pytestmark = pytest.mark.django_db
-
-
-def signed_in(role: str | None) -> Client:
-    user = User.objects.create_user(username=f"{role or 'viewer'}-person", password="a long password")
-    if role:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def author():
-    return signed_in("author")
-
-
-@pytest.fixture
-def viewer():
-    return signed_in(None)
 
 
 def many_items(count: int) -> bytes:
