@@ -1,5 +1,6 @@
 """Each document shape is written once, as a pydantic model: the JSON Schema an import is
 checked against and the API's OpenAPI schema both come from it."""
+import functools
 import json
 import re
 
@@ -30,12 +31,18 @@ def shapes_checked(monkeypatch):
     return used
 
 
+@functools.cache
+def openapi_schema() -> dict:
+    """The API's OpenAPI schema, made once: making it takes most of a second."""
+    return ninja_api.get_openapi_schema(path_prefix="")
+
+
 def openapi_component(name):
-    return ninja_api.get_openapi_schema()["components"]["schemas"][name]
+    return openapi_schema()["components"]["schemas"][name]
 
 
 def response_component(path, method="get", status=200):
-    operation = ninja_api.get_openapi_schema(path_prefix="")["paths"][path][method]
+    operation = openapi_schema()["paths"][path][method]
     return operation["responses"][status]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
 
 
@@ -62,7 +69,7 @@ def test_it_answers_workflows_and_agents_with_the_same_models():
 
 
 def test_it_describes_an_agent_body_by_the_agent_shape():
-    body = ninja_api.get_openapi_schema(path_prefix="")["paths"]["/agents"]["post"]["requestBody"]
+    body = openapi_schema()["paths"]["/agents"]["post"]["requestBody"]
     schema = body["content"]["application/json"]["schema"]
     assert set(schema["properties"]) == set(AgentDetailOut.model_fields)
     assert "#/components/schemas/LineageDetail" in json.dumps(schema["properties"]["lineage"])

@@ -10,6 +10,7 @@ from unittest import mock
 
 import pytest
 from django.core.management import call_command
+from playwright.sync_api import Page
 
 from tests.executions.conftest import workers  # noqa: F401 - real worker processes on the test database
 
@@ -75,9 +76,15 @@ def page_for(browser, live_server, settings):
 
 
 def screenshot(page, name: str) -> None:
-    """Save the page as docs/screenshots/<name>.png (docs/pages.md shows them, two in the README)."""
+    """Save the page (or a part of it, a locator) as docs/screenshots/<name>.png (docs/pages.md
+    shows them, two in the README) when SWITCHYARD_SCREENSHOTS=1 asks for them
+    (`SWITCHYARD_SCREENSHOTS=1 bin/test tests/pages` draws them anew): a test run otherwise
+    leaves the pictures as they are and spends no time encoding them."""
+    if os.environ.get("SWITCHYARD_SCREENSHOTS") != "1":
+        return
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+    whole = {"full_page": True} if isinstance(page, Page) else {}
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), **whole)
 
 
 @pytest.fixture

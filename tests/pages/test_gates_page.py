@@ -15,7 +15,7 @@ from executions.models import Execution
 from executions.services import execution_start, gate_decide
 from tests.executions.conftest import drain, wait_for
 from tests.executions.test_gates import PARALLEL
-from tests.pages.conftest import SCREENSHOTS, signed_in
+from tests.pages.conftest import screenshot, signed_in
 from tests.pages.test_derive_requests import watch_errors
 from workflows.models import Blueprint, Contract, Workflow
 from workflows.services import workflow_import_document
@@ -130,8 +130,7 @@ def test_a_rejection_loops_back_to_the_drafter_and_the_gate_asks_again(page_for,
     box = gate_box(page, first)
     expect(box.locator("form.gate-form")).to_be_visible()
     box.locator("textarea[data-gate-field='comment']").fill("Name the breaking change.")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)  # the gate's panel with its form, for docs/pages.md
-    page.locator("#node-panel").screenshot(path=str(SCREENSHOTS / "gate-form.png"))
+    screenshot(page.locator("#node-panel"), "gate-form")  # the gate's panel with its form, for docs/pages.md
     box.get_by_role("button", name="Reject the data of gate approve", exact=True).click()
     expect(box.locator(".gate-decision")).to_have_attribute("data-decision", "reject")
     expect(box.locator(".gate-comment")).to_have_text("Name the breaking change.")
