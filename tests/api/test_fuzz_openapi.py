@@ -14,13 +14,11 @@ new find by chance); `FUZZ_RANDOM=1 FUZZ_EXAMPLES=300` explores further. It runs
 bin/test: on PostgreSQL when bin/test makes a pass there (its refusals — a NUL in a text,
 an integer past 64 bits — are the stricter), else on SQLite.
 """
-import io
 import os
 
 import pytest
 import schemathesis
 from django.core import signals
-from django.core.management import call_command
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
@@ -32,6 +30,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from project.api import api
+from tests.replay import load_demo
 
 schema = schemathesis.openapi.from_dict(api.get_openapi_schema())
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
@@ -45,7 +44,7 @@ def tokens(db, tmp_path, settings):
     from core.models import ApiToken
 
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
     viewer = User.objects.create_user(username="fuzz-viewer", password="a long password")
     author = User.objects.create_user(username="fuzz-author", password="a long password")
     author.groups.add(Group.objects.get_or_create(name="author")[0])  # a flushed database has none

@@ -18,6 +18,7 @@ from demo.documents import AGENTS, PARALLEL_ANALYSIS, RELEASE_REVIEW
 from executions.documents import execution_record
 from executions.models import Evaluation, Execution, NodeRun
 from executions.services import execution_start
+from tests.replay import replayed
 from workflows.models import Blueprint, Contract, Workflow
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +30,7 @@ ENDED = ("success", "failed", "cancelled")
 def demo(tmp_path, settings):
     """The demo's agents and two of its workflows (enough here, and faster than load_demo)."""
     settings.WORKSPACE_ROOT = tmp_path
-    import_documents([*AGENTS, PARALLEL_ANALYSIS, RELEASE_REVIEW])
+    replayed("demo agents and two workflows", lambda: import_documents([*AGENTS, PARALLEL_ANALYSIS, RELEASE_REVIEW]))
 
 
 def start(workflow_id="parallel_analysis", **input):

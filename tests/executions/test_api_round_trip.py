@@ -1,10 +1,10 @@
 """The API end to end, with a real Celery worker on the real Redis: a workflow created
 through the API runs to success; an escalated run is resumed through the API and ends."""
-import io
 import time
 
 import pytest
-from django.core.management import call_command
+
+from tests.replay import load_demo
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -29,7 +29,7 @@ def demo(workers, settings, tmp_path):
     """The demo data, and one worker."""
     settings.WORKSPACE_ROOT = tmp_path
     workers.env["WORKSPACE_ROOT"] = str(tmp_path)
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
     workers.start(1)
     return workers
 

@@ -1,11 +1,11 @@
 """The §7.1 task chain of the demo, each node's context assembled from real files and rows."""
 import pytest
-from django.core.management import call_command
 
 from engine.context.limits import ContextLimits
 from executions.context import assemble_node_context, outputs_from
 from knowledge.models import KnowledgeAtom
 from knowledge.registry import MAX_LIMIT
+from tests.replay import load_demo
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +21,7 @@ SCHOLAR_OUTPUT = {"atoms": [
 @pytest.fixture
 def chain(tmp_path, settings):
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=open("/dev/null", "w"))
+    load_demo(tmp_path)
     return {node.node_id: node for node in Workflow.objects.get(workflow_id="thesis_reading").nodes.all()}
 
 

@@ -1,8 +1,6 @@
 """A node's context plan: the context a run would assemble, without running it or calling a model."""
-import io
 
 import pytest
-from django.core.management import call_command
 
 from agents.backends.builtin import BuiltinBackend
 from agents.models import Agent
@@ -12,6 +10,7 @@ from executions import preview
 from executions.models import Execution, NodeRun
 from executions.preview import node_context_plan
 from executions.services import execution_import_document
+from tests.replay import load_demo
 from workflows.models import Workflow
 from workflows.services import workflow_import_document
 
@@ -30,7 +29,7 @@ LONG_REPORT = "\n".join(f"- finding {i}: module {i} has {i * 3} functions and {i
 @pytest.fixture
 def demo(tmp_path, settings):
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
     return {workflow.workflow_id: workflow for workflow in Workflow.objects.all()}
 
 

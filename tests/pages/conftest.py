@@ -2,17 +2,16 @@
 pytest-django's live server (and, where a run must happen, real Celery workers)."""
 from __future__ import annotations
 
-import io
 import os
 import shutil
 from pathlib import Path
 from unittest import mock
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import Page
 
 from tests.executions.conftest import workers  # noqa: F401 - real worker processes on the test database
+from tests.replay import load_demo
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "docs" / "screenshots"
@@ -33,7 +32,7 @@ def demo_with_workers(workers, settings, tmp_path):  # noqa: F811 - `workers` is
     """The demo loaded, and real workers that write in a workspace of the test's own."""
     settings.WORKSPACE_ROOT = tmp_path
     workers.env["WORKSPACE_ROOT"] = str(tmp_path)
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
     return workers
 
 
@@ -90,12 +89,8 @@ def screenshot(page, name: str) -> None:
 @pytest.fixture
 def demo(tmp_path, settings):
     """The demo's agents, workflows, knowledge rows and workspace files."""
-    import io
-
-    from django.core.management import call_command
-
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
 
 
 def signed_in(user):

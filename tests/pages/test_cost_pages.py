@@ -8,13 +8,11 @@ The runs on priced models are real: the demo chain on a real worker, served by t
 OpenAI-compatible servers that report usage (as tests/executions/test_costs_worker.py), so
 every figure on the page is checked against the record the worker stored.
 """
-import io
 import re
 from decimal import Decimal
 from types import SimpleNamespace
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from playwright.sync_api import expect
@@ -29,6 +27,7 @@ from tests.pages.conftest import screenshot, signed_in
 from tests.pages.test_derive_requests import watch_errors
 from tests.pages.test_execution_browser import click_graph_node
 from tests.pages.test_executions import make_execution
+from tests.replay import load_demo
 from tests.workflow_edits import edit_workflow
 from workflows.models import Workflow
 
@@ -88,7 +87,7 @@ def priced(workers, settings, tmp_path):
     in the operators' file)."""
     settings.WORKSPACE_ROOT = tmp_path
     workers.env["WORKSPACE_ROOT"] = str(tmp_path)
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
     with ChatServer() as hosted, ChatServer() as local:
         hosted.reply(usage=HOSTED_USAGE).respond_with(thesis_reply)
         local.reply(usage=LOCAL_USAGE).respond_with(thesis_reply)
@@ -476,7 +475,7 @@ def test_the_plan_page_shows_the_cost_estimate_its_assumption_and_the_prices_sou
 @pytest.mark.django_db(transaction=True)
 def test_the_editor_edits_validates_and_keeps_the_cost_limits(page_for, api, settings, tmp_path):
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
     page = page_for(api.author.user)
     errors = watch_errors(page)
     page.goto("/workflows/thesis_reading/")

@@ -3,14 +3,12 @@ nothing inline allowed; the rendered pages hold no inline script, style or event
 (server side here); and in a real browser every page is visited and used (graphs drawn,
 panels opened, the budget bar drawn, the API docs expanded, the admin's forms) while every
 violation the browser reports is collected."""
-import io
 import re
 import time
 from html.parser import HTMLParser
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
 from django.test import Client
 from playwright.sync_api import expect
 
@@ -25,6 +23,7 @@ from tests.pages.test_evaluations import finished_in_process
 from tests.pages.test_execution_browser import click_graph_node
 from tests.pages.test_thought_tree import click_tree_node
 from tests.pages.test_workflow_editor import click_node
+from tests.replay import load_demo
 from workflows.models import Blueprint, Workflow
 
 POLICY = {
@@ -111,7 +110,7 @@ def pages_by_user(api, tmp_path, settings, no_tasks):
     """The demo data; a scored run, a Game-of-24 run with its thought tree and a derive
     request, all made in this process; an admin; and the pages each of them opens."""
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
     thesis = finished_in_process("thesis_reading")
     evaluation = execution_evaluate(execution_pk=thesis.pk)
     game = finished_in_process("game24", numbers=[4, 9, 10, 13])

@@ -1,13 +1,11 @@
 """The derive-request queue and a request's page: its trigger and evidence, the
 specialisation, the decision and its history; approve / reject only for approvers (in the
 browser too), and the child agent a real worker creates, shown without a reload."""
-import io
 import re
 from unittest import mock
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -16,6 +14,7 @@ from agents.models import DeriveRequest, DeriveRequestEvent
 from executions.models import NodeRun
 from quality.derive_requests import services
 from tests.pages.test_agents import derive, evaluation, finished_run, signed_in
+from tests.replay import load_demo
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +22,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def demo(tmp_path, settings):
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
 
 EVIDENCE = {
     "threshold": 0.7,

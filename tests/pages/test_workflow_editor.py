@@ -5,17 +5,16 @@ page's cost does not grow with the workflow; browser tests (Debian's chromium) b
 validate, save and run a workflow the way a person does, and find no editing controls
 as a viewer.
 """
-import io
 import json
 import re
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from executions.models import Execution
 from tests.pages.conftest import screenshot, signed_in
+from tests.replay import load_demo
 from workflows.documents import workflow_document
 from workflows.models import Workflow
 from workflows.services import workflow_import_document
@@ -207,7 +206,7 @@ def edges(page):
 def live_demo(workers, settings, tmp_path):
     settings.WORKSPACE_ROOT = tmp_path
     workers.env["WORKSPACE_ROOT"] = str(tmp_path)
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
     return workers
 
 
@@ -302,7 +301,7 @@ def test_it_lets_an_author_build_a_workflow_see_a_problem_on_its_node_fix_it_sav
 @pytest.mark.django_db(transaction=True)
 def test_it_shows_the_api_refusal_next_to_the_field_and_keeps_the_edits(api, page_for, settings, tmp_path):
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
     page, errors = watched(page_for, api.author.user)
     page.goto("/workflows/new/")
     page.wait_for_function("() => document.getElementById('agent-search').placeholder.startsWith('Search')")
@@ -330,7 +329,7 @@ def test_it_shows_the_api_refusal_next_to_the_field_and_keeps_the_edits(api, pag
 @pytest.mark.django_db(transaction=True)
 def test_it_draws_the_demo_workflows_laid_out_left_to_right(api, page_for, settings, tmp_path):
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
     page, errors = watched(page_for, api.author.user)
 
     page.goto("/workflows/parallel_analysis/")
@@ -389,7 +388,7 @@ def test_it_draws_the_demo_workflows_laid_out_left_to_right(api, page_for, setti
 @pytest.mark.django_db(transaction=True)
 def test_it_shows_a_viewer_the_graph_and_its_settings_but_no_editing_controls(api, page_for, settings, tmp_path):
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
     page, errors = watched(page_for, api.viewer.user)
     page.goto("/workflows/")
     assert page.locator("text=New workflow").count() == 0
@@ -412,7 +411,7 @@ def test_it_shows_a_viewer_the_graph_and_its_settings_but_no_editing_controls(ap
 @pytest.mark.django_db(transaction=True)
 def test_it_renames_and_deletes_nodes_and_transitions_and_keeps_the_graph_consistent(api, page_for, settings, tmp_path):
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
     page, errors = watched(page_for, api.author.user)
     page.goto("/workflows/release_review/")
     page.wait_for_selector("#problems-summary:has-text('No problems')")
@@ -474,7 +473,7 @@ def test_it_keeps_the_domain_judge_and_quality_gate_through_save_and_reload(api,
     from playwright.sync_api import expect
 
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
     page, errors = watched(page_for, api.author.user)
     page.goto("/workflows/thesis_reading/")
     page.wait_for_selector("#problems-summary:has-text('No problems')")
@@ -532,7 +531,7 @@ def test_a_nodes_gate_is_edited_as_json_checked_on_its_field_and_kept_through_sa
     from playwright.sync_api import expect
 
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
     page, errors = watched(page_for, api.author.user)
     page.goto("/workflows/release_review/")
     page.wait_for_selector("#problems-summary:has-text('No problems')")

@@ -5,13 +5,12 @@ labels readable, fields only where the topology honours them, a cycle on the tra
 closed it, a connect mode that stays on, hints that do not go stale, and an agent found by
 part of its name. Each test walks the steps in chromium, as a person does.
 """
-import io
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import expect
 
 from tests.pages.test_workflow_editor import click_node, edges, node_classes, node_key, watched
+from tests.replay import load_demo
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -20,7 +19,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def author_page(api, page_for, settings, tmp_path):
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
     page, errors = watched(page_for, api.author.user)
     page.on("console", lambda message: errors.append(f"warning: {message.text}") if message.type == "warning" else None)
     yield page

@@ -5,15 +5,14 @@ declare them, drafting them from the `$.input` paths the nodes read.
 Browser tests (Debian's chromium) walk the steps a person takes; runs are started through
 the API and not run (no worker: `no_tasks`).
 """
-import io
 import re
 
 import pytest
-from django.core.management import call_command
 
 from demo.documents import PARALLEL_ANALYSIS
 from executions.models import Execution
 from tests.pages.test_workflow_editor import watched
+from tests.replay import load_demo
 from workflows.models import Workflow
 from workflows.services import workflow_import_document
 
@@ -31,7 +30,7 @@ INPUTS = {"type": "object", "required": ["repository"], "properties": {
 @pytest.fixture
 def demo(settings, tmp_path, no_tasks):
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
 
 
 def test_the_run_dialog_asks_for_each_declared_input_and_shows_what_is_wrong_at_its_field(api, page_for, demo):

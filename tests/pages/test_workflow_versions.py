@@ -2,15 +2,14 @@
 
 Server-side tests check what each role is given and that text is escaped; the browser test
 (Debian's chromium) compares two versions drawn on the graph and restores the first."""
-import io
 
 import pytest
-from django.core.management import call_command
 from django.test import Client
 
 from executions.models import Execution
 from executions.services import execution_start
 from tests.pages.conftest import screenshot, signed_in
+from tests.replay import load_demo
 from tests.workflow_edits import edit_workflow
 from workflows.models import Workflow
 
@@ -71,7 +70,7 @@ def test_a_runs_page_draws_the_version_it_ran_and_links_to_it(api, demo):
 @pytest.mark.django_db(transaction=True)
 def test_it_compares_two_versions_runs_one_and_restores_the_first(api, page_for, settings, tmp_path, no_tasks):
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
     at_version_4()
     page = page_for(api.author.user)
     errors = []

@@ -1,14 +1,13 @@
 """The workflows router: blueprints, workflows, validation without saving, and a node's context plan."""
-import io
 
 import pytest
-from django.core.management import call_command
 from django.utils import timezone
 from jsonpath_rfc9535 import JSONPathQuery
 
 from executions.models import Execution, NodeRun
 from executions.services import execution_import_document
 from quality.evaluations import evaluation_import_document
+from tests.replay import load_demo
 from workflows.documents import blueprint_document, workflow_document
 from workflows.models import Blueprint, Workflow
 
@@ -37,7 +36,7 @@ BLUEPRINT = {
 @pytest.fixture
 def demo(tmp_path, settings):
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
 
 
 def stored(workflow_id):

@@ -11,6 +11,7 @@ from agents.models import Agent
 from core.documents import import_documents
 from core.errors import WorkflowInvalid
 from demo.documents import _agent
+from tests.replay import load_demo
 from workflows.documents import workflow_document
 from workflows.models import Workflow
 from workflows.services import workflow_import_document, workflow_version_restore
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def demo(tmp_path, settings):
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
+    load_demo(tmp_path)
 
 
 def save(workflow_id, change, actor="ada"):

@@ -1,6 +1,5 @@
 """Pieces of a node run that need no worker: contracts, named inputs, text for compression."""
 import pytest
-from django.core.management import call_command
 
 from demo.documents import PARALLEL_ANALYSIS
 from executions.compression import as_text
@@ -8,6 +7,7 @@ from executions.node_errors import NodeFailure
 from executions.node_kinds.llm import check_contracts
 from executions.output_readers import named_inputs
 from executions.services import workflow_graph
+from tests.replay import load_demo
 from workflows.contracts import contract_results
 from workflows.models import Workflow
 from workflows.services import workflow_import_document
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def chain(tmp_path, settings):
     settings.WORKSPACE_ROOT = tmp_path
-    call_command("load_demo", stdout=open("/dev/null", "w"))
+    load_demo(tmp_path)
     workflow = Workflow.objects.get(workflow_id="thesis_reading")
     return workflow, workflow_graph(workflow)
 

@@ -21,6 +21,7 @@ from engine.tot import ThoughtTree, builtin_roles, verify
 from executions.models import Execution, ThoughtSearch
 from executions.services import execution_start
 from tests.executions.conftest import drain
+from tests.replay import load_demo
 from tests.workflow_edits import edit_workflow
 from workflows.models import Workflow
 
@@ -35,7 +36,7 @@ MESSAGE_KEYS = {"from", "to", "type", "payload", "task_id"}
 def demo(tmp_path, settings):
     settings.WORKSPACE_ROOT = tmp_path
     settings.NODE_RETRY_BACKOFF_SECONDS = 0
-    call_command("load_demo", stdout=open("/dev/null", "w"))
+    load_demo(tmp_path)
     with mock.patch("executions.tasks.run_node.apply_async") as sent:
         yield sent
 
