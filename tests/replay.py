@@ -3,12 +3,13 @@
 Loading the demo goes through the documents' import, as a person's import does (shapes
 checked, versions frozen, lineage derived): a few tenths of a second, in some five hundred
 tests of each pass. `replayed(name, write)` runs `write` the first time a process asks for
-`name` and notes every row it added (when every table it wrote to was empty before, so
-that the rows are all of what it writes); each later time it inserts those rows again, with the
-same ids and values, their times moved on by the time since the first writing ended (as if
-just written: a cache keyed by a row's id and time sees a new row), in one transaction (the
-foreign keys are checked at its end), and moves the tables' id sequences past them. Where the rows cannot go in as they were (a test
-wrote some of them already), it runs `write` again, as the first time.
+`name` and notes every row it added (when every table it wrote to was empty before, so that
+the rows are all of what it writes). Each later time it inserts those rows again, in one
+transaction (the foreign keys are checked at its end): the same ids and values, their times
+moved on by the time since the first writing ended (as if just written: a cache keyed by a
+row's id and time sees a new row), and the tables' id sequences moved past them. Where the
+rows cannot go in as they were (a test wrote some of them already), it runs `write` again,
+as the first time.
 
 The tests of the import and of `load_demo` themselves call them directly, never this.
 """

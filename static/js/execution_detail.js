@@ -429,6 +429,7 @@
     const escalation = record.status === "escalated" ? record.escalation : null;
     const key = JSON.stringify(escalation);
     if (key === page.escalationKey) return;
+    const redrawn = page.escalationKey === undefined;  // the first poll redraws what the server drew
     page.escalationKey = key;
     section.hidden = !escalation;
     if (!escalation) {
@@ -458,8 +459,17 @@
       children.push(el("p", { class: "muted small steering-refusal" }, data.steering_refusal || "Only authors can resume, retry or abort a run."));
     }
     const typedValue = typed ? typed.value : null;
+    // So does what a click on the server's drawing said (this is not JSON, the server refused):
+    // the first poll, redrawing the same escalation just after, must not take it away.
+    const said = redrawn ? [...section.querySelectorAll(".field-error:not([hidden]), .steer-error:not([hidden])")] : [];
     section.replaceChildren(...children);
-    if (typedValue !== null && section.querySelector("#resume-output")) section.querySelector("#resume-output").value = typedValue;
+    const textarea = section.querySelector("#resume-output");
+    if (typedValue !== null && textarea) {
+      textarea.value = typedValue;
+      if (said.some((message) => message.matches(".field-error"))) textarea.classList.add("invalid");
+      said.forEach((message) => (message.matches(".field-error")
+        ? section.querySelector(".field-error").replaceWith(message) : section.querySelector(".steer").append(message)));
+    }
   }
 
   async function steer(button) {

@@ -4,9 +4,9 @@ application, with the demo data loaded.
 Each request goes through the whole application — every middleware, authentication by
 token, the API — in this process, inside the test's transaction, which is rolled back at the
 end of each operation: the same answers a server would give, without a socket, a server
-thread or a flush of every table per operation. Every generated request is sent as a viewer, an author
-and an admin (each with a token of their own), so the fuzzer reaches the permission checks
-and, as the admin, the code behind them. For every answer: no 5xx, the status code is one
+thread or a flush of every table per operation. Every generated request is sent as a
+viewer, an author and an admin (each with a token of their own), so the fuzzer reaches the
+permission checks and, as the admin, the code behind them. For every answer: no 5xx, the status code is one
 the schema declares, and the body matches its schema.
 
 The suite's run is derandomized (the same requests every time, so CI does not fail on a
