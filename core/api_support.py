@@ -19,6 +19,7 @@ from ninja.pagination import PaginationBase
 from ninja.parser import Parser
 from ninja.security import APIKeyCookie, HttpBearer
 
+from core.audit import set_via
 from core.errors import DocumentError
 from core.jsonutil import check_storable
 from core.models import ApiToken
@@ -37,6 +38,7 @@ class TokenAuth(HttpBearer):
         user = ApiToken.authenticate(token)
         if user is not None:
             request.user = user
+            set_via("api_token", token.split("_")[1])
         return user
 
 

@@ -6,6 +6,8 @@ from django.http import HttpResponse, JsonResponse
 from django.utils.cache import add_never_cache_headers
 from django.utils.html import escape
 
+from core.audit import acting
+
 
 class LoginRequired(LoginRequiredMiddleware):
     """Every page needs a signed-in user (anonymous visitors go to the login page). The
@@ -104,3 +106,16 @@ class ApiAnswers:
         if response.has_header("Allow"):
             answer["Allow"] = response["Allow"]
         return answer
+
+
+class AuditSource:
+    """What a request changes is on the audit trail as coming from a page (or the API
+    through the session) and the address it came from; an API token, when the API takes
+    one, says so itself (core.api_support.TokenAuth)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        with acting("page", request.META.get("REMOTE_ADDR") or ""):
+            return self.get_response(request)

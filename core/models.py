@@ -1,4 +1,5 @@
-"""API tokens: how programs authenticate. A person creates and revokes their own."""
+"""API tokens (how programs authenticate; a person creates and revokes their own) and the
+audit trail's entries (core/audit.py)."""
 from __future__ import annotations
 
 import hashlib
@@ -58,3 +59,46 @@ class ApiToken(models.Model):
         if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
             cls.objects.filter(pk=token.pk).update(last_used_at=now)  # at most once a minute
         return token.user
+
+
+class AppendOnly(models.QuerySet):
+    """Audit entries are only ever added: a bulk update or delete is refused."""
+
+    def update(self, **kwargs):
+        raise PermissionError("audit entries are append-only: they are never changed")
+
+    def delete(self):
+        raise PermissionError("audit entries are append-only: they are never deleted")
+
+
+class AuditEntry(models.Model):
+    """One change of consequence (core/audit.py). `actor_id` is the user's id without a
+    foreign key, so that removing a person changes no entry; `actor_name` keeps their name."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    actor_name = models.CharField(max_length=150, blank=True)
+    via = models.CharField(max_length=20)
+    via_detail = models.CharField(max_length=200, blank=True)
+    action = models.CharField(max_length=60, db_index=True)
+    object_type = models.CharField(max_length=60)
+    object_id = models.CharField(max_length=200)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+
+    objects = AppendOnly.as_manager()
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["object_type", "object_id", "-at"], name="audit_object")]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name or '-'} {self.action} {self.object_type} {self.object_id}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise PermissionError("audit entries are append-only: they are never changed")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise PermissionError("audit entries are append-only: they are never deleted")

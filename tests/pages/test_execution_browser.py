@@ -5,6 +5,7 @@ in outputs shown as text, and who may steer an escalated run."""
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 from executions.services import execution_start
@@ -21,10 +22,19 @@ XSS = '<script>window.pwned=1</script><b>bold</b><img src=x onerror="window.pwne
 
 
 def click_graph_node(page, node_id: str) -> None:
-    """Click a node of the cytoscape graph where it is drawn on the canvas."""
-    box = page.locator("#graph").bounding_box()
-    point = page.evaluate("(id) => window.switchyard.executionGraph.getElementById(id).renderedPosition()", node_id)
-    page.mouse.click(box["x"] + point["x"], box["y"] + point["y"])
+    """Click a node of the cytoscape graph where it is drawn on the canvas, until the page
+    says it is selected (its address names it): a resize just before (the graph fits itself
+    again) can move the node between where it was read and the click."""
+    for _ in range(5):
+        box = page.locator("#graph").bounding_box()
+        point = page.evaluate("(id) => window.switchyard.executionGraph.getElementById(id).renderedPosition()", node_id)
+        page.mouse.click(box["x"] + point["x"], box["y"] + point["y"])
+        try:
+            page.wait_for_function("(id) => new URL(location.href).searchParams.get('node') === id", arg=node_id, timeout=2_000)
+            return
+        except PlaywrightTimeoutError:
+            continue
+    raise AssertionError(f"clicking node {node_id} on the graph did not select it")
 
 
 @pytest.mark.integration
