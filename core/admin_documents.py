@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 
 from django import forms
-from django.contrib import admin
 from django.db import transaction
 from django.forms.fields import InvalidJSONInput
 
+from core.admin_audit import AuditedAdmin
+from core.audit import compact
 from core.documents import KINDS_BY_NAME, import_documents
 from core.errors import DocumentError, WorkflowInvalid
 from core.jsonutil import parse_json
@@ -81,10 +82,22 @@ class DocumentForm(forms.ModelForm):
         return document
 
 
-class DocumentAdmin(admin.ModelAdmin):
-    """A ModelAdmin whose add and change forms edit the object's document."""
+class DocumentAdmin(AuditedAdmin):
+    """A ModelAdmin whose add and change forms edit the object's document. Its saves are the
+    import's (which records those of consequence on the audit trail); a delete is recorded
+    here, with the document the object was."""
 
     kind_name = ""
+    audit_saves = False
+
+    def audit_object_type(self) -> str:
+        return self.kind_name
+
+    def audit_id(self, obj) -> str:
+        return str(getattr(obj, KINDS_BY_NAME[self.kind_name].lookup))
+
+    def audit_snapshot(self, obj) -> dict:
+        return {key: compact(value) for key, value in KINDS_BY_NAME[self.kind_name].exporter(obj).items()}
     # Read-only facts shown under the document (methods or fields of the admin).
     derived_fields: list[str] = []
 

@@ -7,6 +7,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from core.audit import compact, record
 from core.errors import DocumentError, IllegalTransition, WorkflowInvalid
 from core.jsonutil import check_storable
 from engine.inputs import checked_input
@@ -107,6 +108,7 @@ def execution_resume(*, execution: Execution, output: Any, actor=None) -> Execut
         run.output, run.gate = output, gate
         locked.apply_output(run, node)
         locked.advance(completed=run)
+        _audit_steer("execution.resume", locked, node.node_id, actor, node_run=run.pk, output=compact(output))
     return execution
 
 
@@ -117,7 +119,8 @@ def execution_retry(*, execution: Execution, actor=None) -> Execution:
         execution = locked.execution
         node = execution_graph(execution).nodes[_escalation(execution)["node_id"]]
         locked.resume(timezone.now(), escalation=None)
-        locked.add_node_run(node.node_id, agent_id=node.agent_id, kind="first", attempt=1)
+        run = locked.add_node_run(node.node_id, agent_id=node.agent_id, kind="first", attempt=1)
+        _audit_steer("execution.retry", locked, node.node_id, actor, node_run=run.pk)
     return execution
 
 
@@ -126,8 +129,19 @@ def execution_abort(*, execution: Execution, actor=None) -> Execution:
         locked = _escalated(execution)
         execution = locked.execution
         who = getattr(actor, "username", "") or "someone"
-        locked.end(Execution.Status.FAILED, f"aborted by {who} after escalation at '{_escalation(execution)['node_id']}'")
+        node_id = _escalation(execution)["node_id"]
+        locked.end(Execution.Status.FAILED, f"aborted by {who} after escalation at '{node_id}'")
+        _audit_steer("execution.abort", locked, node_id, actor)
     return execution
+
+
+def _audit_steer(action: str, locked: LockedRun, node_id: str, actor, **after) -> None:
+    """A person's move on an escalated run, on the audit trail: escalated at `node_id` before,
+    its status after (with what the move made: the node run, a resume's output)."""
+    execution = locked.execution
+    record(action, actor=actor, object_type="execution", object_id=execution.execution_id,
+           before={"status": Execution.Status.ESCALATED, "escalated_at": node_id},
+           after={"status": execution.status, "node_id": node_id, **after})
 
 
 def _gate_record(execution: Execution, node) -> dict:
