@@ -93,7 +93,7 @@ def entry_out(entry: AuditEntry) -> dict[str, Any]:
 
 
 def diff(before: Any, after: Any) -> list[dict[str, str]]:
-    """Before and after as the page shows them: each key that differs, its old and new
+    """Before and after as the page shows them: each key that differs, by name, its old and new
     values as JSON text ("—" where the key is absent; a side that is not an object is
     shown whole, under the key "")."""
     def text(side: dict[str, Any], key: str) -> str:
@@ -105,6 +105,6 @@ def diff(before: Any, after: Any) -> list[dict[str, str]]:
         after = {}
     if not isinstance(before, dict) or not isinstance(after, dict):
         return [] if before == after else [{"key": "", "before": text({"": before}, ""), "after": text({"": after}, "")}]
-    keys = dict.fromkeys([*before, *after])
+    keys = sorted({*before, *after})  # by name: PostgreSQL's JSON keeps no order of its own
     return [{"key": key, "before": text(before, key), "after": text(after, key)}
             for key in keys if key not in before or key not in after or before[key] != after[key]]

@@ -149,8 +149,8 @@ def test_the_page_shows_admins_each_change_escaped_with_its_object_linked(api, e
     assert "api_token · <span class=\"mono\">prefix1</span>" in html
     assert "exec_1" not in html
     rows = page.context["rows"]
-    assert [change["key"] for change in rows[1]["changes"]] == ["version", "name"]
-    assert rows[1]["changes"][1] == {"key": "name", "before": '"Old"', "after": '"<b>New</b>"'}
+    assert [change["key"] for change in rows[1]["changes"]] == ["name", "version"]
+    assert rows[1]["changes"][0] == {"key": "name", "before": '"Old"', "after": '"<b>New</b>"'}
     assert rows[0]["changes"] == [{"key": "name", "before": '"<b>New</b>"', "after": "—"}]
 
 
