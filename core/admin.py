@@ -2,8 +2,10 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group
+from django.db import transaction
 
 from core.admin_audit import AuditedAdmin
+from core.audit import record
 from core.models import ApiToken, AuditEntry
 from core.token_services import tokens_revoke
 
@@ -40,6 +42,16 @@ admin.site.unregister(Group)
 class AuditedUserAdmin(AuditedAdmin, UserAdmin):
     audit_type = "user"
     audit_id_field = "username"
+
+    def user_change_password(self, request, id, form_url=""):
+        """A password set (or made unusable) here is on the trail as `user.password`, never its value."""
+        with transaction.atomic():
+            response = super().user_change_password(request, id, form_url)
+            if request.method == "POST" and response.status_code == 302:
+                user = self.get_object(request, id)
+                record("user.password", actor=request.user, object_type="user", object_id=user.get_username(),
+                       after={"password": "(set)" if user.has_usable_password() else "(unusable)"})
+        return response
 
 
 @admin.register(Group)

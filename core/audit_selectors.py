@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import QuerySet
-from django.utils import timezone
 
 from core.errors import SwitchyardError
 from core.models import AuditEntry
@@ -20,21 +19,22 @@ class BadFilter(SwitchyardError):
 
 
 def parse_moment(text: str, *, where: str, end: bool = False) -> dt.datetime:
-    """An ISO date or datetime (UTC when it gives no offset) as a moment: a date alone is the
-    start of that day, or with `end` the start of the next (so that `until` a day takes it
-    all). Refused naming `where` and what was given."""
+    """An ISO date or datetime (UTC when it gives no offset) as a moment in UTC: a date alone
+    is the start of that day, or with `end` the start of the next (so that `until` a day
+    takes it all). Refused naming `where` and what was given, as is a moment UTC cannot hold."""
     value = text.strip()
+    shown = value if len(value) <= 40 else f"{value[:40]}…"
     try:
         if len(value) == 10:
             day = dt.date.fromisoformat(value)
             return dt.datetime.combine(day + dt.timedelta(days=1 if end else 0), dt.time(), tzinfo=dt.UTC)
         moment = dt.datetime.fromisoformat(value)
+        return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
     except ValueError:
-        shown = value if len(value) <= 40 else f"{value[:40]}…"
-        raise BadFilter(f"{where}: '{shown}' is not an ISO date or datetime (e.g. 2026-11-28 or "
-                        "2026-11-28T09:30:00Z)", details=[{"where": where, "message": "not an ISO date or datetime"}]
-                        ) from None
-    return moment if timezone.is_aware(moment) else moment.replace(tzinfo=dt.UTC)
+        problem = "is not an ISO date or datetime (e.g. 2026-11-28 or 2026-11-28T09:30:00Z)"
+    except OverflowError:
+        problem = "is out of range in UTC (years 1 to 9999)"
+    raise BadFilter(f"{where}: '{shown}' {problem}", details=[{"where": where, "message": problem}])
 
 
 @dataclass(frozen=True)

@@ -196,7 +196,11 @@ def test_the_admin_site_shows_entries_to_a_superuser_and_lets_no_one_change_or_d
 
 
 def test_a_moment_without_an_offset_is_utc():
-    from core.audit_selectors import parse_moment
+    from core.audit_selectors import BadFilter, parse_moment
 
     assert parse_moment("2026-11-28T09:30", where="since") == datetime(2026, 11, 28, 9, 30, tzinfo=UTC)
     assert parse_moment("2026-11-28", where="until", end=True) == datetime(2026, 11, 29, tzinfo=UTC)
+    assert parse_moment("2026-11-28T10:30+01:00", where="since") == datetime(2026, 11, 28, 9, 30, tzinfo=UTC)
+    for text in ("9999-12-31", "0001-01-01T00:00:00+12:00"):
+        with pytest.raises(BadFilter, match=r"is out of range in UTC \(years 1 to 9999\)"):
+            parse_moment(text, where="until", end=True)

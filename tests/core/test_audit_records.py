@@ -189,6 +189,18 @@ def test_it_records_a_users_groups_changed_on_the_admin_site_as_one_entry(api, t
     assert not trail.ours().filter(action="user.roles").exists()
 
 
+def test_it_records_a_password_set_on_the_admin_site_without_its_value(api, trail):
+    admin = signed_in(User.objects.create_superuser("root", password="a long password"))
+    response = admin.post(f"/admin/auth/user/{api.viewer.user.pk}/password/",
+                          {"password1": "another long password", "password2": "another long password",
+                           "usable_password": "true", "set_usable_password": "true"})
+
+    assert response.status_code == 302
+    entry = trail.entry("user.password")
+    assert (entry.object_id, entry.actor_name, entry.after) == ("viewer-user", "root", {"password": "(set)"})
+    assert "another long password" not in json.dumps([entry.before, entry.after])
+
+
 def test_it_records_an_agent_edited_and_deleted_on_the_admin_site(api, demo, trail):
     superuser = User.objects.create_superuser("root", password="a long password")
     admin = signed_in(superuser)
@@ -237,3 +249,32 @@ def test_it_records_a_datasets_item_removed(api, demo, trail):
     assert entry.before == {"version": 1, "items": 2, "item_id": "a",
                             "item": {"input": {"q": 1}, "expected": None, "has_expected": False}}
     assert entry.after == {"version": 2, "items": 1}
+
+
+def test_it_records_a_release_requirement_a_release_and_an_evaluation_given_by_hand(api, demo, trail):
+    from experiments.dataset_services import dataset_import
+
+    dataset_import(name="qa", data=b'{"id": "a", "input": {"q": 1}}\n', fmt="jsonl", actor="author-user")
+    assert api.author.post("/api/workflows", REVIEW).status_code == 201
+    requirement = {"dataset": "qa", "thresholds": {"exact": 0.5}}
+    assert api.author.put("/api/workflows/paper_review/release-requirement",
+                          {"release_requirement": requirement}).status_code == 200
+    assert api.author.put("/api/workflows/paper_review/release-requirement",
+                          {"release_requirement": None}).status_code == 200
+    assert api.author.post("/api/workflows/paper_review/versions/1/release").status_code == 200
+    given = api.author.post("/api/evaluations", {
+        "evaluation_id": "by_hand", "target_type": "workflow", "target_id": "paper_review",
+        "scores": {"accuracy": 0.0, "completeness": 0.0, "efficiency": 0.0}, "overall_score": 0.0, "pass": False,
+        "feedback": ["wrong file"], "action": "reject"})
+    assert given.status_code == 201, given.json()
+
+    set_, cleared = trail.ours().filter(action="workflow.release_requirement").order_by("id")
+    assert (set_.before, set_.after) == ({"release_requirement": None},
+                                         {"release_requirement": {"dataset": "qa", "thresholds": {"exact": 0.5}}})
+    assert cleared.after == {"release_requirement": None}
+    released = trail.entry("workflow.release")
+    assert (released.actor_name, released.before) == ("author-user", {"version": 1, "released_at": None})
+    assert released.after["version"] == 1 and released.after["released_at"]
+    evaluation = trail.entry("evaluation.create")
+    assert (evaluation.object_id, evaluation.actor_name, evaluation.after["target"], evaluation.after["passed"]) == (
+        "by_hand", "author-user", "workflow paper_review", False)
