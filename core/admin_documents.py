@@ -14,7 +14,7 @@ from django.db import transaction
 from django.forms.fields import InvalidJSONInput
 
 from core.admin_audit import AuditedAdmin
-from core.audit import compact
+from core.audit import changes, compact, record
 from core.documents import KINDS_BY_NAME, import_documents
 from core.errors import DocumentError, WorkflowInvalid
 from core.jsonutil import parse_json
@@ -83,9 +83,10 @@ class DocumentForm(forms.ModelForm):
 
 
 class DocumentAdmin(AuditedAdmin):
-    """A ModelAdmin whose add and change forms edit the object's document. Its saves are the
-    import's (which records those of consequence on the audit trail); a delete is recorded
-    here, with the document the object was."""
+    """A ModelAdmin whose add and change forms edit the object's document. A delete is
+    recorded on the audit trail here, with the document the object was; a save is recorded
+    by the import where its kind's importer does so (agents, blueprints, workflows), and here
+    otherwise (`audit_saves`: the document's keys that changed)."""
 
     kind_name = ""
     audit_saves = False
@@ -128,4 +129,13 @@ class DocumentAdmin(AuditedAdmin):
         obj.__dict__.update({k: v for k, v in saved.__dict__.items() if not k.startswith("_")})
 
     def save_related(self, request, form, formsets, change):
-        """Nodes, contracts and versions are written by the import service."""
+        """Nodes, contracts and versions are written by the import service; the save goes on
+        the audit trail here when its importer does not record it."""
+        if not self.audit_saves:
+            return
+        kind = KINDS_BY_NAME[self.kind_name]
+        before, after = changes(form.fields["document"].initial if change else None, kind.exporter(form.instance))
+        if change and not after:
+            return  # the import changed nothing
+        record(f"{self.kind_name}.{'update' if change else 'create'}", actor=request.user,
+               object_type=self.kind_name, object_id=self.audit_id(form.instance), before=before, after=after)

@@ -48,6 +48,7 @@ class NodeRunAdmin(ReadOnlyAdmin):
 @admin.register(Evaluation)
 class EvaluationAdmin(DocumentAdmin):
     kind_name = "evaluation"
+    audit_saves = True  # its import does not record itself
     list_display = ["evaluation_id", "target_type", "target_id", "overall_score", "passed", "action", "created_at"]
     list_filter = ["target_type", "passed", "action", "created_at"]
     search_fields = ["evaluation_id", "target_id"]

@@ -9,7 +9,7 @@ from django.db.models import Max
 from django.test import Client
 
 import manage
-from agents.models import Agent
+from agents.models import Agent, DeriveRequest
 from core.models import ApiToken, AuditEntry
 from tests.replay import load_demo
 from workflows.models import Workflow
@@ -278,3 +278,35 @@ def test_it_records_a_release_requirement_a_release_and_an_evaluation_given_by_h
     evaluation = trail.entry("evaluation.create")
     assert (evaluation.object_id, evaluation.actor_name, evaluation.after["target"], evaluation.after["passed"]) == (
         "by_hand", "author-user", "workflow paper_review", False)
+
+
+def test_it_records_a_derive_requests_document_edited_on_the_admin_site(api, demo, trail):
+    raised = api.author.post("/api/derive-requests", {"parent_agent_id": "Scholar", "trigger": "quality_issue",
+                                                      "specialization": {"new_name": "Scholar (CV)"}}).json()
+    request = DeriveRequest.objects.get(derive_request_id=raised["derive_request_id"])
+    admin = signed_in(User.objects.create_superuser("root", password="a long password"))
+    address = f"/admin/agents/deriverequest/{request.pk}/change/"
+    document = json.loads(admin.get(address).context["adminform"].form["document"].value())
+    document["specialization"]["domain_focus"] = "computer vision"
+
+    assert admin.post(address, {"document": json.dumps(document)}).status_code == 302
+
+    entry = trail.entry("derive_request.update")
+    assert (entry.object_id, entry.actor_name, entry.via) == (request.derive_request_id, "root", "page")
+    assert entry.before["specialization"]["domain_focus"] in ("", None)
+    assert entry.after["specialization"]["domain_focus"] == "computer vision"
+
+
+def test_it_records_the_admin_account_ensure_admin_makes_as_the_commands(db, trail):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from core.audit import acting
+
+    with acting("command", "ensure_admin"):  # as manage.py's door sets it
+        call_command("ensure_admin", stdout=StringIO())
+
+    entry = trail.entry("user.create")
+    assert (entry.object_id, entry.via, entry.via_detail, entry.actor_id) == ("admin", "command", "ensure_admin", None)
+    assert entry.after == {"username": "admin", "is_superuser": True, "is_staff": True, "is_active": True}
