@@ -310,3 +310,27 @@ def test_it_records_the_admin_account_ensure_admin_makes_as_the_commands(db, tra
     entry = trail.entry("user.create")
     assert (entry.object_id, entry.via, entry.via_detail, entry.actor_id) == ("admin", "command", "ensure_admin", None)
     assert entry.after == {"username": "admin", "is_superuser": True, "is_staff": True, "is_active": True}
+
+
+def test_it_records_a_field_changed_and_objects_deleted_in_bulk_on_the_admin_site(api, trail):
+    from experiments.dataset_services import dataset_import
+    from experiments.models import Dataset
+
+    dataset_import(name="qa", data=b'{"id": "a", "input": {"q": 1}}\n', fmt="jsonl", actor="author-user")
+    dataset = Dataset.objects.get(name="qa")
+    admin = signed_in(User.objects.create_superuser("root", password="a long password"))
+    assert admin.post(f"/admin/experiments/dataset/{dataset.pk}/change/",
+                      {"description": "<i>questions</i>"}).status_code == 302
+    tokens = [ApiToken.issue(api.viewer.user, name)[0] for name in ("one", "two")]
+
+    response = admin.post("/admin/core/apitoken/", {"action": "delete_selected", "post": "yes",
+                                                    "_selected_action": [token.pk for token in tokens]})
+
+    assert response.status_code == 302
+    changed = trail.entry("dataset.change")
+    assert (changed.object_id, changed.before, changed.after) == ("qa", {"description": ""},
+                                                                  {"description": "<i>questions</i>"})
+    deleted = trail.ours().filter(action="token.delete").order_by("object_id")
+    assert sorted(entry.object_id for entry in deleted) == sorted(token.prefix for token in tokens)
+    assert {entry.before["name"] for entry in deleted} == {"one", "two"}
+    assert all(entry.before["digest"] == "(set)" and entry.actor_name == "root" for entry in deleted)
