@@ -1,6 +1,5 @@
 """The `/api/schedules` operations: list and read (anyone signed in), create, change, pause,
 resume and delete (authors)."""
-from __future__ import annotations
 
 from ninja import Query, Router, Schema, Status
 from ninja.pagination import paginate

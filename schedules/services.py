@@ -192,7 +192,11 @@ def _check(schedule: Schedule) -> None:
         raise _refused("input", "the input of a run is a JSON object")
     check_storable(schedule.input, where="input")
     _, graph = _graph(schedule)
-    input_checked(graph, schedule.input)
+    try:
+        input_checked(graph, schedule.input)
+    except DocumentError as error:  # each input that breaks the workflow's input schema, at its field
+        problems = (error.details or {}).get("problems") or [{"where": error.where, "message": error.problem}]
+        raise DocumentError.at_fields([(problem["where"], problem["message"]) for problem in problems]) from None
 
 
 def _graph(schedule: Schedule):
