@@ -16,6 +16,7 @@ from core.roles import AUTHOR, holders, roles_of, steering_refusal
 from executions import page_selectors
 from executions.comparison import comparison_page, executions_for_comparison, runs_aligned
 from executions.models import Execution, ThoughtSearch
+from executions.run_origins import run_origins
 from executions.run_summary import node_summary
 from executions.selectors import EVALUATED, node_run_counts
 
@@ -35,11 +36,13 @@ def execution_list(request):
     context = paginate(request, executions)
     now = timezone.now()
     counts = node_run_counts([execution.pk for execution in context["page"]])
+    origins = run_origins(execution.pk for execution in context["page"])
     for execution in context["page"]:
         execution.duration_text = duration_text(execution.started_at, execution.completed_at, now=now)
         execution.cost_text = page_selectors.cost_text(execution.cost)
         execution.run_counts = [(status, n) for status, n in counts[execution.pk].items() if n]
         execution.node_runs_total = sum(counts[execution.pk].values())
+        execution.origin = origins.get(execution.pk)
     return render(request, "executions/execution_list.html", {
         **context, "filters": filters, "statuses": Execution.Status.choices,
         "workflows": page_selectors.workflow_choices(), "active_statuses": page_selectors.ACTIVE,
@@ -86,6 +89,7 @@ def execution_detail(request, execution_id: str):
     return render(request, "executions/execution_detail.html", {
         **context,
         "execution": execution,
+        "origin": run_origins([execution.pk]).get(execution.pk),
         "reruns": reruns,
         "more_reruns": more_reruns,
         "evaluation": evaluation,

@@ -110,6 +110,8 @@ INSTALLED_APPS = [
     "experiments",  # datasets (and experiments over them)
     "quality",  # evaluations and quality gates
     "quality.derive_requests",  # derive requests: raising, deciding, the derived child, their API and pages
+    "django_celery_beat",  # the beat's schedule in the database (PeriodicTask), which `schedules` keeps in step
+    "schedules",  # workflows started on a cron schedule
     "benchmarks",  # the benchmark_* commands and the large runs they write
     "demo",  # the demo workflows, `load_demo` and the builtin skills only they use
     "axes",  # sign-in rate limiting (see LOGIN_FAILURE_LIMIT)
@@ -339,6 +341,19 @@ CELERY_BEAT_SCHEDULE = {
     # experiments with room to start more items.
     "sweep-experiments": {"task": "experiments.sweep", "schedule": SWEEP_EVERY_SECONDS},
 }
+# The beat runs with django-celery-beat's DatabaseScheduler (`--scheduler
+# django_celery_beat.schedulers:DatabaseScheduler`, deploy/supervisord.conf): the sweeps above
+# are written to its PeriodicTask table as it starts, and each schedule (schedules/) keeps a
+# PeriodicTask of its own there, which the beat picks up within seconds without a restart.
+# Its times are aware and in UTC, as the database's are (USE_TZ); a schedule's cron is read
+# in its own time zone.
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_ENABLE_UTC = True
+DJANGO_CELERY_BEAT_TZ_AWARE = USE_TZ
+# A schedule's fire that reaches a worker more than this many seconds after its time (the
+# beat was down across it) is a missed one: a schedule that skips missed fires starts no run
+# for it, one that catches up starts one for the latest (schedules/firing.py).
+SCHEDULE_MISSED_AFTER_SECONDS = env_float("SCHEDULE_MISSED_AFTER_SECONDS", 60.0)
 
 # Evaluations (core-data-structures §7): overall_score = the weighted scores; a run passes
 # at EVALUATION_PASS_SCORE, is sent back for revision from EVALUATION_REVISE_SCORE, and is
