@@ -17,7 +17,7 @@ from executions import page_selectors
 from executions.comparison import comparison_page, executions_for_comparison, runs_aligned
 from executions.models import Execution, ThoughtSearch
 from executions.run_summary import node_summary
-from executions.selectors import EVALUATED, node_run_counts
+from executions.selectors import EVALUATED, details_removed, node_run_counts
 
 
 def execution_list(request):
@@ -71,6 +71,7 @@ def execution_detail(request, execution_id: str):
         raise Http404(f"no execution '{execution_id}'")
     graph = page_selectors.workflow_graph(execution.workflow, execution.workflow_version_id)  # the version it ran
     summary = node_summary(execution)
+    removed = details_removed(execution, node_runs=summary["total"])
     states = page_selectors.node_states(summary)
     counts = {**summary["counts"], "total": summary["total"]}
     context = paginate(request, page_selectors.TablePage(execution, summary["total"]))
@@ -86,6 +87,7 @@ def execution_detail(request, execution_id: str):
     return render(request, "executions/execution_detail.html", {
         **context,
         "execution": execution,
+        "details_removed": removed,
         "reruns": reruns,
         "more_reruns": more_reruns,
         "evaluation": evaluation,
