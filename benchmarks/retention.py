@@ -65,15 +65,18 @@ class Command(BaseCommand):
         parser.add_argument("--repeat", type=int, default=3, help="benchmark_execution --repeat (default 3)")
         parser.add_argument("--batch", type=int, default=settings.RETENTION_BATCH,
                             help=f"purge_runs --batch (default RETENTION_BATCH, {settings.RETENTION_BATCH})")
+        parser.add_argument("--pause", type=float, default=settings.RETENTION_PAUSE,
+                            help=f"purge_runs --pause (default RETENTION_PAUSE, {settings.RETENTION_PAUSE:g})")
         parser.add_argument("--json", dest="as_json", action="store_true", help="print the figures as JSON")
 
-    def handle(self, *args, node_runs, per_run, share, kept_run, chain, wide, repeat, batch, as_json, **options):
+    def handle(self, *args, node_runs, per_run, share, kept_run, chain, wide, repeat, batch, pause, as_json,
+               **options):
         if node_runs < 1 or per_run < 1 or not 0 < share < 1 or kept_run < 1 or batch < 1:
             raise CommandError("--node-runs, --per-run, --kept-run and --batch must be at least 1, --share between "
                                "0 and 1")
         runs = max(1, node_runs // per_run)
         report: dict[str, Any] = {"database": database_label(), "node_runs": runs * per_run, "runs": runs,
-                                  "per_run": per_run, "share": share, "batch": batch, "target": TARGET}
+                                  "per_run": per_run, "share": share, "batch": batch, "pause": pause, "target": TARGET}
         with scratch_database(), quiet("django.request", "axes", "retention.sweep"), \
                 override_settings(DEBUG=False, ALLOWED_HOSTS=["testserver"]):
             line = self.write(runs, per_run, share, kept_run, report)
@@ -81,7 +84,7 @@ class Command(BaseCommand):
             client.force_login(get_user_model().objects.create_user("benchmark-viewer"))
             report["disk_before"] = disk()
             report["without"] = self.measure(client, chain, wide, repeat)
-            deleting = self.purge(line, batch)
+            deleting = self.purge(line, batch, pause)
             report["with"] = self.measure(client, chain, wide, repeat)
             report["measured_while_deleting_s"] = time.monotonic() - deleting["started"]
             report["purge"] = self.finish(deleting)
@@ -136,12 +139,12 @@ class Command(BaseCommand):
                 "per_node_ms": {figure["name"]: figure["per_node_s"] * 1000 for figure in figures["figures"]},
                 "pages": pages}
 
-    def purge(self, line, batch: int) -> dict[str, Any]:
+    def purge(self, line, batch: int, pause: float) -> dict[str, Any]:
         """purge_runs started in a process of its own, on this database."""
         env = dict(os.environ, DATABASE_URL=worker_database_url(), DEBUG="0")
         process = subprocess.Popen(
             [sys.executable, str(ROOT / "manage.py"), "purge_runs", "--before", line.isoformat(), "--workflow",
-             "bench_retention", "--batch", str(batch), "--json"],
+             "bench_retention", "--batch", str(batch), "--pause", str(pause), "--json"],
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         return {"process": process, "started": time.monotonic()}
 
@@ -159,7 +162,7 @@ class Command(BaseCommand):
         write = self.stdout.write
         write(f"database: {report['database']}; {report['node_runs']:,} node runs in {report['runs']:,} runs, "
               f"{report['to_delete']['node_runs']:,} of them to delete ({report['to_delete']['runs']:,} runs), "
-              f"batches of {report['batch']:,}; written in {report['written_s']:.0f} s")
+              f"batches of {report['batch']:,}, resting {report['pause']:g}× each; written in {report['written_s']:.0f} s")
         for label, ratio in report["ratios"].items():
             write(f"orchestration, {label}: {report['without']['orchestration'][label]:.2f}× a bare round trip "
                   f"without the deletion, {report['with']['orchestration'][label]:.2f}× while deleting → "

@@ -345,11 +345,16 @@ RETENTION_SUCCESS_DETAIL_DAYS = env_int("RETENTION_SUCCESS_DETAIL_DAYS", 0)
 RETENTION_BATCH = env_int("RETENTION_BATCH", 2_000)
 RETENTION_SWEEP_MAX_BATCHES = env_int("RETENTION_SWEEP_MAX_BATCHES", 200)
 RETENTION_EVERY_SECONDS = env_float("RETENTION_EVERY_SECONDS", 300.0)
+# After each transaction the sweep (and purge_runs, unless told otherwise) rests this many
+# times as long as the transaction took: deleting competes with the runs going on for the
+# machine's cores and disk, not for their locks (docs/benchmarks.md, Retention).
+RETENTION_PAUSE = env_float("RETENTION_PAUSE", 3.0)
 RETENTION_LOCK_SECONDS = env_float("RETENTION_LOCK_SECONDS", 900.0)  # as SWEEP_LOCK_SECONDS, for this sweep
-if min(RETENTION_DAYS, RETENTION_FAILED_DAYS, RETENTION_SUCCESS_DETAIL_DAYS) < 0 or RETENTION_BATCH < 1 \
+if min(RETENTION_DAYS, RETENTION_FAILED_DAYS, RETENTION_SUCCESS_DETAIL_DAYS, RETENTION_PAUSE) < 0 or RETENTION_BATCH < 1 \
         or RETENTION_SWEEP_MAX_BATCHES < 1:
     raise ValueError(f"RETENTION_DAYS ({RETENTION_DAYS}), RETENTION_FAILED_DAYS ({RETENTION_FAILED_DAYS}) and "
-                     f"RETENTION_SUCCESS_DETAIL_DAYS ({RETENTION_SUCCESS_DETAIL_DAYS}) cannot be negative; "
+                     f"RETENTION_SUCCESS_DETAIL_DAYS ({RETENTION_SUCCESS_DETAIL_DAYS}) and RETENTION_PAUSE "
+                     f"({RETENTION_PAUSE:g}) cannot be negative; "
                      f"RETENTION_BATCH ({RETENTION_BATCH}) and RETENTION_SWEEP_MAX_BATCHES "
                      f"({RETENTION_SWEEP_MAX_BATCHES}) must be at least 1")
 CELERY_BEAT_SCHEDULE = {

@@ -6,7 +6,8 @@ run's tree (it and its sub-workflows' child runs, `parent_node_run`) is read wit
 tree stays whole when any of its runs must (`retention/references.py`). What goes is deleted
 children before parents: the deepest runs' node runs first, at most `batch` per transaction
 (the lowest ids of those runs first, up to an id read beforehand, so every DELETE is bounded
-by an index range), then those runs' rows, then the level above. No statement locks a run
+by an index range), then those runs' rows, then the level above; after each transaction
+the pass rests `pause` times as long as it took. No statement locks a run
 that is going on: only ended runs are deleted, and nothing is read FOR UPDATE. Each
 transaction records one `retention.delete` (or `retention.details`) audit entry naming the
 runs and counting the rows.
@@ -15,7 +16,10 @@ A dry run (`apply=False`) reads the same chunks and trees, decides the same, and
 what would go instead of deleting it."""
 from __future__ import annotations
 
+import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +61,9 @@ class Purge:
     batch: int
     apply: bool = True
     max_batches: int | None = None
+    # Seconds of rest after each transaction per second it took (RETENTION_PAUSE): 3 deletes
+    # at a quarter of full speed, leaving the machine's cores and disk to the runs going on.
+    pause: float = 0.0
     report: Report = field(default_factory=Report)
 
     def __post_init__(self) -> None:
@@ -96,6 +103,15 @@ class Purge:
                 self._delete_level([run for run in level if run["pk"] in going], action="retention.details")
             self._strip(stripped)
 
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One of the pass's transactions, then its rest (`pause` times as long as it took)."""
+        started = time.monotonic()
+        with transaction.atomic():
+            yield
+        if self.pause:
+            time.sleep(self.pause * (time.monotonic() - started))
+
     def _counting(self) -> bool:
         """Whether this pass may write one more transaction (else it stops, reporting so)."""
         if self.max_batches is not None and self.report.batches >= self.max_batches:
@@ -114,14 +130,14 @@ class Purge:
             return
         if not self._counting():
             return
-        with transaction.atomic():
-            Evaluation.objects.filter(execution_id__in=pks).delete()
-            RetainedSummary.objects.filter(execution_id__in=pks).delete()
+        with self._transaction():
             # The runs' rows, unless a re-run or an experiment's item came to need one meanwhile.
-            gone = (Execution.objects.filter(pk__in=pks, reruns__isnull=True, experiment_item__isnull=True)
-                    .values_list("pk", "execution_id", "status"))
-            deleted = list(gone)
-            _delete_rows(Execution, "id", [pk for pk, _, _ in deleted])
+            deleted = list(Execution.objects.filter(pk__in=pks, reruns__isnull=True, experiment_item__isnull=True)
+                           .values_list("pk", "execution_id", "status"))
+            gone = [pk for pk, _, _ in deleted]
+            Evaluation.objects.filter(execution_id__in=gone).delete()
+            RetainedSummary.objects.filter(execution_id__in=gone).delete()
+            _delete_rows(Execution, "id", gone)
             self.report.runs.update(status for _, _, status in deleted)
             self.report.batches += 1
             audit.record(action, object_type="execution", object_id=deleted[0][1] if deleted else "",
@@ -142,7 +158,7 @@ class Purge:
             if not self._counting():
                 return False
             bounded = runs.filter(pk__lte=ids[-1])
-            with transaction.atomic():
+            with self._transaction():
                 ThoughtSearch.objects.filter(node_run__in=bounded).delete()
                 touched = dict(bounded.order_by().values_list("execution__execution_id").annotate(n=Count("pk")))
                 deleted = _delete_node_run_rows(pks, ids[-1])

@@ -20,7 +20,8 @@ logger = logging.getLogger(__name__)
 
 def retention_sweep(*, now: datetime | None = None, max_batches: int | None = None) -> dict[str, Any]:
     """Apply every rule once; the report of what went and what was kept back, and why."""
-    purge = Purge(batch=settings.RETENTION_BATCH, max_batches=max_batches or settings.RETENTION_SWEEP_MAX_BATCHES)
+    purge = Purge(batch=settings.RETENTION_BATCH, max_batches=max_batches or settings.RETENTION_SWEEP_MAX_BATCHES,
+                  pause=settings.RETENTION_PAUSE)
     for what, runs in selections(now or timezone.now()):
         purge.run(what, runs)
         if purge.report.stopped:

@@ -16,6 +16,12 @@ from workflows.models import Workflow
 _numbers = itertools.count(1)
 
 
+@pytest.fixture(autouse=True)
+def no_pause(settings):
+    """The sweep rests between its transactions as deployed (RETENTION_PAUSE); not here."""
+    settings.RETENTION_PAUSE = 0
+
+
 @pytest.fixture
 def demo(tmp_path, settings):
     """The demo's agents and two of its workflows."""

@@ -128,3 +128,13 @@ def test_a_pass_stops_after_its_batches_and_the_next_goes_on():
     assert first.stopped and first.node_runs == 20 and stored(run) == [True]
     second = Purge(batch=10, max_batches=2).run(DELETE, purge_selection(run.created_at.replace(year=2100)))
     assert second.node_runs == 10 and sum(second.runs.values()) == 1 and stored(run) == [False]
+
+
+def test_a_pass_rests_after_each_transaction_as_long_as_told(monkeypatch):
+    run = make_run(node_runs=5)
+    rests: list[float] = []
+    monkeypatch.setattr("retention.purge.time.sleep", rests.append)
+    report = Purge(batch=2, pause=3).run(DELETE, purge_selection(run.created_at.replace(year=2100)))
+    assert report.batches == 4 and len(rests) == 4 and all(rest > 0 for rest in rests)
+    with pytest.raises(CommandError, match=r"--pause: -1 cannot be negative"):
+        purge("--before", "2100-01-01", "--pause", "-1")

@@ -15,7 +15,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_the_beat_sends_the_sweep_and_a_worker_deletes_old_runs_and_keeps_the_rest(demo, workers):  # noqa: F811
     old, failed, young = make_run(days=40), make_run("failed", days=40), make_run(days=5)
     running = make_run("running", days=40)
-    workers.start(1, beat=True, RETENTION_DAYS="30", RETENTION_FAILED_DAYS="60", RETENTION_EVERY_SECONDS="0.5")
+    workers.start(1, beat=True, RETENTION_DAYS="30", RETENTION_FAILED_DAYS="60", RETENTION_EVERY_SECONDS="0.5",
+                  RETENTION_PAUSE="0")
     deadline = time.monotonic() + 30
     while stored(old)[0] and time.monotonic() < deadline:
         time.sleep(0.2)

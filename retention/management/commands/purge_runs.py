@@ -38,9 +38,12 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="count what would be deleted; delete nothing")
         parser.add_argument("--batch", type=int, default=None,
                             help=f"node runs per transaction (default RETENTION_BATCH, {settings.RETENTION_BATCH})")
+        parser.add_argument("--pause", type=float, default=None,
+                            help="rest after each transaction, times as long as it took (default RETENTION_PAUSE, "
+                                 f"{settings.RETENTION_PAUSE:g}; 0: none)")
         parser.add_argument("--json", dest="as_json", action="store_true", help="print the report as JSON")
 
-    def handle(self, *args, before, workflow, dry_run, batch, as_json, **options):
+    def handle(self, *args, before, workflow, dry_run, batch, pause, as_json, **options):
         moment = parse_before(before)
         workflow_pk = None
         if workflow is not None:
@@ -49,7 +52,10 @@ class Command(BaseCommand):
                 raise CommandError(f"--workflow: no workflow has the id {workflow!r}", returncode=BAD_INPUT)
         if batch is not None and batch < 1:
             raise CommandError(f"--batch: {batch} must be at least 1", returncode=BAD_INPUT)
-        purge = Purge(batch=batch or settings.RETENTION_BATCH, apply=not dry_run)
+        if pause is not None and pause < 0:
+            raise CommandError(f"--pause: {pause:g} cannot be negative", returncode=BAD_INPUT)
+        purge = Purge(batch=batch or settings.RETENTION_BATCH, apply=not dry_run,
+                      pause=settings.RETENTION_PAUSE if pause is None else pause)
         with acting("command", "purge_runs"):  # as manage.py says, for a caller that is not it
             report = purge.run(DELETE, purge_selection(moment, workflow_pk))
         if as_json:
