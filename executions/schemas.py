@@ -426,6 +426,18 @@ class CopyProgressOut(Schema):
     of: int
 
 
+class DetailsRemovedOut(Schema):
+    removed_at: str = Field(..., description="when retention removed them")
+    complete: bool = Field(..., description="false while their deletion is under way")
+    node_runs: dict[str, int] = Field(..., description="its node runs by status, as they were")
+    total: int = Field(..., description="its node runs, as they were")
+    nodes: int = Field(..., description="the nodes that ran")
+    tokens_in: int
+    tokens_out: int
+    calls: int = Field(..., description="the model calls its node runs made")
+    message: str = Field(..., description="what a person reads: the details were removed by retention")
+
+
 class ExecutionOut(ExecutionDocument):
     """The §5 document (`results`: each node's latest run; with `?node_runs=all`, every node
     run, a node's turns and tool calls included), the run's state, why it ended,
@@ -463,6 +475,10 @@ class ExecutionOut(ExecutionDocument):
     calls: list[dict[str, Any]] = Field(..., description="model calls made for the run outside its node runs: the "
                                                          "judge's")
     node_runs_summary: NodeRunsSummaryOut
+    details_removed: DetailsRemovedOut | None = Field(
+        None, description="a run whose details retention removed (its node runs, their outputs, prompts and "
+                          "context records): when, and what they were; its cost above stays. Null for a run "
+                          "with its details")
 
 
 class ExecutionQuery(Schema):

@@ -18,7 +18,7 @@ from executions.comparison import comparison_page, executions_for_comparison, ru
 from executions.models import Execution, ThoughtSearch
 from executions.run_origins import run_origins
 from executions.run_summary import node_summary
-from executions.selectors import EVALUATED, node_run_counts
+from executions.selectors import EVALUATED, details_removed, node_run_counts
 
 
 def execution_list(request):
@@ -74,6 +74,7 @@ def execution_detail(request, execution_id: str):
         raise Http404(f"no execution '{execution_id}'")
     graph = page_selectors.workflow_graph(execution.workflow, execution.workflow_version_id)  # the version it ran
     summary = node_summary(execution)
+    removed = details_removed(execution, node_runs=summary["total"])
     states = page_selectors.node_states(summary)
     counts = {**summary["counts"], "total": summary["total"]}
     context = paginate(request, page_selectors.TablePage(execution, summary["total"]))
@@ -90,6 +91,7 @@ def execution_detail(request, execution_id: str):
         **context,
         "execution": execution,
         "origin": run_origins([execution.pk]).get(execution.pk),
+        "details_removed": removed,
         "reruns": reruns,
         "more_reruns": more_reruns,
         "evaluation": evaluation,
