@@ -28,6 +28,8 @@ import signal
 import subprocess
 from typing import Any
 
+from core.cancellation import stoppable
+
 from .base import Backend, BackendError, BackendRequest, BackendResponse
 from .builtin import count_tokens
 from .dispatch import dispatch_number, idempotency_key, process_started
@@ -116,7 +118,10 @@ class CommandBackend(Backend):
                                code="COMMAND_NOT_FOUND", retryable=False) from None
         try:
             process_started(process.pid)
-            stdout, stderr = process.communicate(stdin, timeout=self.timeout_seconds)
+            # A cancel of the node run kills the group from the heartbeat's thread; the
+            # communicate then returns, and Cancelled is raised instead of its outcome.
+            with stoppable(lambda: self._kill(process)):
+                stdout, stderr = process.communicate(stdin, timeout=self.timeout_seconds)
         except subprocess.TimeoutExpired:
             self._kill(process)
             stderr = self._drain(process)
@@ -124,7 +129,7 @@ class CommandBackend(Backend):
             if stderr and stderr.strip():
                 message += f"; stderr: {_tail(stderr)}"
             raise BackendError(message, code="TIMEOUT", retryable=True) from None
-        except BaseException:
+        except BaseException:  # a time limit, a cancel: what the command started ends with it
             self._kill(process)
             self._drain(process)
             raise

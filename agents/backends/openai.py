@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from core.backend_urls import base_url_problem, shown_url
+from core.cancellation import check_cancelled, stoppable
 from engine.errors import EngineError
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
@@ -251,6 +252,17 @@ def sse_data(lines: Iterable[bytes]) -> Iterator[str]:
     raise StreamBrokeOff("the event stream ended before data: [DONE]")
 
 
+def _shut(response: Any) -> None:
+    """Shut the socket an answer is read from, from another thread (a cancel): closing the
+    response there would not wake a read blocked on it, a shutdown does (the read sees the
+    end of the stream)."""
+    sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
+    if isinstance(sock, socket.socket):
+        sock.shutdown(socket.SHUT_RDWR)
+    else:
+        response.close()
+
+
 def _is_timeout(error: BaseException) -> bool:
     if isinstance(error, (TimeoutError, socket.timeout)):
         return True
@@ -388,9 +400,13 @@ class OpenAICompatibleBackend(Backend):
         for attempt in range(self.max_retries + 1):
             if attempt:
                 self.sleep(self._delay(attempt, hint))
+                check_cancelled()  # a node run cancelled meanwhile tries no more
             request = urllib.request.Request(self.url, data=payload, headers=headers, method="POST")
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:
+                # A cancel of the node run shuts the answer's socket (see _shut): a stream, or
+                # a body, being read stops there, and Cancelled is raised.
+                with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response, \
+                        stoppable(lambda: _shut(response)):
                     if stream and response.headers.get_content_type() != "application/json":
                         return self._read_stream(response, where)
                     raw = response.read()

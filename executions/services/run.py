@@ -221,13 +221,21 @@ class LockedRun:
             if locked.execution.status not in ENDED:
                 locked.cancel(f"its parent run {execution.execution_id} ended {status} while it ran")
 
-    def cancel(self, reason: str) -> None:
+    def cancel(self, reason: str, *, by: str = "") -> None:
         """Stop the run: its pending node runs and open gates are cancelled, and its running
-        ones, whose results are dropped when they come."""
-        self.end(Execution.Status.CANCELLED, reason)
+        ones, whose workers stop their work in flight when their next heartbeat finds them
+        cancelled (services/node_run.py) and store nothing. Each says why (`reason`, its
+        `error`, code CANCELLED) and, cancelled by a person, who (`error_details`'
+        `cancelled_by`)."""
+        now = timezone.now()
+        why = {"error": bounded(reason), "error_code": "CANCELLED",
+               "error_details": {"cancelled_by": by} if by else None}
         # What a running node run claimed from the run's max_cost ends with it.
         transition_all(self.execution.node_runs, NodeRun.Status.RUNNING, NodeRun.Status.CANCELLED,
-                       completed_at=timezone.now(), cost_reserved=0)
+                       completed_at=now, cost_reserved=0, **why)
+        transition_all(self.execution.node_runs, (NodeRun.Status.PENDING, NodeRun.Status.WAITING),
+                       NodeRun.Status.CANCELLED, completed_at=now, **why)
+        self.end(Execution.Status.CANCELLED, reason)
 
 
 ENDED = (Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED)
