@@ -18,7 +18,9 @@ For a node run, the program also sees SWITCHYARD_DISPATCH (1, and one more each 
 node run is sent to a worker again after its worker went silent) and
 SWITCHYARD_IDEMPOTENCY_KEY (the same for the same call in every dispatch; see dispatch.py),
 for a program that calls a paid service to pass on. Its process is recorded on the node
-run, and ended if it still runs when the node run is sent again.
+run, and ended if it still runs when the node run is sent again; and its process group is
+killed at once when the node run is cancelled (core/cancellation.py), the call then raising
+Cancelled.
 """
 from __future__ import annotations
 

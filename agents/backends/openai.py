@@ -29,6 +29,11 @@ off before it is a retryable BAD_RESPONSE (not retried here: the server may have
 it), never a shorter reply. Its usage is the last `usage` a chunk carried: servers send it
 once, in a final chunk with no choices (OpenAI), or cumulatively in every chunk (vLLM's
 continuous usage stats), so chunks' usages are never added up.
+
+A node run cancelled while its answer is read (core/cancellation.py) has the answer's socket
+shut from the worker's heartbeat thread: the read stops there, and the call raises Cancelled
+and is not tried again. A call still waiting for its answer's headers finishes first (within
+`timeout_seconds`), and its answer is dropped.
 """
 from __future__ import annotations
 

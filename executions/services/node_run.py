@@ -28,7 +28,7 @@ from agents.models import Agent
 from core.cancellation import Cancellation, Cancelled, cancellable
 from core.status_writes import Touch, Under, claim_row, transition, transition_under
 from engine.steps import nothing_follows, wall_time_exceeded
-from executions import node_kinds
+from executions import cancel_notices, node_kinds
 from executions.models import Execution, NodeRun
 from executions.node_errors import NodeFailure, NodeWaits
 from executions.run_graphs import execution_graph
@@ -113,7 +113,7 @@ def _execute(node_run_id: int, worker: str, claimed: Claimed | None = None,
     # Every model call the node makes, with its cost, held to the run's cost limits, and made
     # for this dispatch of the node run (its number, its calls' keys, its processes recorded).
     budget = node_run_budget(execution, graph.settings, node_run_id=run.pk, claim=claim)
-    with heartbeat(run.pk, claim), metered(budget) as meter, \
+    with heartbeat(run.pk, claim, execution.pk), metered(budget) as meter, \
             dispatched(run.pk, run.dispatches, on_process=partial(_heartbeats.record_process, run.pk)):
         try:
             performed = node_kinds.perform(run, graph, node)
@@ -440,30 +440,45 @@ class _Heartbeats:
 
     A beat that touches nothing finds a node run no longer running under its claim: one its
     run's cancel ended, or one the sweep sent again. Its work in flight is stopped then
-    (`stop_lost`): the beat is the worker's only question to the database about it."""
+    (`stop_lost`): the beat is the worker's only question to the database about it. A
+    second thread listens for cancels announced over Redis (executions/cancel_notices.py)
+    and wakes the beat when one is of a run performed here, so the node stops in a moment
+    rather than at the next beat."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.runs: dict[int, str] = {}  # node run pk → the claim performing it
         self.cancellations: dict[int, Cancellation] = {}  # node run pk → what stops its work in flight
+        self.executions: dict[int, int] = {}  # node run pk → its execution's pk (for cancel notices)
         self.processes: dict[int, dict] = {}  # node run pk → its backend process, to record
         self.wake = threading.Event()
         self.pid = None
 
-    def add(self, node_run_id: int, claim: str, cancellation: Cancellation) -> None:
+    def add(self, node_run_id: int, claim: str, cancellation: Cancellation, execution_pk: int) -> None:
         with self.lock:
             self.runs[node_run_id] = claim
             self.cancellations[node_run_id] = cancellation
+            self.executions[node_run_id] = execution_pk
             if self.pid != os.getpid():  # not started in this process yet
                 self.pid = os.getpid()
                 self.wake = threading.Event()
                 threading.Thread(target=self.beat, name="node-run-heartbeats", daemon=True).start()
+                threading.Thread(target=cancel_notices.listen, args=(self.cancel_heard,), name="cancel-notices",
+                                 daemon=True).start()
 
     def remove(self, node_run_id: int) -> None:
         with self.lock:
             self.runs.pop(node_run_id, None)
             self.processes.pop(node_run_id, None)
             self.cancellations.pop(node_run_id, None)
+            self.executions.pop(node_run_id, None)
+
+    def cancel_heard(self, execution_pk: int) -> None:
+        """A cancel of the run `execution_pk` was announced (executions/cancel_notices.py):
+        beat now if a node run of it is performed here, and the beat stops it."""
+        with self.lock:
+            if execution_pk in self.executions.values():
+                self.wake.set()
 
     def record_process(self, node_run_id: int, process: dict) -> None:
         with self.lock:
@@ -527,11 +542,12 @@ _heartbeats = _Heartbeats()
 
 
 @contextmanager
-def heartbeat(node_run_id: int, claim: str):
+def heartbeat(node_run_id: int, claim: str, execution_pk: int = 0):
     """Touch the node run's heartbeat while it runs; the work done inside is cancelled
-    (core/cancellation.py) when a beat finds the node run cancelled."""
+    (core/cancellation.py) when a beat finds the node run cancelled, at once when its run's
+    cancel is announced (`execution_pk`, executions/cancel_notices.py)."""
     with cancellable() as cancellation:
-        _heartbeats.add(node_run_id, claim, cancellation)
+        _heartbeats.add(node_run_id, claim, cancellation, execution_pk)
         try:
             yield cancellation
         finally:

@@ -5,11 +5,13 @@ import json
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
 from core.documents import import_documents
 from core.models import AuditEntry
+from executions.cancel_notices import announce
 from executions.models import Execution
 from tests.executions.conftest import wait_for
 from tests.processes import processes
@@ -50,12 +52,16 @@ def wait_until(predicate, timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
-def test_a_cancel_through_the_api_kills_the_running_command_and_its_child(workers, settings, tmp_path, api):
+@pytest.mark.parametrize("told_by", ["notice", "heartbeat"])
+def test_a_cancel_through_the_api_kills_the_running_command_and_its_child(workers, settings, tmp_path, api, told_by):
+    """Told by the cancel's notice over Redis, the worker stops the node at once, its
+    heartbeat a minute away; with no notice sent, at its next heartbeat (every 0.5 s here)."""
     pids = tmp_path / "pids"
     argv = long_argv(pids)
     settings.LLM_BACKENDS = {**settings.LLM_BACKENDS, "command": {"kind": "command", "argv": argv}}
     import_documents(DOCUMENTS, actor="test")
-    workers.start(1, COMMAND_BACKEND_ARGV=json.dumps(argv))
+    heartbeat = "60" if told_by == "notice" else "0.5"
+    workers.start(1, COMMAND_BACKEND_ARGV=json.dumps(argv), NODE_HEARTBEAT_SECONDS=heartbeat)
     started = api.author.post("/api/executions", {"workflow_id": "long_step"})
     assert started.status_code == 201, started.content
     execution_id = started.json()["execution_id"]
@@ -63,11 +69,12 @@ def test_a_cancel_through_the_api_kills_the_running_command_and_its_child(worker
     command, child = map(int, pids.read_text().split())
     assert alive(command) and alive(child)
 
-    cancelled = api.author.post(f"/api/executions/{execution_id}/cancel")
+    with mock.patch("executions.cancel_notices.announce", wraps=None if told_by == "heartbeat" else announce):
+        cancelled = api.author.post(f"/api/executions/{execution_id}/cancel")
     assert cancelled.status_code == 200, cancelled.content
 
-    # The worker's heartbeat (every 0.5 s here) finds the node run cancelled and kills the group.
-    wait_until(lambda: not alive(command) and not alive(child), 30, "the command and its child to be killed")
+    # The worker's heartbeat, woken or on time, finds the node run cancelled and kills the group.
+    wait_until(lambda: not alive(command) and not alive(child), 20, "the command and its child to be killed")
     execution = Execution.objects.get(execution_id=execution_id)
     execution = wait_for(execution, statuses=("cancelled",), workers=workers)
     assert execution.ended_reason == "cancelled by author-user"
