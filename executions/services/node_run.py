@@ -513,7 +513,6 @@ class _Heartbeats:
             finally:
                 connection.close()  # beats are seconds apart: hold no connection in between
 
-
     def stop_lost(self, lost: dict[int, str]) -> None:
         """Stop the work of the node runs whose heartbeat touched nothing (`lost`: pk → claim):
         those a cancel of their run ended (the reason it stored, e.g. "cancelled by ada"),

@@ -227,9 +227,8 @@ class LockedRun:
         """Stop the run: its pending node runs and open gates are cancelled, and its running
         ones, whose workers stop their work in flight when their heartbeat finds them
         cancelled (services/node_run.py; woken by the cancel's notice, cancel_notices.py)
-        and store nothing. Each says why (`reason`, its
-        `error`, code CANCELLED) and, cancelled by a person, who (`error_details`'
-        `cancelled_by`)."""
+        and store nothing. Each says why (`reason`, its `error`, code CANCELLED) and,
+        cancelled by a person, who (`error_details`' `cancelled_by`)."""
         now = timezone.now()
         why = {"error": bounded(reason), "error_code": "CANCELLED",
                "error_details": {"cancelled_by": by} if by else None}

@@ -75,7 +75,8 @@ def execution_cancel(*, execution: Execution, actor=None) -> Execution:
     """Stop a run that has not ended: its pending node runs and open gates are cancelled, and
     a node running on a worker is stopped there (its command's processes killed, its model
     stream closed, its tool call abandoned: see LockedRun.cancel); each node run says who
-    cancelled it. Recorded in the audit trail. An ended run: CONFLICT, naming its status."""
+    cancelled it. Recorded in the audit trail. An ended run is refused (ILLEGAL_TRANSITION),
+    naming its status."""
     with transaction.atomic():
         locked = LockedRun.lock(execution)
         execution = locked.execution

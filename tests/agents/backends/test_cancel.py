@@ -1,5 +1,6 @@
 """A backend call in flight, stopped when the node run it is made for is cancelled
-(core/cancellation.py): an open stream is shut, a command's process group is killed; the
+(core/cancellation.py): an open stream or a call waiting for its answer is shut, a command's
+process group is killed; the
 call raises Cancelled, is not tried again, and no call starts after the cancel."""
 import sys
 import threading
@@ -48,6 +49,19 @@ def test_a_cancel_shuts_an_open_stream_and_the_call_is_not_made_again(chat_serve
     cancellation.cancel("cancelled by ada")
     assert outcome["done"].wait(10), "the stream's read was not stopped"
     assert isinstance(outcome["error"], Cancelled) and str(outcome["error"]) == "cancelled by ada"
+    assert len(chat_server.requests) == 1, "a cancelled call is not tried again"
+
+
+def test_a_cancel_stops_a_call_waiting_for_its_answer(chat_server, make):
+    chat_server.reply("too late").delay(30)  # the answer held back
+    cancellation = Cancellation()
+    outcome = in_thread(lambda: make(timeout_seconds=60).complete(request()), cancellation)
+    wait_until(lambda: chat_server.requests, "the request to arrive")
+    assert not outcome["done"].is_set()
+
+    cancellation.cancel("cancelled by ada")
+    assert outcome["done"].wait(10), "the wait for the answer was not stopped"
+    assert isinstance(outcome["error"], Cancelled)
     assert len(chat_server.requests) == 1, "a cancelled call is not tried again"
 
 
