@@ -57,6 +57,10 @@ def test_an_author_cancels_ticked_runs_then_all_matching_after_confirming_how_ma
     assert (status(first), status(second), status(third)) == ("cancelled", "cancelled", "running")
     entries = AuditEntry.objects.filter(action="execution.cancel", actor_name="author-user", via="page")
     assert sorted(entries.values_list("object_id", flat=True)) == sorted([first, second])
+    # A node run the cancel ended says so, and who, in the run page's node panel.
+    node_run = Execution.objects.get(execution_id=first).node_runs.get(node_id="task_a")
+    page.goto(f"/executions/{first}/?node=task_a&run={node_run.pk}#node-panel")
+    expect(page.locator("#node-panel .attempt[open] .attempt-error")).to_have_text("CANCELLED cancelled by author-user")
 
     # All the runs the filter matches, on every page: here the one still running.
     page.goto("/executions/?status=running")
