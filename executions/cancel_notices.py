@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from functools import cache
 
 import redis
 from django.conf import settings
@@ -26,15 +27,18 @@ def _client(**options) -> redis.Redis:
     return redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, **options)
 
 
+@cache
+def _publisher(url: str) -> redis.Redis:
+    """One client per process (and REDIS_URL) for the notices it sends: a bulk cancel sends
+    one per run. Its connection pool starts afresh in a forked child."""
+    return _client(socket_timeout=2)
+
+
 def announce(execution_pk: int) -> None:
     """Tell the workers that the run `execution_pk` was cancelled (once its cancel has
     committed). Never fails the cancel: a notice not sent is logged."""
     try:
-        client = _client(socket_timeout=2)
-        try:
-            client.publish(CHANNEL, str(execution_pk))
-        finally:
-            client.close()
+        _publisher(settings.REDIS_URL).publish(CHANNEL, str(execution_pk))
     except redis.RedisError:
         logger.warning("could not announce the cancel of execution %s: its workers stop its nodes at their next "
                        "heartbeat", execution_pk, exc_info=True)
