@@ -85,13 +85,16 @@ def executions_compare(request, query: Query[ComparisonQuery]):
                                 limit=query.limit, verdict=query.verdict, node=query.node)
 
 
+# What each bulk action is refused as, for a caller who may not: what its single operation says.
+BULK_NEEDS = {"cancel": "cancel runs", "retry": "retry runs", "rerun": "start runs"}
+
+
 # Before `/executions/{execution_id}`, which would take "bulk" for an id.
 @router.post("/executions/bulk", response=responses(200, BulkOut),
              summary="Cancel, retry or re-run many runs at once: those named, or every run a filter matches (at most "
                      "1,000); each run as alone, its refusal its own")
 def executions_bulk(request, payload: BulkIn):
-    require_role(request.user, AUTHOR, to={"cancel": "cancel runs", "retry": "retry runs"}.get(payload.action,
-                                                                                           "start runs"))
+    require_role(request.user, AUTHOR, to=BULK_NEEDS[payload.action])
     return services.executions_bulk(action=payload.action, execution_ids=_bulk_ids(payload), actor=request.user,
                                     from_node=payload.from_node)
 
