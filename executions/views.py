@@ -19,6 +19,7 @@ from executions.models import Execution, ThoughtSearch
 from executions.run_origins import run_origins
 from executions.run_summary import node_summary
 from executions.selectors import EVALUATED, details_removed, node_run_counts
+from executions.services.bulk import BULK_MAX
 
 
 def execution_list(request):
@@ -43,8 +44,14 @@ def execution_list(request):
         execution.run_counts = [(status, n) for status, n in counts[execution.pk].items() if n]
         execution.node_runs_total = sum(counts[execution.pk].values())
         execution.origin = origins.get(execution.pk)
+    bulk_filter = {"workflow": filters["workflow"], "status": filters["status"], "since": days["since"] and filters["since"],
+                   "until": days["until"] and filters["until"], "experiment": filters["experiment"],
+                   "with_experiments": filters["with_experiments"] == "1"}
     return render(request, "executions/execution_list.html", {
         **context, "filters": filters, "statuses": Execution.Status.choices,
+        # Authors steer the ticked runs, or every run the filters match, together (services/bulk.py).
+        "can_steer": AUTHOR in roles_of(request.user), "bulk_max": BULK_MAX,
+        "bulk_filter": json.dumps({key: value for key, value in bulk_filter.items() if value}),
         "workflows": page_selectors.workflow_choices(), "active_statuses": page_selectors.ACTIVE,
         "sort": sort, "sort_links": _sort_links(filters, sort),
     })
