@@ -73,5 +73,5 @@ def agents_update(request, agent_id: str, payload: dict[str, Any] = AGENT_DOCUME
              summary="Deprecate an agent (authors)")
 def agents_deprecate(request, agent_id: str):
     require_role(request.user, AUTHOR, to="deprecate agents")
-    agent = services.agent_deprecate(agent=selectors.agent_get(agent_id))
+    agent = services.agent_deprecate(agent=selectors.agent_get(agent_id), user=request.user)
     return selectors.agent_detail(agent.agent_id)

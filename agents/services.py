@@ -24,6 +24,7 @@ from agents.catalogue import model_entry
 from agents.documents import CONTEXT_LIMIT_FIELDS, RUNTIME_FIELDS, agent_as_of, versioned_content
 from agents.models import Agent, AgentVersion
 from agents.schemas import AgentDocument
+from core.audit import changes, record
 from core.errors import DocumentError, IllegalTransition, SwitchyardError, echo
 from core.jsonutil import check_shape, check_storable, parse_datetime
 from core.roles import ADMIN, require_role
@@ -223,8 +224,10 @@ def agent_import_document(document: dict[str, Any], *, actor: str = "") -> tuple
         _set_lineage(agent, parent)
         _freeze_version(agent, agent.version, actor=actor)
         _check_stated_lineage(document, agent)
+        _audit_save("agent.create", agent, None, actor=actor)
         return agent, "created"
 
+    was = audit_snapshot(agent)
     outcome = _agent_apply_changes(
         agent, fields=fields, requested_version=document.get("version"), status=status, actor=actor,
         updated_at=parse_datetime(metadata.get("updated_at"), "metadata.updated_at"),
@@ -233,7 +236,22 @@ def agent_import_document(document: dict[str, Any], *, actor: str = "") -> tuple
         _set_lineage(agent, parent)
         outcome = "updated"
     _check_stated_lineage(document, agent)
+    if outcome != "unchanged":
+        _audit_save("agent.update", agent, was, actor=actor)
     return agent, outcome
+
+
+def audit_snapshot(agent: Agent) -> dict[str, Any]:
+    """What the audit trail compares of an agent before and after a change: its version,
+    status and parent, and what a version freezes."""
+    parent = Agent.objects.filter(pk=agent.parent_id).values_list("agent_id", flat=True).first() \
+        if agent.parent_id else None
+    return {"version": agent.version, "status": agent.status, "parent": parent, **versioned_content(agent)}
+
+
+def _audit_save(action: str, agent: Agent, was: dict[str, Any] | None, *, actor) -> None:
+    before, after = changes(was, audit_snapshot(agent), always=("version",))
+    record(action, actor=actor, object_type="agent", object_id=agent.agent_id, before=before, after=after)
 
 
 def _agent_apply_changes(
@@ -363,8 +381,11 @@ def agent_update(*, agent: Agent, document: Any, user) -> Agent:
 
 
 @transaction.atomic
-def agent_deprecate(*, agent: Agent) -> Agent:
+def agent_deprecate(*, agent: Agent, user=None) -> Agent:
     if agent.status == Agent.Status.DEPRECATED:
         raise IllegalTransition(f"agent '{agent.agent_id}' is deprecated already", details={"status": agent.status})
+    was = agent.status
     change_status(agent, Agent.STATES, Agent.Status.DEPRECATED)
+    record("agent.deprecate", actor=user, object_type="agent", object_id=agent.agent_id,
+           before={"status": was}, after={"status": agent.status})
     return agent

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 
 from django import forms
-from django.contrib import admin
 from django.db import transaction
 from django.forms.fields import InvalidJSONInput
 
+from core.admin_audit import AuditedAdmin
+from core.audit import changes, compact, record
 from core.documents import KINDS_BY_NAME, import_documents
 from core.errors import DocumentError, WorkflowInvalid
 from core.jsonutil import parse_json
@@ -81,10 +82,23 @@ class DocumentForm(forms.ModelForm):
         return document
 
 
-class DocumentAdmin(admin.ModelAdmin):
-    """A ModelAdmin whose add and change forms edit the object's document."""
+class DocumentAdmin(AuditedAdmin):
+    """A ModelAdmin whose add and change forms edit the object's document. A delete is
+    recorded on the audit trail here, with the document the object was; a save is recorded
+    by the import where its kind's importer does so (agents, blueprints, workflows), and here
+    otherwise (`audit_saves`: the document's keys that changed)."""
 
     kind_name = ""
+    audit_saves = False
+
+    def audit_object_type(self) -> str:
+        return self.kind_name
+
+    def audit_id(self, obj) -> str:
+        return str(getattr(obj, KINDS_BY_NAME[self.kind_name].lookup))
+
+    def audit_snapshot(self, obj) -> dict:
+        return {key: compact(value) for key, value in KINDS_BY_NAME[self.kind_name].exporter(obj).items()}
     # Read-only facts shown under the document (methods or fields of the admin).
     derived_fields: list[str] = []
 
@@ -115,4 +129,13 @@ class DocumentAdmin(admin.ModelAdmin):
         obj.__dict__.update({k: v for k, v in saved.__dict__.items() if not k.startswith("_")})
 
     def save_related(self, request, form, formsets, change):
-        """Nodes, contracts and versions are written by the import service."""
+        """Nodes, contracts and versions are written by the import service; the save goes on
+        the audit trail here when its importer does not record it."""
+        if not self.audit_saves:
+            return
+        kind = KINDS_BY_NAME[self.kind_name]
+        before, after = changes(form.fields["document"].initial if change else None, kind.exporter(form.instance))
+        if change and not after:
+            return  # the import changed nothing
+        record(f"{self.kind_name}.{'update' if change else 'create'}", actor=request.user,
+               object_type=self.kind_name, object_id=self.audit_id(form.instance), before=before, after=after)

@@ -8,11 +8,13 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.shortcuts import get_object_or_404
-from django.utils import timezone
 from ninja import Router, Status
 from ninja.pagination import paginate
 
+from core import token_services
+from core.account_audit import one_entry
 from core.api_support import Page, responses
+from core.audit import record
 from core.backend_urls import shown_url
 from core.errors import DocumentError, SwitchyardError
 from core.models import ApiToken
@@ -35,16 +37,18 @@ def tokens_list(request):
 
 @router.post("/tokens", response=responses(201, TokenCreatedOut), summary="Create an API token (shown once)")
 def tokens_create(request, payload: TokenIn):
-    token, secret = ApiToken.issue(request.user, payload.name)
+    with transaction.atomic():
+        token, secret = ApiToken.issue(request.user, payload.name)
+        record("token.create", actor=request.user, object_type="token", object_id=token.prefix,
+               after={"name": token.name, "user": request.user.get_username()})
     return Status(201, {**TokenOut.from_orm(token).dict(), "token": secret})
 
 
 @router.delete("/tokens/{token_id}", response=responses(200, TokenOut), summary="Revoke one of my API tokens")
 def tokens_revoke(request, token_id: int):
     token = get_object_or_404(ApiToken, pk=token_id, user=request.user)
-    if token.revoked_at is None:
-        token.revoked_at = timezone.now()
-        token.save(update_fields=["revoked_at"])
+    token_services.tokens_revoke(ApiToken.objects.filter(pk=token.pk), actor=request.user)
+    token.refresh_from_db()
     return token
 
 
@@ -56,7 +60,8 @@ def _set_roles(user, roles: list[str]) -> None:
     unknown = sorted(set(roles) - set(GROUPS) - {"viewer"})
     if unknown:
         raise DocumentError(f"unknown roles {unknown}; roles are viewer, {', '.join(GROUPS)}", where="roles")
-    user.groups.set(Group.objects.filter(name__in=roles))
+    with one_entry():  # the caller records the change once
+        user.groups.set(Group.objects.filter(name__in=roles))
 
 
 @router.get("/users", response=responses(200, list[UserOut]), summary="Users and their roles (admins)")
@@ -80,9 +85,11 @@ def users_create(request, payload: UserIn):
     require_role(request.user, ADMIN, to="create users")
     _check_password(payload.username, payload.password)
     try:
-        with transaction.atomic():
+        with transaction.atomic(), one_entry():
             user = get_user_model().objects.create_user(username=payload.username, password=payload.password)
             _set_roles(user, payload.roles)
+            record("user.create", actor=request.user, object_type="user", object_id=user.username,
+                   after={"username": user.username, "roles": roles_of(user)})
     except IntegrityError:
         raise SwitchyardError(f"a user named '{payload.username}' exists already", code="CONFLICT") from None
     return Status(201, _user_out(user))
@@ -91,8 +98,14 @@ def users_create(request, payload: UserIn):
 @router.put("/users/{user_id}/roles", response=responses(200, UserOut), summary="Set a user's roles (admins)")
 def users_set_roles(request, user_id: int, payload: RolesIn):
     require_role(request.user, ADMIN, to="change roles")
-    user = get_object_or_404(get_user_model(), pk=user_id)
-    _set_roles(user, payload.roles)
+    with transaction.atomic():
+        user = get_object_or_404(get_user_model(), pk=user_id)
+        before = roles_of(user)
+        _set_roles(user, payload.roles)
+        after = roles_of(user)
+        if after != before:
+            record("user.roles", actor=request.user, object_type="user", object_id=user.username,
+                   before={"roles": before}, after={"roles": after})
     return _user_out(user)
 
 

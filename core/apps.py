@@ -8,6 +8,8 @@ class CoreConfig(AppConfig):
     def ready(self):
         from django.urls import register_converter
 
+        from core import account_audit
         from core.converters import RowIdConverter
 
         register_converter(RowIdConverter, "row_id")
+        account_audit.connect()

@@ -1,11 +1,13 @@
 from django.contrib import admin
 
+from core.admin_audit import AuditedAdmin
 from core.admin_documents import DocumentAdmin
 from executions.models import Evaluation, Execution, NodeRun
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Runs are records of what happened; the admin shows them and never rewrites them."""
+class ReadOnlyAdmin(AuditedAdmin):
+    """Runs are records of what happened; the admin shows them and never rewrites them (a
+    delete is on the audit trail)."""
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -26,6 +28,7 @@ class NodeRunInline(admin.TabularInline):
 
 @admin.register(Execution)
 class ExecutionAdmin(ReadOnlyAdmin):
+    audit_id_field = "execution_id"
     list_display = ["execution_id", "workflow", "status", "started_at", "completed_at", "ended_reason", "created_by"]
     list_filter = ["status", "workflow", "created_at"]
     search_fields = ["execution_id", "workflow__workflow_id"]
@@ -45,6 +48,7 @@ class NodeRunAdmin(ReadOnlyAdmin):
 @admin.register(Evaluation)
 class EvaluationAdmin(DocumentAdmin):
     kind_name = "evaluation"
+    audit_saves = True  # its import does not record itself
     list_display = ["evaluation_id", "target_type", "target_id", "overall_score", "passed", "action", "created_at"]
     list_filter = ["target_type", "passed", "action", "created_at"]
     search_fields = ["evaluation_id", "target_id"]

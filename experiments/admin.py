@@ -1,9 +1,10 @@
 from django.contrib import admin
 
+from core.admin_audit import AuditedAdmin
 from experiments.models import Dataset, DatasetItem, DatasetVersion
 
 
-class ReadOnly(admin.ModelAdmin):
+class ReadOnly(AuditedAdmin):
     """Versions and items are never changed (a change is a new version): the admin shows them."""
 
     def has_add_permission(self, request, obj=None):
@@ -14,7 +15,8 @@ class ReadOnly(admin.ModelAdmin):
 
 
 @admin.register(Dataset)
-class DatasetAdmin(admin.ModelAdmin):
+class DatasetAdmin(AuditedAdmin):
+    audit_id_field = "name"
     list_display = ["name", "created_by", "created_at", "updated_at"]
     search_fields = ["name", "description"]
     readonly_fields = ["name", "created_at", "created_by", "updated_at"]

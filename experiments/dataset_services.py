@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core.audit import compact, record
 from core.errors import DocumentError, SwitchyardError, echo
 from core.jsonutil import check_storable
 from core.status_writes import lock_row
@@ -111,10 +112,16 @@ def dataset_remove_item(*, dataset: Dataset, item_id: str, actor: str = "") -> D
         number = previous.number if previous else 0
         raise SwitchyardError(f"version {number} of dataset '{dataset.name}' has no item '{echo(item_id)}'",
                               code="NOT_FOUND", details={"where": "item_id"})
-    return _new_version(dataset, previous, change=DatasetVersion.Change.REMOVE, note=f"item {item_id} removed",
-                        actor=actor, csv_columns=previous.csv_columns,
-                        kept=_items_of(previous.items.exclude(item_id=item_id)), kept_count=previous.item_count - 1,
-                        added=[])
+    removed = previous.items.filter(item_id=item_id).values("input", "expected", "has_expected").first()
+    version = _new_version(dataset, previous, change=DatasetVersion.Change.REMOVE, note=f"item {item_id} removed",
+                           actor=actor, csv_columns=previous.csv_columns,
+                           kept=_items_of(previous.items.exclude(item_id=item_id)), kept_count=previous.item_count - 1,
+                           added=[])
+    record("dataset.remove_item", actor=actor, object_type="dataset", object_id=dataset.name,
+           before={"version": previous.number, "items": previous.item_count, "item_id": item_id,
+                   "item": compact(removed)},
+           after={"version": version.number, "items": version.item_count})
+    return version
 
 
 # -- the one way a version is made ------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from core.audit import record
 from core.errors import DocumentError, IllegalTransition, NotFound, SwitchyardError, echo
 from core.roles import AUTHOR, require_role
 from core.status_writes import lock_row
@@ -41,8 +42,13 @@ def release_requirement_set(*, workflow_id: str, requirement: Any, user) -> Work
     require_role(user, AUTHOR, to="set a workflow's release requirement")
     workflow = _workflow(workflow_id)
     checked = check_requirement(requirement)
-    Workflow.objects.filter(pk=workflow.pk).update(release_requirement=checked, updated_at=timezone.now())
-    workflow.release_requirement = checked
+    with transaction.atomic():
+        was = workflow.release_requirement
+        Workflow.objects.filter(pk=workflow.pk).update(release_requirement=checked, updated_at=timezone.now())
+        workflow.release_requirement = checked
+        if checked != was:
+            record("workflow.release_requirement", actor=user, object_type="workflow", object_id=workflow.workflow_id,
+                   before={"release_requirement": was}, after={"release_requirement": checked})
     return workflow
 
 
@@ -126,6 +132,10 @@ def workflow_version_release(*, workflow_id: str, number: Any, user) -> Workflow
         version.released_at, version.released_by = timezone.now(), user.get_username()
         WorkflowVersion.objects.filter(pk=version.pk).update(released_at=version.released_at,
                                                               released_by=version.released_by)
+        record("workflow.release", actor=user, object_type="workflow", object_id=workflow.workflow_id,
+               before={"version": number, "released_at": None},
+               after={"version": number, "released_at": version.released_at,
+                      "requirement": workflow.release_requirement})
     return version
 
 

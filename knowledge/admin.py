@@ -1,17 +1,20 @@
 from django.contrib import admin
 
+from core.admin_audit import AuditedAdmin
 from knowledge.models import KnowledgeAtom, Paper, QualityRecord, Relation
 
 
 @admin.register(Paper)
-class PaperAdmin(admin.ModelAdmin):
+class PaperAdmin(AuditedAdmin):
+    audit_id_field = "paper_id"
     list_display = ["paper_id", "title", "year", "venue", "domain", "created_at"]
     list_filter = ["domain", "year"]
     search_fields = ["paper_id", "title", "venue", "abstract"]
 
 
 @admin.register(KnowledgeAtom)
-class KnowledgeAtomAdmin(admin.ModelAdmin):
+class KnowledgeAtomAdmin(AuditedAdmin):
+    audit_id_field = "atom_id"
     list_display = ["atom_id", "paper", "atom_type", "confidence", "domain", "source_section", "created_at"]
     list_filter = ["atom_type", "domain"]
     search_fields = ["atom_id", "paper__paper_id", "content", "source_section"]
@@ -20,7 +23,8 @@ class KnowledgeAtomAdmin(admin.ModelAdmin):
 
 
 @admin.register(Relation)
-class RelationAdmin(admin.ModelAdmin):
+class RelationAdmin(AuditedAdmin):
+    audit_id_field = "relation_id"
     list_display = ["relation_id", "source", "relation_type", "target", "confidence", "created_at"]
     list_filter = ["relation_type"]
     search_fields = ["relation_id", "source__atom_id", "target__atom_id"]
@@ -29,7 +33,8 @@ class RelationAdmin(admin.ModelAdmin):
 
 
 @admin.register(QualityRecord)
-class QualityRecordAdmin(admin.ModelAdmin):
+class QualityRecordAdmin(AuditedAdmin):
+    audit_id_field = "record_id"
     list_display = ["record_id", "target_type", "target_id", "score", "passed", "created_at"]
     list_filter = ["target_type", "passed"]
     search_fields = ["record_id", "target_type", "target_id"]

@@ -73,6 +73,7 @@ def http_error(request, exc: HttpError):
 def _add_routers() -> None:
     from agents.api import router as agents_router
     from core.api import router as core_router
+    from core.audit_api import router as audit_router
     from executions.api import router as executions_router
     from experiments.dataset_api import router as experiments_router
     from experiments.evidence_api import router as evidence_router
@@ -96,6 +97,7 @@ def _add_routers() -> None:
     api.add_router("/", retention_router)
     api.add_router("/", tools_router)
     api.add_router("/", schedules_router)
+    api.add_router("/", audit_router)
 
 
 _add_routers()

@@ -6,6 +6,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from agents.urls import agent_patterns
+from core.audit_views import audit_page
 from executions.urls import execution_patterns
 from experiments.urls import compare_patterns, dataset_patterns, evidence_patterns, experiment_patterns
 from project import views as project_views
@@ -33,6 +34,7 @@ urlpatterns = [
     path("experiments/", include((experiment_patterns, "experiments"))),
     path("evaluations/", include((evaluation_patterns, "evaluations"))),
     path("schedules/", include((schedule_patterns, "schedules"))),
+    path("audit/", audit_page, name="audit"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
 ]

@@ -32,6 +32,7 @@ from django.utils import timezone
 from agents.backends import BackendError, BackendRequest, get_backend
 from agents.backends.metering import calling, metered
 from agents.models import Agent
+from core.audit import record
 from core.errors import DocumentError, SwitchyardError
 from core.jsonutil import check_shape, check_storable
 from core.status_writes import lock_row
@@ -417,6 +418,10 @@ def evaluation_create(*, document: dict[str, Any], actor: str = "") -> Evaluatio
         raise SwitchyardError(f"evaluation_id: evaluation '{evaluation.evaluation_id}' exists already; "
                               "evaluations are not rewritten", code="CONFLICT")
     evaluation_aggregate_refresh(target_type=evaluation.target_type, target_id=evaluation.target_id)
+    record("evaluation.create", actor=actor, object_type="evaluation", object_id=evaluation.evaluation_id,
+           after={"target": f"{evaluation.target_type} {evaluation.target_id}", "scores": document.get("scores"),
+                  "overall_score": evaluation.overall_score, "passed": evaluation.passed,
+                  "action": evaluation.action})
     return evaluation
 
 

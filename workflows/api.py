@@ -115,7 +115,7 @@ def workflows_replace(request, workflow_id: str, payload: dict[str, Any] = WORKF
                summary="Delete a workflow that was never run (authors)")
 def workflows_delete(request, workflow_id: str):
     require_role(request.user, AUTHOR, to="delete workflows")
-    services.workflow_delete(workflow=selectors.workflow_get(workflow_id))
+    services.workflow_delete(workflow=selectors.workflow_get(workflow_id), actor=request.user)
     return Status(204, None)
 
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from agents.models import Agent
 from agents.services import check_storable, get_agent
+from core.audit import changes, record
 from core.errors import DocumentError, NotFound, SwitchyardError, WorkflowInvalid
 from core.jsonutil import check_shape
 from core.status_writes import lock_row
@@ -101,9 +102,10 @@ COST_LIMITS = ("max_cost", "max_node_cost", "on_budget")
 
 @transaction.atomic
 def workflow_import_document(document: dict[str, Any], *, actor: str = "", source_format: str = "workflow",
-                             note: str = ""):
+                             note: str = "", restored_from: int | None = None):
     """Create or replace the workflow a §4.1 document describes. Returns (workflow, what happened).
-    A save that creates or changes the workflow adds its next version (by `actor`, with `note`)."""
+    A save that creates or changes the workflow adds its next version (by `actor`, with `note`),
+    and its entry on the audit trail (a restore's, when it brings back version `restored_from`)."""
     check_shape(document, WorkflowDocument, "workflow")
     # A transition's strings are stored as given, "" included, so an export gives back what
     # was imported; "" means none wherever they are read.
@@ -177,13 +179,34 @@ def workflow_import_document(document: dict[str, Any], *, actor: str = "", sourc
     )
     after = workflow_document(workflow)
     if before is None:
-        _append_version(workflow, after, actor=actor, note=note)
+        saved = _append_version(workflow, after, actor=actor, note=note)
+        _audit_save("workflow.create", workflow, None, saved, actor=actor)
         return workflow, "created"
     if after == before and workflow.source_format == source_format:
         return workflow, "unchanged"
     Workflow.objects.filter(pk=workflow.pk).update(updated_at=timezone.now())
-    _append_version(workflow, after, actor=actor, note=note)
+    saved = _append_version(workflow, after, actor=actor, note=note)
+    _audit_save("workflow.restore" if restored_from else "workflow.update", workflow, before, saved, actor=actor,
+                restored_from=restored_from)
     return workflow, "updated"
+
+
+def workflow_audit_summary(workflow: Workflow) -> dict[str, Any]:
+    """What the audit trail keeps of a deleted workflow: its name, topology, nodes and versions."""
+    return {"name": workflow.name, "topology": workflow.topology,
+            "nodes": list(workflow.nodes.order_by("position").values_list("node_id", flat=True)),
+            "versions": workflow.versions.count()}
+
+
+def _audit_save(action: str, workflow: Workflow, before: dict[str, Any] | None, saved: WorkflowVersion, *,
+                actor: str, restored_from: int | None = None) -> None:
+    """One entry for a save that made version `saved`: the document's top-level keys that
+    changed, old and new, with the version numbers (and the version a restore brought back)."""
+    was = None if before is None else {"version": saved.number - 1, **before}
+    was_part, now_part = changes(was, {"version": saved.number, **saved.document}, always=("version",))
+    if restored_from is not None and now_part is not None:
+        now_part["restored_from"] = restored_from
+    record(action, actor=actor, object_type="workflow", object_id=workflow.workflow_id, before=was_part, after=now_part)
 
 
 def _input_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -221,7 +244,7 @@ def workflow_version_restore(*, workflow: Workflow, number: int, actor: str = ""
     version = workflow_version_get(workflow=workflow, number=number)
     document = {**version.document, "workflow_id": workflow.workflow_id}
     _, happened = workflow_import_document(document, actor=actor, source_format=workflow.source_format,
-                                           note=f"restored from version {number}")
+                                           note=f"restored from version {number}", restored_from=number)
     if happened == "unchanged":
         raise _conflict(f"workflow '{workflow.workflow_id}' is already as version {number} was; nothing to restore",
                         workflow_id=workflow.workflow_id, version=number)
@@ -322,6 +345,9 @@ def blueprint_import_document(document: dict[str, Any], *, actor: str = ""):
     # Workers keep each workflow's graph, with the contracts between its agents, until the
     # workflow changes: new contracts are such a change.
     Workflow.objects.filter(nodes__agent__in=by_id.values()).update(updated_at=now)
+    was_part, now_part = changes(before, blueprint_document(blueprint), always=("version",))
+    record("blueprint.create" if before is None else "blueprint.update", actor=actor, object_type="blueprint",
+           object_id=blueprint.blueprint_id, before=was_part, after=now_part)
     if before is None:
         return blueprint, "created"
     Blueprint.objects.filter(pk=blueprint.pk).update(updated_at=now)
@@ -426,7 +452,7 @@ def workflow_replace(*, workflow: Workflow, document: Any, actor: str = "") -> W
 
 
 @transaction.atomic
-def workflow_delete(*, workflow: Workflow) -> None:
+def workflow_delete(*, workflow: Workflow, actor=None) -> None:
     """Delete a workflow that was never run. Executions are records and point at their
     workflow, and so do the evaluations that name it; their foreign keys protect it, so
     either keeps it (a conflict that counts them)."""
@@ -435,7 +461,9 @@ def workflow_delete(*, workflow: Workflow) -> None:
         raise NotFound(f"no workflow '{workflow.workflow_id}'", details={"workflow_id": workflow.workflow_id})
     try:
         with transaction.atomic():
+            was = workflow_audit_summary(locked)
             locked.delete()
+            record("workflow.delete", actor=actor, object_type="workflow", object_id=locked.workflow_id, before=was)
     except ProtectedError as error:
         records = Counter(type(record)._meta.model_name for record in error.protected_objects)
         executions, evaluations = records["execution"], records["evaluation"]

@@ -92,15 +92,10 @@ def _steer(action: str, execution: Execution | None, execution_id: str, actor, f
             return Steered(execution_id, True)
         with transaction.atomic():
             if action == "retry":
-                before = execution.status
-                execution = execution_retry(execution=execution, actor=actor)
-                audit.record("execution.retry", actor=actor, object_type="execution", object_id=execution_id,
-                             before={"status": before}, after={"status": execution.status})
+                execution_retry(execution=execution, actor=actor)  # which records itself
                 return Steered(execution_id, True)
             node, step = (from_node, None) if from_node else _first_step(execution)
-            started = execution_rerun(source=execution, from_node=node, step=step, actor=actor)
-            audit.record("execution.rerun", actor=actor, object_type="execution", object_id=execution_id,
-                         after={"rerun": started.execution_id, "from_node": node, "step": step})
+            started = execution_rerun(source=execution, from_node=node, step=step, actor=actor)  # which records itself
             return Steered(execution_id, True, started=started.execution_id)
     except SwitchyardError as refused:
         return Steered(execution_id, False, refused.code, str(refused))

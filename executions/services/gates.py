@@ -22,6 +22,7 @@ from typing import Any
 from django.db import models, transaction
 from django.utils import timezone
 
+from core.audit import compact, record
 from core.errors import DocumentError, IllegalTransition, NotFound
 from core.jsonutil import check_storable
 from core.roles import Forbidden, roles_of
@@ -66,7 +67,20 @@ def gate_decide(*, execution: Execution, node_run_id: int, decision: str, commen
             _decide_tool_calls(locked, run, decision, comment=comment, by=username)
         else:
             _decide(locked, run, decision, output=output, comment=comment, by=username)
+        _audit_decision("gate.decide", execution, run, decision, actor=actor, comment=comment, output=output)
     return run
+
+
+def _audit_decision(action: str, execution: Execution, run: NodeRun, decision: str, *, actor=None,
+                    comment: str = "", output: Any = None) -> None:
+    """The decision on the audit trail, with who made it and why: the gate's run was waiting,
+    and is decided (an edit's output kept, bounded)."""
+    after = {"node_id": run.node_id, "node_run": run.pk, "decision": decision, "decided_by": getattr(actor, "username", ""),
+             "comment": comment}
+    if decision == gates.EDIT:
+        after["output"] = compact(output)
+    record(action, actor=actor, object_type="execution", object_id=execution.execution_id,
+           before={"node_id": run.node_id, "node_run": run.pk, "status": NodeRun.Status.WAITING}, after=after)
 
 
 def _decide_tool_calls(locked: LockedRun, run: NodeRun, decision: str, *, comment: str, by: str) -> None:
@@ -125,7 +139,9 @@ def gates_time_out(*, now: datetime | None = None) -> list[int]:
             run = lock_row(NodeRun, run.pk)
             if run.status != NodeRun.Status.WAITING or locked.execution.status in ENDED:
                 continue  # decided meanwhile, or the run ended (its gates are cancelled with it)
-            _decide(locked, run, _gate_of(run)["on_timeout"], output=None, by="", timed_out=True, now=now)
+            on_timeout = _gate_of(run)["on_timeout"]
+            _decide(locked, run, on_timeout, output=None, by="", timed_out=True, now=now)
+            _audit_decision("gate.time_out", locked.execution, run, on_timeout)
             decided.append(run.pk)
     return decided
 

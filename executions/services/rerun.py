@@ -33,6 +33,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents.models import AgentVersion
+from core.audit import compact, record
 from core.errors import DocumentError, IllegalTransition, echo
 from core.jsonutil import check_storable, json_object
 from core.rows import copy_rows, db_values
@@ -112,6 +113,11 @@ def execution_rerun(*, source: Execution, from_node: str, step: int | None = Non
             LockedRun.lock(execution).advance(completed=None)
         else:
             send_after_commit("executions.rerun_copy", execution.pk)
+        record("execution.rerun", actor=actor, object_type="execution", object_id=source.execution_id,
+               before={"status": source.status},
+               after={"rerun": execution.execution_id, "from_node": cut.start, "step": cut.step,
+                      "edited": {node_id: compact(output) for node_id, output in edited.items()},
+                      "pinned": {node_id: v.version for node_id, v in pinned.items()}})
     return execution
 
 

@@ -118,6 +118,7 @@ def execution_resume(*, execution: Execution, output: Any, actor=None) -> Execut
         run.output, run.gate = output, gate
         locked.apply_output(run, node)
         locked.advance(completed=run)
+        _audit_steer("execution.resume", locked, node.node_id, actor, node_run=run.pk, output=audit.compact(output))
     return execution
 
 
@@ -128,7 +129,8 @@ def execution_retry(*, execution: Execution, actor=None) -> Execution:
         execution = locked.execution
         node = execution_graph(execution).nodes[_escalation(execution)["node_id"]]
         locked.resume(timezone.now(), escalation=None)
-        locked.add_node_run(node.node_id, agent_id=node.agent_id, kind="first", attempt=1)
+        run = locked.add_node_run(node.node_id, agent_id=node.agent_id, kind="first", attempt=1)
+        _audit_steer("execution.retry", locked, node.node_id, actor, node_run=run.pk)
     return execution
 
 
@@ -137,8 +139,19 @@ def execution_abort(*, execution: Execution, actor=None) -> Execution:
         locked = _escalated(execution)
         execution = locked.execution
         who = getattr(actor, "username", "") or "someone"
-        locked.end(Execution.Status.FAILED, f"aborted by {who} after escalation at '{_escalation(execution)['node_id']}'")
+        node_id = _escalation(execution)["node_id"]
+        locked.end(Execution.Status.FAILED, f"aborted by {who} after escalation at '{node_id}'")
+        _audit_steer("execution.abort", locked, node_id, actor)
     return execution
+
+
+def _audit_steer(action: str, locked: LockedRun, node_id: str, actor, **after) -> None:
+    """A person's move on an escalated run, on the audit trail: escalated at `node_id` before,
+    its status after (with what the move made: the node run, a resume's output)."""
+    execution = locked.execution
+    audit.record(action, actor=actor, object_type="execution", object_id=execution.execution_id,
+                 before={"status": Execution.Status.ESCALATED, "escalated_at": node_id},
+                 after={"status": execution.status, "node_id": node_id, **after})
 
 
 def _gate_record(execution: Execution, node) -> dict:

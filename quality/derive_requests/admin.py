@@ -9,6 +9,7 @@ from core.admin_documents import DocumentAdmin
 @admin.register(DeriveRequest)
 class DeriveRequestAdmin(DocumentAdmin):
     kind_name = "derive_request"
+    audit_saves = True  # its import does not record itself
     list_display = ["derive_request_id", "parent_agent", "trigger", "new_name", "status", "result_agent", "created_at", "decided_by"]
     list_filter = ["status", "trigger", "created_at"]
     search_fields = ["derive_request_id", "parent_agent__agent_id", "new_name", "domain_focus"]

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from agents.models import DeriveRequest, DeriveRequestEvent
 from agents.services import get_agent
+from core.audit import compact, record
 from core.errors import DocumentError, IllegalTransition, SwitchyardError
 from core.jsonutil import check_shape, check_storable
 from core.roles import APPROVER, require_role
@@ -187,6 +188,10 @@ def _derive_request_decide(request: DeriveRequest, status: str, *, user, comment
     change_status(request, DeriveRequest.STATES, status, decided_by=user, decided_at=timezone.now(), comment=comment,
                   evidence=recorded)
     derive_request_event(request, status, actor=user.get_username(), comment=comment)
+    record(f"derive_request.{verb}", actor=user, object_type="derive_request", object_id=request.derive_request_id,
+           before={"status": DeriveRequest.Status.PENDING},
+           after={"status": request.status, "decided_by": user.get_username(), "comment": comment,
+                  **({"evidence": compact(recorded)} if recorded is not None else {})})
 
 
 def derive_request_event(request: DeriveRequest, kind: str, *, actor: str, comment: str = "") -> DeriveRequestEvent:

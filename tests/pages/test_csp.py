@@ -140,6 +140,7 @@ def pages_by_user(api, tmp_path, settings, no_tasks):
             f"/admin/workflows/workflow/{release_review.pk}/change/", "/admin/workflows/workflow/add/",
             "/admin/agents/agent/", f"/admin/auth/user/{admin.pk}/change/", "/admin/auth/user/add/",
             "/experiments/evidence/derive-requests/dr_medicine/",  # with the form that starts the pair
+            "/audit/", "/admin/core/auditentry/",
         ],
     }
 
