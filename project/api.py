@@ -80,6 +80,7 @@ def _add_routers() -> None:
     from quality.api import router as quality_router
     from quality.derive_requests.api import router as derive_requests_router
     from tools.api import router as tools_router
+    from triggers.api import router as triggers_router
     from workflows.api import router as workflows_router
 
     api.add_router("/", core_router)
@@ -92,6 +93,7 @@ def _add_routers() -> None:
     api.add_router("/", evidence_router)
     api.add_router("/", quality_router)
     api.add_router("/", tools_router)
+    api.add_router("/", triggers_router)
 
 
 _add_routers()
