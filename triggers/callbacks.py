@@ -95,7 +95,7 @@ def summary(execution: Execution) -> dict[str, Any]:
     document = execution_document(execution)
     body = {
         **document,
-        "workflow_version": execution.workflow_version.number if execution.workflow_version_id else None,
+        "workflow_version": execution.workflow_version.number if execution.workflow_version is not None else None,
         "ended_reason": execution.ended_reason,
         "cost": usd(execution.cost),
         "cost_complete": execution.cost_complete,
