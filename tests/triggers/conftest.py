@@ -13,6 +13,7 @@ from django.test import Client
 from core.documents import import_documents
 from demo.documents import AGENTS
 from tests.executions.conftest import workers  # noqa: F401 - real worker processes on the test database
+from tests.pages.conftest import browser, page_for  # noqa: F401 - a real browser on the live server
 from tests.replay import replayed
 from triggers import signing
 
