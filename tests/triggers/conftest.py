@@ -13,7 +13,6 @@ from django.test import Client
 from core.documents import import_documents
 from demo.documents import AGENTS
 from tests.executions.conftest import workers  # noqa: F401 - real worker processes on the test database
-from tests.pages.conftest import browser, page_for  # noqa: F401 - a real browser on the live server
 from tests.replay import replayed
 from triggers import signing
 
@@ -29,11 +28,15 @@ HOOKED = {
 OTHER = {**HOOKED, "workflow_id": "other", "name": "Another workflow"}
 
 
+def load_hooked() -> None:
+    """The demo's agents and two one-node workflows, `hooked` and `other`."""
+    replayed("demo agents and the hooked workflows", lambda: import_documents([*AGENTS, HOOKED, OTHER]))
+
+
 @pytest.fixture
 def hooked(db, tmp_path, settings):
-    """The demo's agents and two one-node workflows, `hooked` and `other`."""
     settings.WORKSPACE_ROOT = tmp_path
-    replayed("demo agents and the hooked workflows", lambda: import_documents([*AGENTS, HOOKED, OTHER]))
+    load_hooked()
 
 
 def signed_post(path: str, body, secret: str, *, timestamp: str | None = None, headers: dict | None = None,
