@@ -339,6 +339,8 @@ CELERY_BEAT_SCHEDULE = {
     # Experiments' items whose run ended unscored (a lost message, a killed worker), and
     # experiments with room to start more items.
     "sweep-experiments": {"task": "experiments.sweep", "schedule": SWEEP_EVERY_SECONDS},
+    # Callbacks whose run's end, message or attempt was lost (triggers/callbacks.py).
+    "sweep-callbacks": {"task": "triggers.sweep", "schedule": SWEEP_EVERY_SECONDS},
 }
 
 # Evaluations (core-data-structures §7): overall_score = the weighted scores; a run passes

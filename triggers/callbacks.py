@@ -9,6 +9,8 @@
    CALLBACK_ALLOWED_HOSTS again, POSTs the summary without following redirects, and stores
    how it went: `delivered` on a 2xx; otherwise `pending` again with the next attempt sent
    after CALLBACK_BACKOFF_SECONDS × 2^(attempts-1), or `failed` after CALLBACK_MAX_ATTEMPTS.
+4. `deliveries_sweep` (the beat's `triggers.sweep`) picks up what a lost message or a dead
+   worker left: a run's end never heard, a message never delivered, an attempt never settled.
 """
 from __future__ import annotations
 
@@ -40,6 +42,8 @@ TASK = "triggers.deliver_callback"
 MAX_BACKOFF_SECONDS = 900.0  # below the broker's visibility timeout, which would deliver a held message again
 SUMMARY_MAX_BYTES = 256 * 1024  # past this, the nodes' outputs are left out of the summary
 ERROR_MAX = 500  # characters of an attempt's error kept
+SWEEP_GRACE_SECONDS = 60  # how late a delivery may be before the sweep takes it for lost
+ENDED_STATUSES = (Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED)
 
 
 def run_ended_received(sender, *, execution_pk: int, status: str, **kwargs) -> None:
@@ -47,9 +51,43 @@ def run_ended_received(sender, *, execution_pk: int, status: str, **kwargs) -> N
     due = CallbackDelivery.objects.filter(execution_id=execution_pk, status=CallbackDelivery.Status.WAITING)
     pks = list(due.values_list("pk", flat=True))
     if pks:
-        transition_all(due, CallbackDelivery.Status.WAITING, CallbackDelivery.Status.PENDING)
+        transition_all(due, CallbackDelivery.Status.WAITING, CallbackDelivery.Status.PENDING,
+                       next_attempt_at=timezone.now())
         for pk in pks:
             send_after_commit(TASK, pk)
+
+
+def deliveries_sweep() -> dict[str, int]:
+    """The beat's: deliveries a lost message or a dead worker left behind, due again.
+
+    - `waiting` for a run that has ended (the process that ended it died before the signal
+      after its commit): due now;
+    - `pending` past its attempt's time by SWEEP_GRACE_SECONDS (its message was lost, Redis
+      away when it was sent): sent again;
+    - `sending` for longer than an attempt can take (its worker died while it waited for an
+      answer): that attempt counted, then pending again, or failed if it was the last.
+    A message sent twice is claimed once (`delivery_attempt`), so sending again is safe."""
+    now = timezone.now()
+    ended = CallbackDelivery.objects.filter(status=CallbackDelivery.Status.WAITING,
+                                            execution__status__in=ENDED_STATUSES)
+    woken = list(ended.values_list("execution_id", flat=True).distinct())
+    for execution_pk in woken:
+        run_ended_received(None, execution_pk=execution_pk, status="")
+    late = now - timedelta(seconds=SWEEP_GRACE_SECONDS)
+    lost = list(CallbackDelivery.objects.filter(status=CallbackDelivery.Status.PENDING, next_attempt_at__lt=late)
+                .values_list("pk", flat=True))
+    for pk in lost:
+        send_after_commit(TASK, pk)
+    silent = now - timedelta(seconds=settings.CALLBACK_TIMEOUT_SECONDS + SWEEP_GRACE_SECONDS)
+    stuck = CallbackDelivery.objects.filter(status=CallbackDelivery.Status.SENDING, last_attempt_at__lt=silent)
+    for delivery in stuck:
+        attempts = delivery.attempts + 1
+        last = attempts >= settings.CALLBACK_MAX_ATTEMPTS
+        moved = _settle(delivery, attempts, status=CallbackDelivery.Status.FAILED if last else CallbackDelivery.Status.PENDING,
+                        code=None, error="no answer: the worker stopped during the attempt", next_attempt_at=now)
+        if moved and not last:
+            send_after_commit(TASK, delivery.pk)
+    return {"woken": len(woken), "resent": len(lost), "stuck": len(stuck)}
 
 
 def delivery_attempt(*, delivery_pk: int) -> str:
@@ -81,8 +119,8 @@ def delivery_attempt(*, delivery_pk: int) -> str:
 
 
 def _settle(delivery: CallbackDelivery, attempts: int, *, status: str, code: int | None, error: str,
-            **fields: Any) -> None:
-    transition(CallbackDelivery, delivery.pk, CallbackDelivery.Status.SENDING, status, attempts=attempts,
+            **fields: Any) -> int:
+    return transition(CallbackDelivery, delivery.pk, CallbackDelivery.Status.SENDING, status, attempts=attempts,
                response_code=code, last_error=error[:ERROR_MAX], **fields)
 
 

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import timedelta
 from unittest import mock
 
 import pytest
+from django.utils import timezone
 
 from executions.models import Execution
 from executions.services import execution_cancel
 from tests.conftest import ApiClient
 from tests.triggers.conftest import CallbackServer, signed_post
 from triggers import signing
-from triggers.callbacks import delivery_attempt
+from triggers.callbacks import deliveries_sweep, delivery_attempt
 from triggers.models import CallbackDelivery
 
 pytestmark = pytest.mark.django_db
@@ -160,3 +162,28 @@ def test_it_runs_a_webhooks_run_on_a_real_worker_and_delivers_its_callback_after
     assert [(summary["execution_id"], summary["status"]) for summary in summaries] == \
         [(delivery.execution.execution_id, "success")] * 2
     assert summaries[-1]["results"][0]["node_id"] == "analyse" and summaries[-1]["results"][0]["output"]
+
+
+def test_the_sweep_takes_up_deliveries_a_lost_signal_message_or_worker_left(hooked, api, callback_server, sent,
+                                                                             django_capture_on_commit_callbacks):
+    webhook = api.author.post("/api/workflows/hooked/webhooks", {
+        "name": "issues", "input_mapping": {"repository": "$.repo"}, "callback_url": callback_server.url}).json()
+    runs = [signed_post(f"/hooks/{webhook['hook_id']}", {"repo": name}, webhook["secret"]).json()["execution_id"]
+            for name in ("unheard", "lost", "stuck")]
+    for execution_id in runs:  # ended, but the signal after the commit never runs in this test's transaction
+        execution_cancel(execution=Execution.objects.get(execution_id=execution_id))
+    deliveries = {execution_id: CallbackDelivery.objects.get(execution__execution_id=execution_id)
+                  for execution_id in runs}
+    long_ago = timezone.now() - timedelta(minutes=5)
+    CallbackDelivery.objects.filter(pk=deliveries[runs[1]].pk).update(status="pending",
+                                                                                next_attempt_at=long_ago)
+    CallbackDelivery.objects.filter(pk=deliveries[runs[2]].pk).update(status="sending", last_attempt_at=long_ago)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert deliveries_sweep() == {"woken": 1, "resent": 1, "stuck": 1}
+
+    assert sorted(call.args[0][0] for call in sent.call_args_list) == sorted(d.pk for d in deliveries.values())
+    for delivery in deliveries.values():
+        delivery.refresh_from_db()
+    assert [(d.status, d.attempts) for d in deliveries.values()] == [("pending", 0), ("pending", 0), ("pending", 1)]
+    assert deliveries[runs[2]].last_error == "no answer: the worker stopped during the attempt"
