@@ -103,7 +103,12 @@ def delivery_attempt(*, delivery_pk: int) -> str:
         _settle(delivery, attempts, status=CallbackDelivery.Status.FAILED, code=None,
                 error=f"not sent: the callback URL {problem}")
         return "refused: host not allowed"
-    code, error = post_summary(delivery.url, summary(delivery.execution), _secret_of(delivery.execution))
+    try:
+        secret = _secret_of(delivery.execution)
+    except ValueError as unreadable:  # SECRET_KEY changed: it would never be signed again
+        _settle(delivery, attempts, status=CallbackDelivery.Status.FAILED, code=None, error=f"not sent: {unreadable}")
+        return "refused: secret unreadable"
+    code, error = post_summary(delivery.url, summary(delivery.execution), secret)
     if code is not None and 200 <= code < 300:
         _settle(delivery, attempts, status=CallbackDelivery.Status.DELIVERED, code=code, error="",
                 delivered_at=timezone.now())

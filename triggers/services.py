@@ -98,15 +98,17 @@ def webhook_settings(webhook: WebhookTrigger) -> dict[str, Any]:
             "disabled_at": webhook.disabled_at}
 
 
-def webhook_receive(*, hook_id: str, body: bytes, timestamp: str | None, signed: str | None,
+def webhook_receive(*, webhook: WebhookTrigger, body: bytes, timestamp: str | None, signed: str | None,
                     idempotency_key: str | None) -> Started:
-    """A POST to a webhook's URL: checked in the order that costs the sender least to learn
-    (the hook, the size, the signature and its time, the JSON, the mapping), then its run
-    started under the `webhook` source, or the run of an earlier request with the same
-    idempotency key found. Every refusal starts nothing."""
-    webhook = webhook_get(hook_id)
+    """A POST to an enabled webhook's URL (`webhook_get`): checked in the order that costs
+    the sender least to learn (the size, the signature and its time, the JSON, the mapping),
+    then its run started under the `webhook` source, or the run of an earlier request with
+    the same idempotency key found. Every refusal starts nothing."""
     check_body_size(webhook, len(body))
-    secret = signing.unseal(webhook.sealed_secret)
+    try:
+        secret = signing.unseal(webhook.sealed_secret)
+    except ValueError as unreadable:
+        raise Unauthenticated(f"{unreadable}: no request to this webhook can be checked; make a new webhook") from None
     problem = signing.signature_problem(secret, timestamp=timestamp, signed=signed, body=body, now=time.time(),
                                         window=settings.TRIGGER_REPLAY_WINDOW_SECONDS)
     if problem:

@@ -26,7 +26,7 @@ def receive(request: HttpRequest, hook_id: str) -> JsonResponse:
         webhook = services.webhook_get(hook_id)
         services.check_body_size(webhook, _declared_length(request))  # before the body is read
         started = services.webhook_receive(
-            hook_id=hook_id, body=request.body, timestamp=request.headers.get(TIMESTAMP_HEADER),
+            webhook=webhook, body=request.body, timestamp=request.headers.get(TIMESTAMP_HEADER),
             signed=request.headers.get(SIGNATURE_HEADER), idempotency_key=request.headers.get("Idempotency-Key"))
     except SwitchyardError as refused:
         return _refusal(refused)

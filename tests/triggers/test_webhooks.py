@@ -160,3 +160,15 @@ def test_it_lets_only_authors_make_or_disable_webhooks(webhook, api):
     assert api.viewer.post("/api/workflows/hooked/webhooks", {"name": "mine"}).status_code == 403
     assert api.viewer.delete(f"/api/workflows/hooked/webhooks/{webhook['hook_id']}").status_code == 403
     assert WebhookTrigger.objects.get().disabled_at is None
+
+
+def test_it_opens_the_secret_under_an_old_key_kept_as_a_fallback_and_refuses_it_once_gone(webhook, settings):
+    old = settings.SECRET_KEY
+    settings.SECRET_KEY = "a new secret key, long and random enough for this test"
+    settings.SECRET_KEY_FALLBACKS = [old]
+    assert signed_post(webhook["path"], BODY, webhook["secret"]).status_code == 202
+
+    settings.SECRET_KEY_FALLBACKS = []
+    refused = signed_post(webhook["path"], BODY, webhook["secret"])
+    assert refused.status_code == 401 and "SECRET_KEY this server no longer has" in refused.json()["message"]
+    assert Execution.objects.count() == 1
