@@ -1,10 +1,12 @@
-"""What the run core tells apps above it, which it never imports (schedules, triggers):
+"""What the run core tells apps above it, which it never imports (triggers):
 Django signals, sent once the change they announce has committed."""
 from __future__ import annotations
 
 import logging
 
 from django.dispatch import Signal
+
+from executions.models import Execution
 
 logger = logging.getLogger(__name__)
 
@@ -15,8 +17,6 @@ run_ended = Signal()
 
 
 def send_run_ended(execution_pk: int, status: str) -> None:
-    from executions.models import Execution
-
     for receiver, answer in run_ended.send_robust(sender=Execution, execution_pk=execution_pk, status=status):
         if isinstance(answer, Exception):
             logger.error("run_ended receiver %r failed for execution %s: %s", receiver, execution_pk, answer,
