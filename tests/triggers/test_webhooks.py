@@ -3,10 +3,12 @@ starting a run at once (202), every refusal starting nothing, and one run per id
 from __future__ import annotations
 
 import json
+import threading
 import time
 from unittest import mock
 
 import pytest
+from django.db import connection
 
 from core.models import AuditEntry
 from executions.models import Execution
@@ -172,3 +174,41 @@ def test_it_opens_the_secret_under_an_old_key_kept_as_a_fallback_and_refuses_it_
     refused = signed_post(webhook["path"], BODY, webhook["secret"])
     assert refused.status_code == 401 and "SECRET_KEY this server no longer has" in refused.json()["message"]
     assert Execution.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_starts_one_run_for_two_concurrent_requests_with_one_key(hooked, api):
+    """Two requests at once, each on its own connection, both past the look for an earlier
+    run before either starts its transaction: one run, both answered with it."""
+    made = api.author.post("/api/workflows/hooked/webhooks", {"name": "race",
+                                                              "input_mapping": {"repository": "$.repo"}}).json()
+    both_looked = threading.Barrier(2, timeout=10)
+    earlier = services._earlier_run
+
+    def look_then_wait(source, key):
+        found = earlier(source, key)
+        if threading.current_thread() is not threading.main_thread() and found is None:
+            both_looked.wait()
+        return found
+
+    answers = []
+
+    def post():
+        try:
+            answers.append(signed_post(f"/hooks/{made['hook_id']}", {"repo": "acme"}, made["secret"],
+                                       headers={"HTTP_IDEMPOTENCY_KEY": "same"}))
+        finally:
+            connection.close()
+
+    with mock.patch.object(services, "_earlier_run", look_then_wait):
+        threads = [threading.Thread(target=post) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+
+    assert not both_looked.broken, "both looked before either started its run"
+    assert sorted(answer.status_code for answer in answers) == [202, 202]
+    assert len({answer.json()["execution_id"] for answer in answers}) == 1
+    assert sorted(answer.json()["repeated"] for answer in answers) == [False, True]
+    assert Execution.objects.count() == 1 and TriggeredRun.objects.count() == 1
