@@ -13,13 +13,17 @@ from ninja.pagination import paginate
 
 from agents.selectors import agent_get
 from core.api_support import Page, Rendered, responses
+from core.errors import DocumentError
 from core.roles import ADMIN, AUTHOR, require_role
 from executions import run_summary, selectors, services
 from executions.comparison import execution_comparison, executions_for_comparison
+from executions.page_selectors import executions_for_list
 from executions.preview import node_context_plan
 from executions.schemas import (
     ID_PATTERN,
     MAX_ROW_ID,
+    BulkIn,
+    BulkOut,
     ComparisonOut,
     ComparisonQuery,
     CostQuery,
@@ -42,6 +46,7 @@ from executions.schemas import (
     TimelineQuery,
     TryIn,
 )
+from executions.services.bulk import BULK_MAX
 from workflows.schemas import PlanIn, PlanOut
 from workflows.selectors import workflow_get
 
@@ -78,6 +83,40 @@ def executions_list(request, filters: Query[ExecutionFilters]):
 def executions_compare(request, query: Query[ComparisonQuery]):
     return execution_comparison(*executions_for_comparison(query.a, query.b), offset=query.offset,
                                 limit=query.limit, verdict=query.verdict, node=query.node)
+
+
+# What each bulk action is refused as, for a caller who may not: what its single operation says.
+BULK_NEEDS = {"cancel": "cancel runs", "retry": "retry runs", "rerun": "start runs"}
+
+
+# Before `/executions/{execution_id}`, which would take "bulk" for an id.
+@router.post("/executions/bulk", response=responses(200, BulkOut),
+             summary="Cancel, retry or re-run many runs at once: those named, or every run a filter matches (at most "
+                     "1,000); each run as alone, its refusal its own")
+def executions_bulk(request, payload: BulkIn):
+    require_role(request.user, AUTHOR, to=BULK_NEEDS[payload.action])
+    return services.executions_bulk(action=payload.action, execution_ids=_bulk_ids(payload), actor=request.user,
+                                    from_node=payload.from_node)
+
+
+def _bulk_ids(payload: BulkIn) -> list[str]:
+    """The runs a bulk operation names: its ids, or those its filter matches (newest first),
+    refused past the limit before anything is done."""
+    if (payload.execution_ids is None) == (payload.filter is None):
+        raise DocumentError("name the runs (`execution_ids`) or a filter (`filter`), one of the two",
+                            where="execution_ids")
+    if payload.filter is None:
+        return payload.execution_ids or []
+    chosen = payload.filter
+    matching = executions_for_list(workflow=chosen.workflow, status=chosen.status, since=chosen.since,
+                                   until=chosen.until, experiment=chosen.experiment,
+                                   with_experiments=chosen.with_experiments)
+    ids = list(matching.values_list("execution_id", flat=True)[:BULK_MAX + 1])
+    if len(ids) > BULK_MAX:
+        raise DocumentError(f"the filter matches {matching.count()} runs: a bulk operation steers at most "
+                            f"{BULK_MAX} at once; narrow the filter", where="filter",
+                            details={"limit": BULK_MAX})
+    return ids
 
 
 @router.get("/executions/{execution_id}", response=responses(200, ExecutionOut),

@@ -10,6 +10,7 @@ class ExecutionsConfig(AppConfig):
         # know executions: executions tells them its kinds, its table and an agent's runs.
         from celery.exceptions import SoftTimeLimitExceeded
 
+        from core.cancellation import Cancelled
         from engine.errors import register_interrupt
         from executions.agent_run_readers import register_agent_run_readers
         from executions.document_kinds import register_document_kinds
@@ -20,3 +21,5 @@ class ExecutionsConfig(AppConfig):
         register_agent_run_readers()
         # A node past its soft time limit stops, even inside engine code that records failures.
         register_interrupt(SoftTimeLimitExceeded)
+        # So does a node whose run was cancelled while it ran (core/cancellation.py).
+        register_interrupt(Cancelled)

@@ -9,6 +9,7 @@ change is not cut short here. Datetimes are the seeds' strings (UTC, a trailing 
 """
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
@@ -137,6 +138,49 @@ class ExecutionFilters(Schema):
     started_before: UtcDatetime | None = when()
     experiment: str | None = Field(None, pattern=ID_PATTERN, description="only the runs of this experiment's items")
     with_experiments: bool = Field(False, description="experiments' runs too (left out unless asked for)")
+
+
+class BulkFilter(Schema):
+    """The runs list page's filters (`/executions/`): the runs they match, every one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workflow: str = Field("", pattern=f"^$|{ID_PATTERN}", description="runs of this workflow (its workflow_id)")
+    status: ExecutionStatus | Literal[""] = ""
+    since: date | None = Field(None, description="made on this day (UTC) or after")
+    until: date | None = Field(None, description="made on this day (UTC) or before")
+    experiment: str = Field("", pattern=f"^$|{ID_PATTERN}", description="only the runs of this experiment's items")
+    with_experiments: bool = Field(False, description="experiments' runs too (left out unless asked for)")
+
+
+class BulkIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["cancel", "retry", "rerun"] = Field(
+        ..., description="cancel (runs not ended), retry (escalated runs: the escalated node again) or rerun (a new "
+                         "run from `from_node`, by default each run's first node)")
+    execution_ids: list[Annotated[str, Field(pattern=ID_PATTERN)]] | None = Field(
+        None, description="the runs to steer (at most 1,000); or `filter`")
+    filter: BulkFilter | None = Field(None, description="every run these filters match (at most 1,000); or "
+                                                        "`execution_ids`")
+    from_node: str | None = Field(None, min_length=1, max_length=100,
+                                  description="rerun: the node each run is re-run from")
+
+
+class BulkResultOut(Schema):
+    execution_id: str
+    outcome: Literal["done", "refused"]
+    code: str = Field(..., description="refused: why, as an error code (e.g. ILLEGAL_TRANSITION, NOT_FOUND)")
+    message: str = Field(..., description="refused: why, in words")
+    started: str | None = Field(..., description="rerun: the execution_id of the run it started")
+
+
+class BulkOut(Schema):
+    action: str
+    asked: int = Field(..., description="runs asked for, each once")
+    done: int
+    refused: int
+    results: list[BulkResultOut] = Field(..., description="each run's outcome, in the order asked")
 
 
 class NodeRunCounts(Schema):
@@ -426,6 +470,18 @@ class CopyProgressOut(Schema):
     of: int
 
 
+class DetailsRemovedOut(Schema):
+    removed_at: str = Field(..., description="when retention removed them")
+    complete: bool = Field(..., description="false while their deletion is under way")
+    node_runs: dict[str, int] = Field(..., description="its node runs by status, as they were")
+    total: int = Field(..., description="its node runs, as they were")
+    nodes: int = Field(..., description="the nodes that ran")
+    tokens_in: int
+    tokens_out: int
+    calls: int = Field(..., description="the model calls its node runs made")
+    message: str = Field(..., description="what a person reads: the details were removed by retention")
+
+
 class ExecutionOut(ExecutionDocument):
     """The §5 document (`results`: each node's latest run; with `?node_runs=all`, every node
     run, a node's turns and tool calls included), the run's state, why it ended,
@@ -463,6 +519,10 @@ class ExecutionOut(ExecutionDocument):
     calls: list[dict[str, Any]] = Field(..., description="model calls made for the run outside its node runs: the "
                                                          "judge's")
     node_runs_summary: NodeRunsSummaryOut
+    details_removed: DetailsRemovedOut | None = Field(
+        None, description="a run whose details retention removed (its node runs, their outputs, prompts and "
+                          "context records): when, and what they were; its cost above stays. Null for a run "
+                          "with its details")
 
 
 class ExecutionQuery(Schema):

@@ -116,7 +116,30 @@ def execution_detail(execution: Execution) -> dict[str, Any]:
     size."""
     summary = node_summary(execution)
     return {**execution_head(execution, [node["latest"] for node in summary["nodes"]]),
-            "node_runs_summary": {**summary, "url": reverse("api:node_runs_list", args=[execution.execution_id])}}
+            "node_runs_summary": {**summary, "url": reverse("api:node_runs_list", args=[execution.execution_id])},
+            "details_removed": details_removed(execution, node_runs=summary["total"])}
+
+
+def details_removed(execution: Execution, *, node_runs: int) -> dict[str, Any] | None:
+    """What is left of a run whose details retention removed (its node runs, their outputs
+    and context records): when, and its node runs, tokens and calls as they were; None for a
+    run with its details. The retention app, a layer above, keeps them on the run's reverse
+    one-to-one `retained_summary`, read here by name as the run page reads its experiment's
+    item; only for a run with no node runs (`node_runs`, counted already), so that a run with
+    its details costs no query more (one whose deletion is under way shows what is left)."""
+    if node_runs:
+        return None
+    kept = getattr(execution, "retained_summary", None)
+    if kept is None:
+        return None
+    summary = kept.summary
+    return {"removed_at": iso(kept.removed_at), "complete": kept.complete,
+            "node_runs": summary.get("node_runs", {}), "total": summary.get("total", 0),
+            "nodes": summary.get("nodes", 0), "tokens_in": summary.get("tokens_in", 0),
+            "tokens_out": summary.get("tokens_out", 0), "calls": summary.get("calls", 0),
+            "message": f"The details of this run (its {summary.get('total', 0)} node runs, their outputs, prompts "
+                       f"and context records) were removed by retention on {kept.removed_at:%Y-%m-%d}; its "
+                       f"status, times, input, state, cost and evaluation are kept."}
 
 
 def execution_record_stream(execution: Execution) -> Iterator[str]:

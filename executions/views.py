@@ -16,8 +16,10 @@ from core.roles import AUTHOR, holders, roles_of, steering_refusal
 from executions import page_selectors
 from executions.comparison import comparison_page, executions_for_comparison, runs_aligned
 from executions.models import Execution, ThoughtSearch
+from executions.run_origins import run_origins
 from executions.run_summary import node_summary
-from executions.selectors import EVALUATED, node_run_counts
+from executions.selectors import EVALUATED, details_removed, node_run_counts
+from executions.services.bulk import BULK_MAX
 
 
 def execution_list(request):
@@ -35,13 +37,21 @@ def execution_list(request):
     context = paginate(request, executions)
     now = timezone.now()
     counts = node_run_counts([execution.pk for execution in context["page"]])
+    origins = run_origins(execution.pk for execution in context["page"])
     for execution in context["page"]:
         execution.duration_text = duration_text(execution.started_at, execution.completed_at, now=now)
         execution.cost_text = page_selectors.cost_text(execution.cost)
         execution.run_counts = [(status, n) for status, n in counts[execution.pk].items() if n]
         execution.node_runs_total = sum(counts[execution.pk].values())
+        execution.origin = origins.get(execution.pk)
+    bulk_filter = {"workflow": filters["workflow"], "status": filters["status"], "since": days["since"] and filters["since"],
+                   "until": days["until"] and filters["until"], "experiment": filters["experiment"],
+                   "with_experiments": filters["with_experiments"] == "1"}
     return render(request, "executions/execution_list.html", {
         **context, "filters": filters, "statuses": Execution.Status.choices,
+        # Authors steer the ticked runs, or every run the filters match, together (services/bulk.py).
+        "can_steer": AUTHOR in roles_of(request.user), "bulk_max": BULK_MAX,
+        "bulk_filter": json.dumps({key: value for key, value in bulk_filter.items() if value}),
         "workflows": page_selectors.workflow_choices(), "active_statuses": page_selectors.ACTIVE,
         "sort": sort, "sort_links": _sort_links(filters, sort),
     })
@@ -71,6 +81,7 @@ def execution_detail(request, execution_id: str):
         raise Http404(f"no execution '{execution_id}'")
     graph = page_selectors.workflow_graph(execution.workflow, execution.workflow_version_id)  # the version it ran
     summary = node_summary(execution)
+    removed = details_removed(execution, node_runs=summary["total"])
     states = page_selectors.node_states(summary)
     counts = {**summary["counts"], "total": summary["total"]}
     context = paginate(request, page_selectors.TablePage(execution, summary["total"]))
@@ -86,6 +97,8 @@ def execution_detail(request, execution_id: str):
     return render(request, "executions/execution_detail.html", {
         **context,
         "execution": execution,
+        "origin": run_origins([execution.pk]).get(execution.pk),
+        "details_removed": removed,
         "reruns": reruns,
         "more_reruns": more_reruns,
         "evaluation": evaluation,

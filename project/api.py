@@ -13,7 +13,7 @@ from core.errors import SwitchyardError
 
 api = NinjaAPI(title="Switchyard API", version="1", urls_namespace="api", auth=AUTH, docs_decorator=signed_in,
                parser=StrictParser(),
-               description="Agents, blueprints, workflows, executions, datasets, derive requests, evaluations and tools.")
+               description="Agents, blueprints, workflows, executions, schedules, datasets, derive requests, evaluations and tools.")
 
 STATUS_BY_CODE = {
     "NOT_FOUND": 404,
@@ -79,6 +79,8 @@ def _add_routers() -> None:
     from experiments.experiment_api import router as experiment_runs_router
     from quality.api import router as quality_router
     from quality.derive_requests.api import router as derive_requests_router
+    from retention.api import router as retention_router
+    from schedules.api import router as schedules_router
     from tools.api import router as tools_router
     from triggers.api import router as triggers_router
     from workflows.api import router as workflows_router
@@ -92,7 +94,9 @@ def _add_routers() -> None:
     api.add_router("/", experiment_runs_router)
     api.add_router("/", evidence_router)
     api.add_router("/", quality_router)
+    api.add_router("/", retention_router)
     api.add_router("/", tools_router)
+    api.add_router("/", schedules_router)
     api.add_router("/", triggers_router)
 
 

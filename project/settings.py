@@ -108,9 +108,12 @@ INSTALLED_APPS = [
     "executions",
     "knowledge",
     "experiments",  # datasets (and experiments over them)
-    "triggers",  # webhooks that start runs, workflow-scoped API keys, callbacks at a run's end
     "quality",  # evaluations and quality gates
     "quality.derive_requests",  # derive requests: raising, deciding, the derived child, their API and pages
+    "django_celery_beat",  # the beat's schedule in the database (PeriodicTask), which `schedules` keeps in step
+    "schedules",  # workflows started on a cron schedule
+    "triggers",  # webhooks that start runs, workflow-scoped API keys, callbacks at a run's end
+    "retention",  # old runs deleted (or their details) by the sweep and `purge_runs`
     "benchmarks",  # the benchmark_* commands and the large runs they write
     "demo",  # the demo workflows, `load_demo` and the builtin skills only they use
     "axes",  # sign-in rate limiting (see LOGIN_FAILURE_LIMIT)
@@ -332,6 +335,31 @@ SWEEP_EVERY_SECONDS = env_float("SWEEP_EVERY_SECONDS", 10.0)
 # A sweep holds a lock in Redis, so two beats (two machines) never sweep at once; a sweep
 # that died holding it frees it after this many seconds.
 SWEEP_LOCK_SECONDS = env_float("SWEEP_LOCK_SECONDS", 120.0)
+# Retention (retention/README.md): ended runs are deleted RETENTION_DAYS days after they were
+# created (0, the default: kept for ever), failed ones after RETENTION_FAILED_DAYS (0: as the
+# others; never sooner than they), and a successful run keeps only its summary and cost after
+# RETENTION_SUCCESS_DETAIL_DAYS (0: its details are kept as long as it is). A workflow's own
+# rule, set by its authors, replaces any of the three for its runs. The sweep deletes
+# RETENTION_BATCH node runs per transaction (small ones: a running run never waits long on
+# them) and at most RETENTION_SWEEP_MAX_BATCHES batches per sweep, every RETENTION_EVERY_SECONDS.
+RETENTION_DAYS = env_int("RETENTION_DAYS", 0)
+RETENTION_FAILED_DAYS = env_int("RETENTION_FAILED_DAYS", 0)
+RETENTION_SUCCESS_DETAIL_DAYS = env_int("RETENTION_SUCCESS_DETAIL_DAYS", 0)
+RETENTION_BATCH = env_int("RETENTION_BATCH", 2_000)
+RETENTION_SWEEP_MAX_BATCHES = env_int("RETENTION_SWEEP_MAX_BATCHES", 200)
+RETENTION_EVERY_SECONDS = env_float("RETENTION_EVERY_SECONDS", 300.0)
+# After each transaction the sweep (and purge_runs, unless told otherwise) rests this many
+# times as long as the transaction took: deleting competes with the runs going on for the
+# machine's cores and disk, not for their locks (docs/benchmarks.md, Retention).
+RETENTION_PAUSE = env_float("RETENTION_PAUSE", 3.0)
+RETENTION_LOCK_SECONDS = env_float("RETENTION_LOCK_SECONDS", 900.0)  # as SWEEP_LOCK_SECONDS, for this sweep
+if min(RETENTION_DAYS, RETENTION_FAILED_DAYS, RETENTION_SUCCESS_DETAIL_DAYS, RETENTION_PAUSE) < 0 or RETENTION_BATCH < 1 \
+        or RETENTION_SWEEP_MAX_BATCHES < 1:
+    raise ValueError(f"RETENTION_DAYS ({RETENTION_DAYS}), RETENTION_FAILED_DAYS ({RETENTION_FAILED_DAYS}) and "
+                     f"RETENTION_SUCCESS_DETAIL_DAYS ({RETENTION_SUCCESS_DETAIL_DAYS}) and RETENTION_PAUSE "
+                     f"({RETENTION_PAUSE:g}) cannot be negative; "
+                     f"RETENTION_BATCH ({RETENTION_BATCH}) and RETENTION_SWEEP_MAX_BATCHES "
+                     f"({RETENTION_SWEEP_MAX_BATCHES}) must be at least 1")
 CELERY_BEAT_SCHEDULE = {
     "sweep-node-runs": {"task": "executions.sweep", "schedule": SWEEP_EVERY_SECONDS},
     # Approved derive requests whose child-creation message was lost.
@@ -339,9 +367,24 @@ CELERY_BEAT_SCHEDULE = {
     # Experiments' items whose run ended unscored (a lost message, a killed worker), and
     # experiments with room to start more items.
     "sweep-experiments": {"task": "experiments.sweep", "schedule": SWEEP_EVERY_SECONDS},
+    # Runs past their retention deleted, or their details (retention/README.md).
+    "sweep-retention": {"task": "retention.sweep", "schedule": RETENTION_EVERY_SECONDS},
     # Callbacks whose run's end, message or attempt was lost (triggers/callbacks.py).
     "sweep-callbacks": {"task": "triggers.sweep", "schedule": SWEEP_EVERY_SECONDS},
 }
+# The beat runs with django-celery-beat's DatabaseScheduler (`--scheduler
+# django_celery_beat.schedulers:DatabaseScheduler`, deploy/supervisord.conf): the sweeps above
+# are written to its PeriodicTask table as it starts, and each schedule (schedules/) keeps a
+# PeriodicTask of its own there, which the beat picks up within seconds without a restart.
+# Its times are aware and in UTC, as the database's are (USE_TZ); a schedule's cron is read
+# in its own time zone.
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_ENABLE_UTC = True
+DJANGO_CELERY_BEAT_TZ_AWARE = USE_TZ
+# A schedule's fire that reaches a worker more than this many seconds after its time (the
+# beat was down across it) is a missed one: a schedule that skips missed fires starts no run
+# for it, one that catches up starts one for the latest (schedules/firing.py).
+SCHEDULE_MISSED_AFTER_SECONDS = env_float("SCHEDULE_MISSED_AFTER_SECONDS", 60.0)
 
 # Evaluations (core-data-structures §7): overall_score = the weighted scores; a run passes
 # at EVALUATION_PASS_SCORE, is sent back for revision from EVALUATION_REVISE_SCORE, and is

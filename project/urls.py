@@ -12,6 +12,7 @@ from project import views as project_views
 from project.api import api
 from quality.derive_requests.urls import derive_request_patterns
 from quality.urls import evaluation_patterns
+from schedules.urls import schedule_patterns
 from triggers.urls import hook_patterns
 from workflows.urls import blueprint_patterns, workflow_patterns
 
@@ -32,6 +33,7 @@ urlpatterns = [
     path("experiments/evidence/", include((evidence_patterns, "evidence"))),
     path("experiments/", include((experiment_patterns, "experiments"))),
     path("evaluations/", include((evaluation_patterns, "evaluations"))),
+    path("schedules/", include((schedule_patterns, "schedules"))),
     path("hooks/", include((hook_patterns, "triggers"))),  # webhooks: outside sign-in, signed (triggers/)
     path("admin/", admin.site.urls),
     path("api/", api.urls),

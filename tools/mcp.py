@@ -38,6 +38,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, EmbeddedResource, ImageContent, ResourceLink, TextContent
 
 from core.backend_urls import shown_url
+from core.cancellation import stoppable
 from tools.call_groups import CallGroup
 from tools.errors import TOOL_ERROR, TOOL_TIMEOUT, TOOL_UNAVAILABLE, ToolError
 
@@ -144,8 +145,8 @@ def _part(part: Any) -> Any:
 def _run(options: dict[str, Any], where: str, request: Callable[[Client], Awaitable[T]],
          timeout: float, group: CallGroup | None = None) -> T:
     """Connect to the server, make `request`, disconnect, all within `timeout` seconds. A
-    caller stopped while it waits (a node's time limit, raised in it), or the `group` it is
-    made for, stops the request too: the server is disconnected, and a stdio server stopped,
+    caller stopped while it waits (a node's time limit, raised in it; its node run cancelled,
+    which raises Cancelled), or the `group` it is made for, stops the request too: the server is disconnected, and a stdio server stopped,
     then rather than at `timeout`."""
     state: dict[str, Any] = {"stage": "connecting", "http_status": None}
     group = group or CallGroup()
@@ -173,8 +174,9 @@ def _run(options: dict[str, Any], where: str, request: Callable[[Client], Awaita
 
     threading.Thread(target=work, name=f"mcp {where}", daemon=True).start()
     try:
-        answered = done.wait(timeout + GRACE_SECONDS)
-    except BaseException:  # the caller is stopped here (a time limit): so is the request
+        with stoppable(group.stop):  # a cancel of the node run stops the request (core/cancellation.py)
+            answered = done.wait(timeout + GRACE_SECONDS)
+    except BaseException:  # the caller is stopped here (a time limit, a cancel): so is the request
         group.stop()
         raise
     if not answered:

@@ -18,7 +18,9 @@ For a node run, the program also sees SWITCHYARD_DISPATCH (1, and one more each 
 node run is sent to a worker again after its worker went silent) and
 SWITCHYARD_IDEMPOTENCY_KEY (the same for the same call in every dispatch; see dispatch.py),
 for a program that calls a paid service to pass on. Its process is recorded on the node
-run, and ended if it still runs when the node run is sent again.
+run, and ended if it still runs when the node run is sent again; and its process group is
+killed at once when the node run is cancelled (core/cancellation.py), the call then raising
+Cancelled.
 """
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ import os
 import signal
 import subprocess
 from typing import Any
+
+from core.cancellation import stoppable
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
 from .builtin import count_tokens
@@ -116,7 +120,10 @@ class CommandBackend(Backend):
                                code="COMMAND_NOT_FOUND", retryable=False) from None
         try:
             process_started(process.pid)
-            stdout, stderr = process.communicate(stdin, timeout=self.timeout_seconds)
+            # A cancel of the node run kills the group from the heartbeat's thread; the
+            # communicate then returns, and Cancelled is raised instead of its outcome.
+            with stoppable(lambda: self._kill(process)):
+                stdout, stderr = process.communicate(stdin, timeout=self.timeout_seconds)
         except subprocess.TimeoutExpired:
             self._kill(process)
             stderr = self._drain(process)
@@ -124,7 +131,7 @@ class CommandBackend(Backend):
             if stderr and stderr.strip():
                 message += f"; stderr: {_tail(stderr)}"
             raise BackendError(message, code="TIMEOUT", retryable=True) from None
-        except BaseException:
+        except BaseException:  # a time limit, a cancel: what the command started ends with it
             self._kill(process)
             self._drain(process)
             raise

@@ -25,6 +25,7 @@ from decimal import Decimal
 
 from agents.backends.base import BackendError
 from agents.catalogue import model_entry, token_encoding
+from core.cancellation import check_cancelled
 from engine.tokens import UnknownEncoding, check_encoding
 
 UNITS = Decimal(10) ** 12  # cost units per USD
@@ -215,7 +216,9 @@ def counting_encoding(backend: str, model: str, stated: str = "") -> str:
 
 
 def check_call(*, backend: str, model: str, tokens_in: int, max_tokens: int | None) -> None:
-    """Before a call: raise BudgetExceeded if it could cross a limit of the open meter."""
+    """Before a call: raise Cancelled if the node run it is for was cancelled (no call is
+    started for it then), and BudgetExceeded if it could cross a limit of the open meter."""
+    check_cancelled()
     meter = _meter.get()
     if meter is not None:
         meter.check(backend, model, tokens_in, max_tokens)

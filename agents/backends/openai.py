@@ -29,6 +29,10 @@ off before it is a retryable BAD_RESPONSE (not retried here: the server may have
 it), never a shorter reply. Its usage is the last `usage` a chunk carried: servers send it
 once, in a final chunk with no choices (OpenAI), or cumulatively in every chunk (vLLM's
 continuous usage stats), so chunks' usages are never added up.
+
+A node run cancelled while its call waits for the answer or reads it (core/cancellation.py)
+has the call's socket shut from the worker's heartbeat thread: the call stops there, raises
+Cancelled and is not tried again.
 """
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ import json
 import os
 import re
 import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -46,6 +51,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from core.backend_urls import base_url_problem, shown_url
+from core.cancellation import check_cancelled, stoppable
 from engine.errors import EngineError
 
 from .base import Backend, BackendError, BackendRequest, BackendResponse
@@ -251,6 +257,64 @@ def sse_data(lines: Iterable[bytes]) -> Iterator[str]:
     raise StreamBrokeOff("the event stream ended before data: [DONE]")
 
 
+class _Sockets:
+    """The sockets one call's connections open (`opener`: urllib's, whose HTTP and HTTPS
+    connections keep their sockets here), which a cancel shuts from another thread (`shut`):
+    closing a connection there would not wake a read blocked on it, a shutdown does (the
+    read sees the end of the stream), whether the call waits for the answer or reads it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: list[socket.socket] = []
+        self._shut = False
+
+    def keep(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._kept.append(sock)
+            shut = self._shut
+        if shut:  # cancelled while it connected
+            self._shutdown(sock)
+
+    def shut(self) -> None:
+        with self._lock:
+            self._shut, kept = True, list(self._kept)
+        for sock in kept:
+            self._shutdown(sock)
+
+    @staticmethod
+    def _shutdown(sock: socket.socket) -> None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # closed already: nothing left to stop
+            pass
+
+    def connection(self, base: type[http.client.HTTPConnection]) -> type[http.client.HTTPConnection]:
+        """`base` (HTTPConnection or HTTPSConnection), keeping each socket it connects here."""
+        sockets = self
+
+        class Kept(base):  # type: ignore[valid-type, misc]  # a class made from the one urllib passes
+            def connect(self) -> None:
+                super().connect()
+                sockets.keep(self.sock)
+
+        return Kept
+
+    def opener(self) -> urllib.request.OpenerDirector:
+        """urllib's default opener (proxies from the environment, redirects, …) whose HTTP and
+        HTTPS connections keep their sockets here."""
+        sockets = self
+
+        class HTTP(urllib.request.HTTPHandler):
+            def do_open(self, http_class, req, **options):  # type: ignore[override]
+                return super().do_open(sockets.connection(http_class), req, **options)
+
+        class HTTPS(urllib.request.HTTPSHandler):
+            def do_open(self, http_class, req, **options):  # type: ignore[override]
+                return super().do_open(sockets.connection(http_class), req, **options)
+
+        return urllib.request.build_opener(HTTP, HTTPS)
+
+
 def _is_timeout(error: BaseException) -> bool:
     if isinstance(error, (TimeoutError, socket.timeout)):
         return True
@@ -388,9 +452,14 @@ class OpenAICompatibleBackend(Backend):
         for attempt in range(self.max_retries + 1):
             if attempt:
                 self.sleep(self._delay(attempt, hint))
+                check_cancelled()  # a node run cancelled meanwhile tries no more
             request = urllib.request.Request(self.url, data=payload, headers=headers, method="POST")
+            sockets = _Sockets()
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:
+                # A cancel of the node run shuts the call's socket (see _Sockets): waiting for the
+                # answer, or reading it (a stream, a body), the call stops there and raises
+                # Cancelled, before any of the handlers below could take it for a fault.
+                with stoppable(sockets.shut), sockets.opener().open(request, timeout=self.timeout_seconds) as response:
                     if stream and response.headers.get_content_type() != "application/json":
                         return self._read_stream(response, where)
                     raw = response.read()

@@ -29,6 +29,7 @@ from django.utils import timezone
 from agents.agent_tools import needs_approval
 from agents.backends import BackendRequest, BackendResponse
 from agents.backends.metering import calling
+from core.cancellation import stoppable
 from core.jsonutil import iso
 from engine import gates
 from engine.context.tool_results import ToolBudget, ToolResultsOverBudget
@@ -199,9 +200,10 @@ def run_calls(toolbox: Toolbox, asked: list[dict[str, Any]], turn: int, record: 
         try:
             futures = [(index, entry, pool.submit(catalogue.call, tool, entry["arguments"], group=group))
                        for index, tool, entry in remote]
-            for index, entry, future in futures:
-                entries[index] = _finish(entry, future.result())
-        except BaseException:  # a time limit stops the node here: it stops the calls, and their servers
+            with stoppable(group.stop):  # a cancel of the node run stops them (core/cancellation.py)
+                for index, entry, future in futures:
+                    entries[index] = _finish(entry, future.result())
+        except BaseException:  # a time limit or a cancel stops the node here: it stops the calls, and their servers
             group.stop()
             raise
         finally:

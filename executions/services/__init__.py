@@ -8,12 +8,14 @@
 - sweep.py: crash safety: silent workers, lost messages and evaluations, wall time; gate time-outs
 - start.py: start and steer a run: start, cancel, resume, retry, abort
 - rerun.py: re-run a past run from one of its nodes; try one node alone
+- bulk.py: cancel, retry or re-run many runs at once, each as alone
 - document_import.py: an execution recorded elsewhere, imported
 
 Each reads the graph of the workflow version a run runs from executions/run_graphs.py (a read,
 cached per process). Evaluations are written by quality/evaluations.py, which builds on these. The names other
 code uses are importable from here."""
 from executions.run_graphs import Graph, execution_graph, workflow_graph
+from executions.services.bulk import executions_bulk
 from executions.services.document_import import execution_import_document
 from executions.services.gates import gate_decide, gates_pending, gates_pending_ids, gates_time_out
 from executions.services.node_run import heartbeat, node_run_execute
@@ -32,5 +34,5 @@ __all__ = [
     "Graph", "execution_abort", "execution_graph", "execution_cancel", "execution_import_document", "execution_resume",
     "execution_rerun", "rerun_copy", "execution_retry", "execution_start", "execution_start_by_id", "gate_decide", "gates_pending",
     "gates_pending_ids", "gates_time_out", "heartbeat", "node_run_execute",
-    "node_runs_sweep", "node_runs_sweep_exclusive", "node_try", "workflow_graph",
+    "node_runs_sweep", "node_runs_sweep_exclusive", "node_try", "workflow_graph", "executions_bulk",
 ]

@@ -25,9 +25,10 @@ from agents.backends.dispatch import dispatched, end_process
 from agents.backends.metering import Meter, metered
 from agents.documents import agent_as_of, agent_with
 from agents.models import Agent
+from core.cancellation import Cancellation, Cancelled, cancellable
 from core.status_writes import Touch, Under, claim_row, transition, transition_under
 from engine.steps import nothing_follows, wall_time_exceeded
-from executions import node_kinds
+from executions import cancel_notices, node_kinds
 from executions.models import Execution, NodeRun
 from executions.node_errors import NodeFailure, NodeWaits
 from executions.run_graphs import execution_graph
@@ -112,10 +113,13 @@ def _execute(node_run_id: int, worker: str, claimed: Claimed | None = None,
     # Every model call the node makes, with its cost, held to the run's cost limits, and made
     # for this dispatch of the node run (its number, its calls' keys, its processes recorded).
     budget = node_run_budget(execution, graph.settings, node_run_id=run.pk, claim=claim)
-    with heartbeat(run.pk, claim), metered(budget) as meter, \
+    with heartbeat(run.pk, claim, execution.pk), metered(budget) as meter, \
             dispatched(run.pk, run.dispatches, on_process=partial(_heartbeats.record_process, run.pk)):
         try:
             performed = node_kinds.perform(run, graph, node)
+        except Cancelled:  # its run was cancelled, which ended the node run (see _Heartbeats.stop_lost)
+            node_failed(run, claim, NodeFailure("cancelled", code=Cancelled.code, retryable=False), meter, chain)
+            return "cancelled", None
         except SoftTimeLimitExceeded:  # raised by Celery wherever the node was; the worker goes on
             limit = settings.NODE_SOFT_TIME_LIMIT_SECONDS
             return "failed", node_failed(run, claim, time_limit_failure(
@@ -432,27 +436,49 @@ class _Heartbeats:
 
     It also records the local processes the runs' backends start (`record_process`), woken
     to do it at once: written by the node's own thread, the record would keep the call
-    from starting while the database is slow or locked, past the node's time limits."""
+    from starting while the database is slow or locked, past the node's time limits.
+
+    A beat that touches nothing finds a node run no longer running under its claim: one its
+    run's cancel ended, or one the sweep sent again. Its work in flight is stopped then
+    (`stop_lost`): the beat is the worker's only question to the database about it. A
+    second thread listens for cancels announced over Redis (executions/cancel_notices.py)
+    and wakes the beat when one is of a run performed here, so the node stops in a moment
+    rather than at the next beat."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.runs: dict[int, str] = {}  # node run pk → the claim performing it
+        self.cancellations: dict[int, Cancellation] = {}  # node run pk → what stops its work in flight
+        self.executions: dict[int, int] = {}  # node run pk → its execution's pk (for cancel notices)
         self.processes: dict[int, dict] = {}  # node run pk → its backend process, to record
         self.wake = threading.Event()
         self.pid = None
 
-    def add(self, node_run_id: int, claim: str) -> None:
+    def add(self, node_run_id: int, claim: str, cancellation: Cancellation, execution_pk: int) -> None:
         with self.lock:
             self.runs[node_run_id] = claim
+            self.cancellations[node_run_id] = cancellation
+            self.executions[node_run_id] = execution_pk
             if self.pid != os.getpid():  # not started in this process yet
                 self.pid = os.getpid()
                 self.wake = threading.Event()
                 threading.Thread(target=self.beat, name="node-run-heartbeats", daemon=True).start()
+                threading.Thread(target=cancel_notices.listen, args=(self.cancel_heard,), name="cancel-notices",
+                                 daemon=True).start()
 
     def remove(self, node_run_id: int) -> None:
         with self.lock:
             self.runs.pop(node_run_id, None)
             self.processes.pop(node_run_id, None)
+            self.cancellations.pop(node_run_id, None)
+            self.executions.pop(node_run_id, None)
+
+    def cancel_heard(self, execution_pk: int) -> None:
+        """A cancel of the run `execution_pk` was announced (executions/cancel_notices.py):
+        beat now if a node run of it is performed here, and the beat stops it."""
+        with self.lock:
+            if execution_pk in self.executions.values():
+                self.wake.set()
 
     def record_process(self, node_run_id: int, process: dict) -> None:
         with self.lock:
@@ -470,11 +496,16 @@ class _Heartbeats:
             if not runs:
                 continue
             try:
+                lost = {}
                 for node_run_id, claim in runs:
                     recorded = {"backend_process": processes[node_run_id]} if node_run_id in processes else {}
-                    NodeRun.objects.filter(pk=node_run_id, worker=claim, status=NodeRun.Status.RUNNING).update(
-                        heartbeat_at=timezone.now(), **recorded)
+                    touched = NodeRun.objects.filter(pk=node_run_id, worker=claim, status=NodeRun.Status.RUNNING
+                                                     ).update(heartbeat_at=timezone.now(), **recorded)
                     processes.pop(node_run_id, None)
+                    if not touched:
+                        lost[node_run_id] = claim
+                if lost:
+                    self.stop_lost(lost)
             except Exception:  # the database is away: beat again later, the sweep judges staleness
                 logger.warning("could not touch node run heartbeats", exc_info=True)
                 with self.lock:  # and record those processes then
@@ -482,15 +513,41 @@ class _Heartbeats:
             finally:
                 connection.close()  # beats are seconds apart: hold no connection in between
 
+    def stop_lost(self, lost: dict[int, str]) -> None:
+        """Stop the work of the node runs whose heartbeat touched nothing (`lost`: pk → claim):
+        those a cancel of their run ended (the reason it stored, e.g. "cancelled by ada"),
+        and those the sweep gave to another claim, whose result would be dropped. One that
+        its own thread has just stored is left alone."""
+        found = {pk: (status, worker, error) for pk, status, worker, error in NodeRun.objects.filter(
+            pk__in=list(lost)).values_list("pk", "status", "worker", "error")}
+        for node_run_id, claim in lost.items():
+            status, worker, error = found.get(node_run_id, ("", "", ""))
+            if status == NodeRun.Status.CANCELLED:
+                reason = error or "cancelled"
+            elif not status:
+                reason = f"node run {node_run_id} no longer exists"
+            elif worker != claim:
+                reason = f"node run {node_run_id} was sent to another worker"
+            else:  # stored by its own thread, as the beat touched it
+                continue
+            with self.lock:
+                cancellation = self.cancellations.get(node_run_id)
+            if cancellation is not None:
+                logger.info("node run %s: stopping its work in flight (%s)", node_run_id, reason)
+                cancellation.cancel(reason)
+
 
 _heartbeats = _Heartbeats()
 
 
 @contextmanager
-def heartbeat(node_run_id: int, claim: str):
-    """Touch the node run's heartbeat while it runs."""
-    _heartbeats.add(node_run_id, claim)
-    try:
-        yield
-    finally:
-        _heartbeats.remove(node_run_id)
+def heartbeat(node_run_id: int, claim: str, execution_pk: int = 0):
+    """Touch the node run's heartbeat while it runs; the work done inside is cancelled
+    (core/cancellation.py) when a beat finds the node run cancelled, at once when its run's
+    cancel is announced (`execution_pk`, executions/cancel_notices.py)."""
+    with cancellable() as cancellation:
+        _heartbeats.add(node_run_id, claim, cancellation, execution_pk)
+        try:
+            yield cancellation
+        finally:
+            _heartbeats.remove(node_run_id)

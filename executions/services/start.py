@@ -7,13 +7,14 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from core import audit
 from core.errors import DocumentError, IllegalTransition, WorkflowInvalid
 from core.jsonutil import check_storable
 from engine.inputs import checked_input
 from executions.models import Execution, NodeRun
 from executions.run_graphs import check_contracts_of, execution_graph, run_graph
 from executions.services.gates import gate_output_given
-from executions.services.run import LockedRun
+from executions.services.run import ENDED, LockedRun
 from workflows.models import Workflow
 
 
@@ -71,12 +72,22 @@ def _domain_of(input: dict | None, domain: str) -> str:
 
 
 def execution_cancel(*, execution: Execution, actor=None) -> Execution:
-    """Stop a run: its pending node runs and open gates are cancelled; a running one's result is dropped."""
+    """Stop a run that has not ended: its pending node runs and open gates are cancelled, and
+    a node running on a worker is stopped there (its command's processes killed, its model
+    stream closed, its tool call abandoned: see LockedRun.cancel); each node run says who
+    cancelled it. Recorded in the audit trail. An ended run is refused (ILLEGAL_TRANSITION),
+    naming its status."""
     with transaction.atomic():
         locked = LockedRun.lock(execution)
         execution = locked.execution
-        who = getattr(actor, "username", "") or "someone"
-        locked.cancel(f"cancelled by {who}")
+        if execution.status in ENDED:
+            raise IllegalTransition(f"execution {execution.execution_id} has ended ({execution.status}): only a "
+                                    "run that has not ended can be cancelled")
+        before = execution.status
+        who = getattr(actor, "username", "") or ""
+        locked.cancel(f"cancelled by {who or 'someone'}", by=who)
+        audit.record("execution.cancel", actor=actor, object_type="execution", object_id=execution.execution_id,
+                     before={"status": before}, after={"status": execution.status})
     return execution
 
 

@@ -79,6 +79,7 @@
       get: (path) => request("GET", path),
       post: (path, body) => request("POST", path, body === undefined ? {} : body),
       put: (path, body) => request("PUT", path, body),
+      patch: (path, body) => request("PATCH", path, body),
       delete: (path) => request("DELETE", path),
     },
     ApiError, el, jsonData,

@@ -2,6 +2,9 @@
 // /api/executions (newest first) until none is left in progress, their cost too; nothing
 // reloads. The server orders the list (newest first, or by cost: `?sort=`). Ticking
 // two runs of one workflow enables Compare, which opens the compare page (A the older).
+// Authors steer the ticked runs, or all the runs the filter matches, together: cancel,
+// retry or re-run, after a dialog naming how many (POST /api/executions/bulk); the answer
+// says how many were done, and which were refused and why.
 (function () {
   "use strict";
 
@@ -86,4 +89,91 @@
     window.location.assign(`${compare.dataset.url}?${new URLSearchParams({ a: older, b: newer })}`);
   });
   updateCompare(); // a browser may keep boxes ticked on going back
+
+  // -- steering runs together -----------------------------------------------------------------
+
+  const bar = document.getElementById("bulk-bar");
+  if (!bar) return; // not an author, or no run listed
+  const all = document.getElementById("bulk-all");
+  const pickedText = document.getElementById("bulk-picked");
+  const dialog = document.getElementById("bulk-dialog");
+  const confirmButton = document.getElementById("bulk-confirm");
+  const result = document.getElementById("bulk-result");
+  const matching = Number(bar.dataset.matching);
+  const limit = Number(bar.dataset.limit);
+  let chosen = null; // the action the dialog asks about
+
+  function howMany() {
+    return all.checked ? matching : picked().length;
+  }
+
+  function runs(n) {
+    return `${n} run${n === 1 ? "" : "s"}`;
+  }
+
+  function updateBar() {
+    const n = howMany();
+    const over = all.checked && matching > limit;
+    pickedText.textContent = over ? `${runs(n)} match: at most ${limit} can be steered at once; narrow the filter.`
+      : all.checked ? `All ${runs(n)} matching the filter.` : n ? `${runs(n)} ticked.` : "No run ticked.";
+    for (const button of bar.querySelectorAll("button.bulk-action")) button.disabled = !n || over;
+  }
+
+  function body(action) {
+    const chosenRuns = all.checked ? { filter: JSON.parse(bar.dataset.filter || "{}") }
+      : { execution_ids: picked().map((box) => box.closest("tr").dataset.executionId) };
+    return { action, ...chosenRuns };
+  }
+
+  function showResult(answer, action, done) {
+    const refused = answer.results.filter((entry) => entry.outcome === "refused");
+    const started = answer.results.filter((entry) => entry.started);
+    result.replaceChildren(
+      el("p", { id: "bulk-summary" }, `${runs(answer.done)} ${done}` + (refused.length ? `, ${refused.length} refused:` : ".")),
+      refused.length ? el("ul", { id: "bulk-refused" }, refused.map((entry) => el("li", {},
+        el("a", { class: "mono", href: `/executions/${encodeURIComponent(entry.execution_id)}/` }, entry.execution_id),
+        ` — ${entry.message}`))) : "",
+      started.length ? el("p", { class: "small" }, "New runs: ", started.map((entry, index) => [index ? ", " : "",
+        el("a", { class: "mono", href: `/executions/${encodeURIComponent(entry.started)}/` }, entry.started)])) : "",
+      el("p", { class: "small" }, el("a", { href: window.location.href }, "Reload the list"), " to see every run as it is now."));
+    result.hidden = false;
+    if (action !== "cancel") return;
+    for (const entry of answer.results.filter((each) => each.outcome === "done")) {
+      const row = table.querySelector(`tr[data-execution-id="${CSS.escape(entry.execution_id)}"]`);
+      if (!row) continue;
+      row.dataset.status = "cancelled";
+      row.querySelector(".status-cell").replaceChildren(el("span", { class: "badge cancelled" }, "cancelled"));
+    }
+  }
+
+  for (const button of bar.querySelectorAll("button.bulk-action")) {
+    button.addEventListener("click", () => {
+      chosen = button;
+      const n = howMany();
+      document.getElementById("bulk-question").textContent = `${button.dataset.verb} ${runs(n)}?`;
+      document.getElementById("bulk-explain").textContent = button.title || "Runs that have ended cannot be cancelled: they are refused, and the others go on.";
+      confirmButton.textContent = `${button.dataset.verb} ${runs(n)}`;
+      dialog.showModal();
+    });
+  }
+  document.getElementById("bulk-back").addEventListener("click", () => dialog.close());
+  confirmButton.addEventListener("click", async () => {
+    const button = chosen;
+    dialog.close();
+    if (!button) return;
+    for (const each of bar.querySelectorAll("button.bulk-action")) each.disabled = true;
+    try {
+      const answer = await api.post("/executions/bulk", body(button.dataset.action));
+      showResult(answer, button.dataset.action, button.dataset.done);
+    } catch (error) {
+      result.replaceChildren(el("p", { class: "error" }, `Nothing was done: ${error.message}`));
+      result.hidden = false;
+    }
+    updateBar();
+  });
+  all.addEventListener("change", updateBar);
+  table.addEventListener("change", (event) => {
+    if (event.target.matches("input.pick")) updateBar();
+  });
+  updateBar();
 })();

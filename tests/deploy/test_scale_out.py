@@ -159,11 +159,11 @@ class Deployment:
         self.network.start(self.web, "gunicorn", [
             sys.executable, "-m", "gunicorn", "project.wsgi", "--bind", f"{self.web.addresses['client']}:8000",
             "--workers", "2"], env=env, cwd=ROOT)
-        # Exactly one beat in the whole deployment: it sends the sweep that re-dispatches
-        # node runs whose worker went silent.
+        # Exactly one beat in the whole deployment, as deployed (its schedule in the
+        # database): it sends the sweep that re-dispatches node runs whose worker went silent.
         self.network.start(self.web, "beat", [
             sys.executable, "-m", "celery", "-A", "project", "beat", "--loglevel", "info",
-            "--schedule", str(self.workdir / "beat-schedule")], env=env, cwd=ROOT)
+            "--scheduler", "django_celery_beat.schedulers:DatabaseScheduler"], env=env, cwd=ROOT)
         wait_until(self.api_answers, timeout=30, what="the web host to answer", logs=self.network.logs)
 
     # -- the worker hosts ----------------------------------------------------------------

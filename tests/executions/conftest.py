@@ -65,12 +65,13 @@ class Workers:
                     pytest.fail(f"worker {hostname} did not start:\n{self.logs()}")
         return [process for process, _ in started]
 
-    def start_beat(self, **env) -> subprocess.Popen:
-        """Start a beat of its own (as deployed) that sends the sweep to the workers' queue."""
+    def start_beat(self, *options: str, **env) -> subprocess.Popen:
+        """Start a beat of its own (as deployed) that sends the sweep to the workers' queue;
+        `options` are more of its command line (e.g. its --scheduler)."""
         log = tempfile.NamedTemporaryFile(prefix="switchyard-beat-", suffix=".log", delete=False)
         process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "project", "beat", "--loglevel", "info",
-             "--schedule", f"{log.name}.schedule"],
+             "--schedule", f"{log.name}.schedule", *options],
             cwd=ROOT, env={**self.env, **env}, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
         )
         log.close()

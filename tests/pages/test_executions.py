@@ -17,7 +17,7 @@ from workflows.models import Workflow
 pytestmark = pytest.mark.django_db
 
 XSS = "<script>window.pwned=1</script><b>bold</b>"
-PAGE_QUERIES = 11  # session, user, roles, the run, its graph, node states, one page of node runs, its evaluation…
+PAGE_QUERIES = 12  # session, user, roles, the run, what started it, its graph, node states, one page of node runs, its evaluation…
 API_QUERIES = 7  # session, user, the run, its summary (grouped, the latest runs, the transitions taken), its re-runs
 
 

@@ -1,6 +1,7 @@
 """tools/mcp.py against a real MCP server (tests/tools/mcp_server.py): listing and calling over
 stdio and streamable HTTP, each failure's code, the time limit, and what a server may see."""
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -114,6 +115,36 @@ def test_a_hung_stdio_server_is_answered_in_time_and_killed(tmp_path):
                                           timeout=4))
     assert error.code == TOOL_TIMEOUT and time.monotonic() - started < 4 + 0.5
     pid = int(pid_file.read_text())  # the server started and was in the call when the time ran out
+    deadline = time.monotonic() + 8  # its stdin closed, then SIGTERM 2 s later: it ignores the first
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(pid)
+
+
+def test_a_cancelled_node_abandons_its_call_and_the_stdio_server_is_stopped(tmp_path):
+    from core.cancellation import Cancellation, Cancelled, cancellable
+
+    pid_file, cancellation, outcome = tmp_path / "pid", Cancellation(), {}
+    done = threading.Event()
+
+    def calling():
+        with cancellable(cancellation):
+            try:
+                mcp.call_tool("t", stdio_options(), "slow", {"seconds": 60, "pid_file": str(pid_file)}, timeout=60)
+            except BaseException as error:  # noqa: BLE001 - handed to the test
+                outcome["error"] = error
+            finally:
+                done.set()
+
+    threading.Thread(target=calling, daemon=True).start()
+    deadline = time.monotonic() + 20
+    while not (pid_file.exists() and pid_file.read_text()):  # the server is in the call
+        assert time.monotonic() < deadline, "the call did not begin"
+        time.sleep(0.05)
+    pid = int(pid_file.read_text())
+    cancellation.cancel("cancelled by ada")
+    assert done.wait(10), "the call was not abandoned"
+    assert isinstance(outcome["error"], Cancelled) and str(outcome["error"]) == "cancelled by ada"
     deadline = time.monotonic() + 8  # its stdin closed, then SIGTERM 2 s later: it ignores the first
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
