@@ -14,7 +14,7 @@ from typing import Any
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest
 from ninja import Field, Schema
-from ninja.errors import ValidationError
+from ninja.errors import AuthorizationError, ValidationError
 from ninja.pagination import PaginationBase
 from ninja.parser import Parser
 from ninja.security import APIKeyCookie, HttpBearer
@@ -31,15 +31,35 @@ def _bearer_token(request) -> str | None:
     return token if scheme.lower() == "bearer" else None
 
 
+# Keys good for some operations only (a workflow key: its workflow's runs), which apps above
+# core register: each function answers what a live key of its kind is ("workflow key
+# 'ci'", and where it is good), or None for anything else.
+_scoped_keys: list[Callable[[str], str | None]] = []
+
+
+def register_scoped_key(describe: Callable[[str], str | None]) -> None:
+    """Teach the API's authentication a kind of key that every operation but its own refuses
+    with 403 (rather than 401, as if it were not a key at all); its operations take it with an
+    authenticator of their own placed before AUTH."""
+    if describe not in _scoped_keys:
+        _scoped_keys.append(describe)
+
+
 class TokenAuth(HttpBearer):
-    """`Authorization: Bearer sy_…` — for programs."""
+    """`Authorization: Bearer sy_…` — for programs. A live scoped key (a workflow key) is
+    refused here with 403, naming what it is good for: it is not a person's token."""
 
     def authenticate(self, request, token: str):
         user = ApiToken.authenticate(token)
         if user is not None:
             request.user = user
             set_via("api_token", token.split("_")[1])
-        return user
+            return user
+        for describe in _scoped_keys:
+            scope = describe(token)
+            if scope:
+                raise AuthorizationError(message=f"this is {scope}; it may do nothing else")
+        return None
 
 
 class SessionAuth(APIKeyCookie):

@@ -83,6 +83,7 @@ def _add_routers() -> None:
     from retention.api import router as retention_router
     from schedules.api import router as schedules_router
     from tools.api import router as tools_router
+    from triggers.api import router as triggers_router
     from workflows.api import router as workflows_router
 
     api.add_router("/", core_router)
@@ -98,6 +99,7 @@ def _add_routers() -> None:
     api.add_router("/", tools_router)
     api.add_router("/", schedules_router)
     api.add_router("/", audit_router)
+    api.add_router("/", triggers_router)
 
 
 _add_routers()

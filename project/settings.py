@@ -112,6 +112,7 @@ INSTALLED_APPS = [
     "quality.derive_requests",  # derive requests: raising, deciding, the derived child, their API and pages
     "django_celery_beat",  # the beat's schedule in the database (PeriodicTask), which `schedules` keeps in step
     "schedules",  # workflows started on a cron schedule
+    "triggers",  # webhooks that start runs, workflow-scoped API keys, callbacks at a run's end
     "retention",  # old runs deleted (or their details) by the sweep and `purge_runs`
     "benchmarks",  # the benchmark_* commands and the large runs they write
     "demo",  # the demo workflows, `load_demo` and the builtin skills only they use
@@ -368,6 +369,8 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-experiments": {"task": "experiments.sweep", "schedule": SWEEP_EVERY_SECONDS},
     # Runs past their retention deleted, or their details (retention/README.md).
     "sweep-retention": {"task": "retention.sweep", "schedule": RETENTION_EVERY_SECONDS},
+    # Callbacks whose run's end, message or attempt was lost (triggers/callbacks.py).
+    "sweep-callbacks": {"task": "triggers.sweep", "schedule": SWEEP_EVERY_SECONDS},
 }
 # The beat runs with django-celery-beat's DatabaseScheduler (`--scheduler
 # django_celery_beat.schedulers:DatabaseScheduler`, deploy/supervisord.conf): the sweeps above
@@ -475,6 +478,25 @@ if EXPERIMENT_SCORING_ATTEMPTS < 1:
 if EXPERIMENT_CONCURRENCY < 1 or EXPERIMENT_MAX_RUNNING_ITEMS < 1:
     raise ValueError(f"EXPERIMENT_CONCURRENCY ({EXPERIMENT_CONCURRENCY}) and EXPERIMENT_MAX_RUNNING_ITEMS "
                      f"({EXPERIMENT_MAX_RUNNING_ITEMS}) must be at least 1")
+# Triggers (triggers/): webhooks that start runs, workflow keys, callbacks at a run's end.
+# A webhook's request is refused (401) unless its X-Switchyard-Timestamp is within this many
+# seconds of the server's time (a signed body cannot be replayed later).
+TRIGGER_REPLAY_WINDOW_SECONDS = env_int("TRIGGER_REPLAY_WINDOW_SECONDS", 300)
+# A new webhook's body limit unless it sets its own (never above DATA_UPLOAD_MAX_MEMORY_SIZE).
+WEBHOOK_MAX_BODY_BYTES = env_int("WEBHOOK_MAX_BODY_BYTES", 256 * 1024)
+# A new workflow key's requests per minute unless it sets its own; past it, 429 with Retry-After.
+WORKFLOW_KEY_RATE_PER_MINUTE = env_int("WORKFLOW_KEY_RATE_PER_MINUTE", 60)
+# The only hosts a callback is ever sent to ("host" or "host:port", comma-separated): a callback
+# URL elsewhere is refused when it is given, and again before each attempt. Empty: none.
+CALLBACK_ALLOWED_HOSTS = [host.lower() for host in env_list("CALLBACK_ALLOWED_HOSTS", "")]
+# A callback is tried this many times at most; the first retry waits CALLBACK_BACKOFF_SECONDS,
+# doubling each time (capped at 15 minutes, below the broker's visibility timeout); each
+# attempt waits CALLBACK_TIMEOUT_SECONDS for an answer.
+CALLBACK_MAX_ATTEMPTS = env_int("CALLBACK_MAX_ATTEMPTS", 6)
+CALLBACK_BACKOFF_SECONDS = env_float("CALLBACK_BACKOFF_SECONDS", 5.0)
+CALLBACK_TIMEOUT_SECONDS = env_float("CALLBACK_TIMEOUT_SECONDS", 10.0)
+if CALLBACK_MAX_ATTEMPTS < 1 or WORKFLOW_KEY_RATE_PER_MINUTE < 1 or WEBHOOK_MAX_BODY_BYTES < 1:
+    raise ValueError("CALLBACK_MAX_ATTEMPTS, WORKFLOW_KEY_RATE_PER_MINUTE and WEBHOOK_MAX_BODY_BYTES must be at least 1")
 if os.environ.get("SWITCHYARD_BACKENDS_FILE"):
     from django.core.exceptions import ImproperlyConfigured
 

@@ -14,6 +14,7 @@ from project.api import api
 from quality.derive_requests.urls import derive_request_patterns
 from quality.urls import evaluation_patterns
 from schedules.urls import schedule_patterns
+from triggers.urls import hook_patterns
 from workflows.urls import blueprint_patterns, workflow_patterns
 
 urlpatterns = [
@@ -35,6 +36,7 @@ urlpatterns = [
     path("evaluations/", include((evaluation_patterns, "evaluations"))),
     path("schedules/", include((schedule_patterns, "schedules"))),
     path("audit/", audit_page, name="audit"),
+    path("hooks/", include((hook_patterns, "triggers"))),  # webhooks: outside sign-in, signed (triggers/)
     path("admin/", admin.site.urls),
     path("api/", api.urls),
 ]

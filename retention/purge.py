@@ -23,11 +23,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.db.models import Count, QuerySet, Sum
 
 from core import audit
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
+from experiments.models import ExperimentItem
 from retention.models import RetainedSummary
 from retention.policy import DELETE
 from retention.references import References, tree_reason
@@ -137,6 +138,7 @@ class Purge:
             gone = [pk for pk, _, _ in deleted]
             Evaluation.objects.filter(execution_id__in=gone).delete()
             RetainedSummary.objects.filter(execution_id__in=gone).delete()
+            _unlink_dependants(gone)
             _delete_rows(Execution, "id", gone)
             self.report.runs.update(status for _, _, status in deleted)
             self.report.batches += 1
@@ -233,6 +235,28 @@ def _delete_node_run_rows(pks: list[int], up_to: int | None) -> int:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount
+
+
+# The rows pointing at a run that the purge deletes itself, or that keep a run (a re-run's
+# source, an experiment's item): any other app's rows are `_unlink_dependants`'.
+_PURGED_HERE = {Execution, NodeRun, ThoughtSearch, Evaluation, RetainedSummary, ExperimentItem}
+
+
+def _unlink_dependants(pks: list[int]) -> None:
+    """What deleting these runs through the ORM would do to other apps' rows that point at
+    them (a trigger's record of the run and its callbacks, a schedule's fire), done here
+    because the runs go by a raw DELETE, which the database would refuse while they point
+    at them: CASCADE rows deleted, SET_NULL ones unlinked."""
+    if not pks:
+        return
+    for relation in Execution._meta.related_objects:
+        if relation.related_model in _PURGED_HERE:
+            continue
+        rows = relation.related_model._base_manager.filter(**{f"{relation.field.name}__in": pks})
+        if relation.on_delete is models.CASCADE:
+            rows.delete()
+        elif relation.on_delete is models.SET_NULL:
+            rows.update(**{relation.field.name: None})
 
 
 def _delete_rows(model, column: str, ids: list[int]) -> None:

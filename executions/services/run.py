@@ -32,6 +32,7 @@ from executions import cancel_notices
 from executions.models import Execution, NodeRun
 from executions.run_graphs import Graph, execution_graph
 from executions.services.inline import Chain, Claimed
+from executions.signals import send_run_ended
 
 
 class LockedRun:
@@ -209,6 +210,9 @@ class LockedRun:
         # A cancelled run is not judged, nor is a node tried alone.
         elif status in (Execution.Status.SUCCESS, Execution.Status.FAILED) and not execution.trial:
             evaluate_after_commit(execution.pk)
+        # Apps above the run core hear of the end once it is committed (a trigger's callback).
+        pk = execution.pk
+        transaction.on_commit(lambda: send_run_ended(pk, status))
 
     def cancel_children(self, status: str) -> None:
         """Cancel the child runs still going of the run's sub-workflow nodes, and theirs in

@@ -24,5 +24,5 @@ def test_it_draws_every_package_of_every_layer_and_each_import_with_its_count():
 
 
 def test_it_reads_the_layers_highest_first_from_the_import_contracts():
-    assert SCRIPT["layers"]() == [["project"], ["demo", "benchmarks"], ["retention"], ["experiments", "schedules"], ["quality"],
+    assert SCRIPT["layers"]() == [["project"], ["demo", "benchmarks"], ["retention"], ["experiments", "schedules", "triggers"], ["quality"],
                                   ["executions"], ["workflows", "knowledge"], ["agents"], ["tools"], ["core"], ["engine"]]

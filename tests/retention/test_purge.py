@@ -17,6 +17,7 @@ from experiments.dataset_services import dataset_add_run
 from retention.policy import DELETE, purge_selection
 from retention.purge import Purge
 from tests.retention.conftest import make_run, stored
+from triggers.models import CallbackDelivery, TriggeredRun
 
 pytestmark = pytest.mark.django_db
 
@@ -138,3 +139,14 @@ def test_a_pass_rests_after_each_transaction_as_long_as_told(monkeypatch):
     assert report.batches == 4 and len(rests) == 4 and all(rest > 0 for rest in rests)
     with pytest.raises(CommandError, match=r"--pause: -1 cannot be negative"):
         purge("--before", "2100-01-01", "--pause", "-1")
+
+
+def test_it_deletes_a_run_other_apps_rows_point_at_deleting_or_unlinking_them_as_their_keys_say():
+    triggered = make_run()
+    TriggeredRun.objects.create(execution=triggered, idempotency_key="")
+    CallbackDelivery.objects.create(execution=triggered, url="http://hooks.example/done", status="delivered")
+
+    purge("--before", "2100-01-01T00:00:00+00:00", "--json")
+
+    assert stored(triggered) == [False]
+    assert not TriggeredRun.objects.exists() and not CallbackDelivery.objects.exists()
