@@ -67,6 +67,11 @@ def test_a_rerun_a_comparison_and_a_trial_of_it_are_refused_naming_the_run_and_w
     assert tried.status_code == 409 and tried.json()["code"] == "DETAILS_REMOVED"
     assert not Execution.objects.filter(rerun_of=run).exists() and not Execution.objects.filter(trial=True).exists()
 
+    added = api.author.post("/api/datasets/kept/items/from-run",
+                            {"execution_id": run.execution_id, "use_output_as_expected": True})
+    assert added.status_code == 409 and added.json()["code"] == "DETAILS_REMOVED"
+    assert api.author.post("/api/datasets/kept/items/from-run", {"execution_id": run.execution_id}).status_code == 201
+
     page = signed_in(api.viewer.user).get(f"/executions/compare/?a={young.execution_id}&b={run.execution_id}")
     assert page.status_code == 409 and "removed by retention" in page.content.decode()
 
