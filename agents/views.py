@@ -98,6 +98,7 @@ def agent_detail(request, agent_id: str):
             "data_budget": agent.data_budget,
         },
         "limit_bar": _limit_bar(agent),
+        "retention_days": settings.RETENTION_DAYS,  # the Cost card says deleted runs leave it
         # Where max_input_tokens and max_output_tokens came from: the agent's document, the
         # model catalogue (and which source), or Switchyard's default.
         "limit_sources": {key: value for key, value in (agent.limit_sources or {}).items() if isinstance(value, str)},

@@ -1,12 +1,13 @@
 """`benchmark_retention`: deleting most of a large table of node runs while runs go on.
 
-In a scratch database (`benchmarks.pages.scratch_database`), it writes `--node-runs` node runs
-in light runs of `--per-run` each, one created a minute (`large_runs.light_executions_create`),
-the oldest `--share` of them ended and past the line `purge_runs` is given, plus one large
-kept run for the pages. Then, in turn:
+In a scratch database (`benchmarks.pages.scratch_database`; the tests' own with `--in-place`),
+it writes `--node-runs` node runs in light runs of `--per-run` each, one created a minute
+(`large_runs.light_executions_create`), the oldest `--share` of them ended and past the line
+`purge_runs` is given, plus one large kept run for the pages. Then, in turn:
 
-1. the orchestration benchmark (`benchmark_execution`: a chain and a wide DAG on a real worker
-   against a bare Celery round trip) and the pages (the large run's page and API record, the
+1. the orchestration benchmark (`benchmark_execution`'s chain and wide DAG of no-op nodes on
+   one real worker, started once for both measurements, against a bare Celery round trip:
+   `orchestration`) and the pages (the large run's page and API record, the
    list of runs: `benchmark_pages`' targets), with nothing else going on;
 2. `purge_runs --before LINE` started in a process of its own (the code the sweep runs), and
    the same measurements while it deletes;
@@ -22,25 +23,41 @@ from __future__ import annotations
 import io
 import json
 import os
+import secrets
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 from django.test import Client, override_settings
 from django.utils import timezone
 
-from benchmarks.execution import database_label, worker_database_url
+from benchmarks.execution import (
+    WARMUP_NODES,
+    WARMUP_PINGS,
+    BenchmarkFailed,
+    Worker,
+    agent_document,
+    database_label,
+    worker_database_url,
+    workflow_document,
+)
+from benchmarks.execution import Command as ExecutionBenchmark
 from benchmarks.large_runs import large_run_create, light_executions_create, loop_workflow_create
 from benchmarks.pages import TARGETS, analyse, quiet, request, scratch_database
+from core.documents import import_documents
+from core.tasks import ping
 from executions.models import Execution, NodeRun
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,25 +85,31 @@ class Command(BaseCommand):
         parser.add_argument("--pause", type=float, default=settings.RETENTION_PAUSE,
                             help=f"purge_runs --pause (default RETENTION_PAUSE, {settings.RETENTION_PAUSE:g})")
         parser.add_argument("--json", dest="as_json", action="store_true", help="print the figures as JSON")
+        parser.add_argument("--in-place", action="store_true",
+                            help="write into the configured database instead of a scratch one (for the tests, "
+                                 "whose database is a scratch one already; only workflow bench_retention's runs "
+                                 "are deleted, and its runs are left behind)")
 
     def handle(self, *args, node_runs, per_run, share, kept_run, chain, wide, repeat, batch, pause, as_json,
-               **options):
+               in_place, **options):
         if node_runs < 1 or per_run < 1 or not 0 < share < 1 or kept_run < 1 or batch < 1:
             raise CommandError("--node-runs, --per-run, --kept-run and --batch must be at least 1, --share between "
                                "0 and 1")
         runs = max(1, node_runs // per_run)
         report: dict[str, Any] = {"database": database_label(), "node_runs": runs * per_run, "runs": runs,
                                   "per_run": per_run, "share": share, "batch": batch, "pause": pause, "target": TARGET}
-        with scratch_database(), quiet("django.request", "axes", "retention.sweep"), \
+        with nullcontext() if in_place else scratch_database(), quiet("django.request", "axes", "retention.sweep"), \
                 override_settings(DEBUG=False, ALLOWED_HOSTS=["testserver"]):
             line = self.write(runs, per_run, share, kept_run, report)
             client = Client()
             client.force_login(get_user_model().objects.create_user("benchmark-viewer"))
             report["disk_before"] = disk()
-            report["without"] = self.measure(client, chain, wide, repeat)
-            deleting = self.purge(line, batch, pause)
-            report["with"] = self.measure(client, chain, wide, repeat)
-            report["measured_while_deleting_s"] = time.monotonic() - deleting["started"]
+            with orchestration(chain, wide) as orchestrate:
+                measure = partial(orchestrate, repeat)
+                report["without"] = self.measure(client, measure)
+                deleting = self.purge(line, batch, pause)
+                report["with"] = self.measure(client, measure)
+                report["measured_while_deleting_s"] = time.monotonic() - deleting["started"]
             report["purge"] = self.finish(deleting)
             report["disk_after_delete"] = disk()
             analyse()  # VACUUM ANALYZE on PostgreSQL: the space freed for reuse, the statistics new
@@ -118,14 +141,9 @@ class Command(BaseCommand):
         report["written_s"] = time.monotonic() - started
         return line
 
-    def measure(self, client: Client, chain: int, wide: int, repeat: int) -> dict[str, Any]:
-        """benchmark_execution's median ratios (chain, wide DAG) and the pages' median milliseconds."""
-        out = io.StringIO()
-        call_command("benchmark_execution", "--chain", str(chain), "--wide", str(wide), "--layer", "0", "--loop", "0",
-                     "--repeat", str(repeat), "--json", stdout=out)
-        figures = json.loads(out.getvalue())
-        if figures.get("error"):
-            raise CommandError(f"benchmark_execution: {figures['error']}")
+    def measure(self, client: Client, orchestrate: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """The orchestration's median ratios (chain, wide DAG) and the pages' median milliseconds."""
+        orchestration = orchestrate()
         pages: dict[str, float] = {}
         for key, _label, path in PAGES:
             times = []
@@ -135,8 +153,8 @@ class Command(BaseCommand):
                     raise CommandError(f"{path}: answered {response.status_code}")
                 times.append(seconds * 1000)
             pages[key] = statistics.median(times)
-        return {"orchestration": {figure["name"]: figure["ratio"] for figure in figures["figures"]},
-                "per_node_ms": {figure["name"]: figure["per_node_s"] * 1000 for figure in figures["figures"]},
+        return {"orchestration": {label: figure["ratio"] for label, figure in orchestration.items()},
+                "per_node_ms": {label: figure["per_node_s"] * 1000 for label, figure in orchestration.items()},
                 "pages": pages}
 
     def purge(self, line, batch: int, pause: float) -> dict[str, Any]:
@@ -180,6 +198,52 @@ class Command(BaseCommand):
             write(f"{name.replace('_', ' ')}: " + (", ".join(f"{table} {size / 2**20:,.0f} MB" for table, size
                                                              in sizes.items()) or "not measured (not PostgreSQL)"))
         write("missed: " + ("; ".join(report["missed"]) or "none"))
+
+
+@contextmanager
+def orchestration(chain: int, wide: int, timeout: float = 60.0) -> Iterator[Callable[[int], dict[str, Any]]]:
+    """benchmark_execution's chain and wide DAG of no-op nodes on one real worker, started
+    once for both measurements (a worker's start is most of a small benchmark's time): yields
+    `measure(repeat)`, which runs each shape `repeat` times, each run right after a bare
+    Celery round trip's baseline of its own, and gives each shape's median ratio and
+    per-node time. Everything it made is deleted afterwards."""
+    bench = ExecutionBenchmark(stdout=io.StringIO(), stderr=io.StringIO())
+    token = secrets.token_hex(4)
+    queue, agent_id = f"switchyard-bench-{token}", f"bench_noop_{token}"
+    workflows = {name: f"bench_{name}_{token}" for name in ("warmup", "chain", "wide")}
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "project.settings"),
+               DEBUG="0", CELERY_QUEUE=queue, DATABASE_URL=worker_database_url(), REDIS_URL=settings.REDIS_URL,
+               CELERY_BROKER_URL=settings.CELERY_BROKER_URL, CELERY_RESULT_BACKEND=settings.CELERY_RESULT_BACKEND)
+    worker = Worker(current_app, queue, env)
+    previous_queue = settings.CELERY_TASK_DEFAULT_QUEUE
+
+    def measure(repeat: int) -> dict[str, Any]:
+        samples: dict[str, list[dict[str, float]]] = {"chain": [], "wide": []}
+        for _ in range(repeat):
+            for label, nodes in (("chain", chain), ("wide", wide)):
+                baseline = bench.round_trips(ping, queue, chain, timeout)
+                per_node = bench.run_workflow(workflows[label], nodes, timeout, worker)["wall_s"] / nodes
+                samples[label].append({"per_node_s": per_node, "ratio": per_node / baseline})
+        return {label: {key: statistics.median(sample[key] for sample in runs) for key in ("per_node_s", "ratio")}
+                for label, runs in samples.items()}
+
+    try:
+        import_documents([agent_document(agent_id),
+                          workflow_document(workflows["warmup"], agent_id, topology="seq", nodes=WARMUP_NODES),
+                          workflow_document(workflows["chain"], agent_id, topology="seq", nodes=chain),
+                          workflow_document(workflows["wide"], agent_id, topology="dag", nodes=wide)],
+                         actor="benchmark_retention")
+        worker.start()
+        settings.CELERY_TASK_DEFAULT_QUEUE = queue  # what dispatch_after_commit sends node runs to
+        bench.round_trips(ping, queue, WARMUP_PINGS, timeout)  # imports, connections, the worker's caches
+        bench.run_workflow(workflows["warmup"], WARMUP_NODES, timeout, worker)
+        yield measure
+    except BenchmarkFailed as failure:
+        raise CommandError(f"the orchestration benchmark: {failure}") from None
+    finally:
+        settings.CELERY_TASK_DEFAULT_QUEUE = previous_queue
+        worker.stop()
+        bench.clean_up(agent_id, list(workflows.values()))
 
 
 def disk() -> dict[str, int]:

@@ -68,3 +68,15 @@ class WorkflowInvalid(SwitchyardError):
         lines = "; ".join(f"{p['where']}: {p['message']}" for p in problems)
         prefix = f"workflow '{workflow_id}' is invalid" if workflow_id else "workflow is invalid"
         super().__init__(f"{prefix}: {lines}", details=problems)
+
+
+class DetailsRemoved(SwitchyardError):
+    """An operation that reads a run's node runs (a re-run, a comparison, a node tried from
+    it) asked of a run whose details retention removed, or is deleting: refused, naming the
+    run, when and why, rather than answered from the few node runs that are left (409)."""
+
+    code = "DETAILS_REMOVED"
+
+    def __init__(self, execution_id: str, *, operation: str, removed_at: str, why: str):
+        super().__init__(f"execution '{execution_id}' cannot be {operation}: {why} on {removed_at}",
+                         details={"execution_id": execution_id, "removed_at": removed_at, "why": why})

@@ -45,6 +45,7 @@ from core.jsonutil import iso
 from engine.comparison import HEAVY_FIELDS, align_runs, compare_aligned, settled_verdict, summarise
 from executions.models import Evaluation, Execution, NodeRun
 from executions.page_selectors import workflow_graph
+from executions.run_details import refuse_marked, with_marks
 
 # Pairs compared in full in one answer, unless asked for another number.
 PAGE_SIZE = 50
@@ -69,10 +70,12 @@ def executions_for_comparison(a_id: str, b_id: str) -> tuple[Execution, Executio
     """Both runs in one query, with their workflow and the run each was re-run from; NotFound
     names the one that does not exist (`where` "a" or "b", the parameter that named it)."""
     found = {execution.execution_id: execution for execution in
-             Execution.objects.select_related("workflow", "rerun_of").filter(execution_id__in={a_id, b_id})}
+             with_marks(Execution.objects.select_related("workflow", "rerun_of")).filter(execution_id__in={a_id, b_id})}
     for where, execution_id in (("a", a_id), ("b", b_id)):
         if execution_id not in found:
             raise NotFound(f"execution '{execution_id}' does not exist", details={"where": where})
+    for execution_id in (a_id, b_id):  # a run whose node runs retention removed: 409 DETAILS_REMOVED
+        refuse_marked(found[execution_id], operation="compared")
     return found[a_id], found[b_id]
 
 

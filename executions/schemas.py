@@ -206,7 +206,11 @@ class ExecutionSummaryOut(Schema):
     created_by: str | None
     cost: str = Field(..., description="USD, exact")
     cost_complete: bool = Field(..., description="false when a call's model had no prices")
-    node_runs: NodeRunCounts = Field(..., description="the run's node runs (every attempt) by status")
+    node_runs: NodeRunCounts = Field(..., description="the run's node runs (every attempt) by status; for a run "
+                                                      "whose details retention removed, as its stored summary keeps "
+                                                      "them")
+    details_removed: bool = Field(..., description="whether retention removed the run's details (its node runs): "
+                                                   "`node_runs` then counts what it had")
 
 
 # What a node run keeps of a model turn's text and of a tool call's result (tool_loop.py).

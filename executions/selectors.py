@@ -81,8 +81,25 @@ def node_run_counts(execution_pks: list[int]) -> dict[int, dict[str, int]]:
     return counts
 
 
+def listed_counts(execution_pks: list[int]) -> tuple[dict[int, dict[str, int]], set[int]]:
+    """A page of runs' node runs by status, and which of them had their details removed by
+    retention: those runs show the counts their stored summary keeps (`retained_summary`,
+    retention's, read here by name), not the none that are left. One grouped query, and one
+    more only when some run on the page has no node runs."""
+    counts = node_run_counts(execution_pks)
+    empty = [pk for pk in execution_pks if not any(counts[pk].values())]
+    removed: set[int] = set()
+    if empty:
+        kept = (Execution.objects.filter(pk__in=empty, retained_summary__isnull=False)
+                .values_list("pk", "retained_summary__summary"))
+        for pk, summary in kept:
+            counts[pk].update((summary or {}).get("node_runs", {}))
+            removed.add(pk)
+    return counts, removed
+
+
 def _summaries(rows: list[dict]) -> list[dict[str, Any]]:
-    counts = node_run_counts([row["pk"] for row in rows])
+    counts, removed = listed_counts([row["pk"] for row in rows])
     return [
         {
             "execution_id": row["execution_id"],
@@ -96,6 +113,7 @@ def _summaries(rows: list[dict]) -> list[dict[str, Any]]:
             "cost": usd(row["cost"]),
             "cost_complete": row["cost_complete"],
             "node_runs": counts[row["pk"]],
+            "details_removed": row["pk"] in removed,
         }
         for row in rows
     ]
@@ -251,17 +269,40 @@ COST_HISTORY = 30  # runs a cost history shows by default
 def cost_history(*, workflow=None, agent=None, limit: int = COST_HISTORY) -> list[dict[str, Any]]:
     """What the last `limit` runs of a workflow cost, or what an agent's node runs cost in each
     of its last `limit` runs (copies a re-run reused are the past run's), oldest first, each
-    with its tokens, its calls not priced, and when it started. One query."""
+    with its tokens, its calls not priced, and when it started. One query for a workflow's
+    (its runs' rows, which retention's removal of details leaves); two for an agent's (its
+    node runs, and the stored summaries of runs whose details were removed)."""
     if workflow is not None:
         rows = (Execution.objects.filter(workflow=workflow, trial=False, experiment="").order_by("-created_at", "-id")
                 .values("execution_id", "started_at", "status", "cost", "cost_complete")[:limit])
         return [{"execution_id": row["execution_id"], "started_at": iso(row["started_at"]), "status": row["status"],
                  "cost": usd(row["cost"]), "cost_complete": row["cost_complete"]} for row in reversed(rows)]
     runs = (NodeRun.objects.filter(agent=agent, execution__trial=False, execution__experiment="").exclude(kind__in=NodeRun.COPIES)
+            .exclude(execution__retained_summary__isnull=False)
             .values("execution__execution_id", "execution__started_at", "execution__status")
             .annotate(cost=Sum("cost"), incomplete=Count("id", filter=Q(cost_complete=False)),
                       tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"))
             .order_by("-execution__started_at", "-execution__execution_id")[:limit])
-    return [{"execution_id": row["execution__execution_id"], "started_at": iso(row["execution__started_at"]),
-             "status": row["execution__status"], "cost": usd(row["cost"] or 0), "cost_complete": not row["incomplete"],
-             "tokens_in": row["tokens_in"] or 0, "tokens_out": row["tokens_out"] or 0} for row in reversed(runs)]
+    merged: list[dict[str, Any]] = [
+        {"execution_id": row["execution__execution_id"], "started_at": row["execution__started_at"],
+         "status": row["execution__status"], "cost": row["cost"] or 0, "incomplete": row["incomplete"],
+         "tokens_in": row["tokens_in"] or 0, "tokens_out": row["tokens_out"] or 0} for row in runs]
+    merged += _removed_agent_costs(agent, limit)  # its runs whose details retention removed
+    merged = sorted(merged, key=lambda row: (row["started_at"] is not None, row["started_at"] or 0,
+                                             row["execution_id"]), reverse=True)[:limit]
+    return [{"execution_id": row["execution_id"], "started_at": iso(row["started_at"]), "status": row["status"],
+             "cost": usd(row["cost"]), "cost_complete": not row["incomplete"], "tokens_in": row["tokens_in"],
+             "tokens_out": row["tokens_out"]} for row in reversed(merged)]
+
+
+def _removed_agent_costs(agent, limit: int) -> list[dict[str, Any]]:
+    """What an agent's node runs cost in its last `limit` runs whose details retention
+    removed: read from each run's stored summary (retention keeps each agent's cost and
+    tokens there, under `agents`), so that the agent's costs stay as they were. One query."""
+    key = str(agent.pk)
+    runs = (Execution.objects.filter(trial=False, experiment="", retained_summary__summary__agents__has_key=key)
+            .order_by("-started_at", "-execution_id")
+            .values_list("execution_id", "started_at", "status", "retained_summary__summary")[:limit])
+    return [{"execution_id": execution_id, "started_at": started_at, "status": status,
+             **{name: summary["agents"][key].get(name, 0) for name in ("cost", "incomplete", "tokens_in", "tokens_out")}}
+            for execution_id, started_at, status, summary in runs]

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_date
 
-from core.errors import DocumentError, NotFound
+from core.errors import DetailsRemoved, DocumentError, NotFound
 from core.pages import paginate
 from core.roles import AUTHOR, holders, roles_of, steering_refusal
 from executions import page_selectors
@@ -18,7 +18,7 @@ from executions.comparison import comparison_page, executions_for_comparison, ru
 from executions.models import Execution, ThoughtSearch
 from executions.run_origins import run_origins
 from executions.run_summary import node_summary
-from executions.selectors import EVALUATED, details_removed, node_run_counts
+from executions.selectors import EVALUATED, details_removed, listed_counts
 from executions.services.bulk import BULK_MAX
 
 
@@ -36,13 +36,14 @@ def execution_list(request):
                                                     **days)
     context = paginate(request, executions)
     now = timezone.now()
-    counts = node_run_counts([execution.pk for execution in context["page"]])
+    counts, removed = listed_counts([execution.pk for execution in context["page"]])
     origins = run_origins(execution.pk for execution in context["page"])
     for execution in context["page"]:
         execution.duration_text = duration_text(execution.started_at, execution.completed_at, now=now)
         execution.cost_text = page_selectors.cost_text(execution.cost)
         execution.run_counts = [(status, n) for status, n in counts[execution.pk].items() if n]
         execution.node_runs_total = sum(counts[execution.pk].values())
+        execution.details_removed = execution.pk in removed
         execution.origin = origins.get(execution.pk)
     bulk_filter = {"workflow": filters["workflow"], "status": filters["status"], "since": days["since"] and filters["since"],
                    "until": days["until"] and filters["until"], "experiment": filters["experiment"],
@@ -152,6 +153,8 @@ def execution_compare(request):
         a, b = executions_for_comparison(*ids)
     except NotFound as error:
         raise Http404(error.message) from None
+    except DetailsRemoved as error:
+        return render(request, "executions/execution_compare.html", {"problem": error.message}, status=409)
     try:
         aligned = runs_aligned(a, b)
     except DocumentError as error:

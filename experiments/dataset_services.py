@@ -15,6 +15,7 @@ from core.errors import DocumentError, SwitchyardError, echo
 from core.jsonutil import check_storable
 from core.status_writes import lock_row
 from executions.models import Execution
+from executions.run_details import refuse_without_details
 from executions.services.subworkflows import child_output
 from experiments.dataset_files import ABSENT, ID_MAX_LENGTH, ParsedItem, check_unique, parse
 from experiments.models import Dataset, DatasetItem, DatasetVersion
@@ -82,6 +83,8 @@ def dataset_add_run(*, name: str, execution: Execution, item_id: str = "", use_o
                             details={"where": "item_id"})
     if not isinstance(execution.input, dict):
         raise DocumentError("the run's input is not a JSON object", where="input", details={"where": "input"})
+    if use_output:  # its last nodes' outputs are its node runs'
+        refuse_without_details([execution], operation="added to a dataset with its output as expected")
     item = ParsedItem(item_id=item_id, input=execution.input, line=0,
                       expected=run_output(execution) if use_output else ABSENT,
                       metadata={"execution_id": execution.execution_id, "workflow_id": execution.workflow.workflow_id,

@@ -27,6 +27,7 @@ STATUS_BY_CODE = {
     "PAYLOAD_TOO_LARGE": 413,  # a dataset file over DATASET_MAX_BYTES
     "TOOLS_NOT_IN_CATALOGUE": 422,  # a derive request whose child would get tools no one offers
     "RELEASE_REFUSED": 409,  # a workflow version short of its workflow's release requirement
+    "DETAILS_REMOVED": 409,  # a re-run, comparison or trial of a run whose node runs retention removed
 }
 
 

@@ -44,3 +44,17 @@ class RetainedSummary(models.Model):
 
     def __str__(self) -> str:
         return f"details of {self.execution_id} removed {self.removed_at:%Y-%m-%d}"
+
+
+class RunDeletion(models.Model):
+    """A run retention has begun to delete: written, under the run's row lock, in the
+    transaction that deletes its first node runs, and deleted with the run's row. While it
+    exists, operations that read the run's node runs (a re-run, a comparison, a trial) are
+    refused (`executions/run_details.py`), so that none reads a run half deleted; a re-run
+    made before it was written keeps the run (the deletion re-checks under the lock)."""
+
+    execution = models.OneToOneField(Execution, on_delete=models.CASCADE, related_name="retention_deletion")
+    started_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"deletion of {self.execution_id} since {self.started_at:%Y-%m-%d}"

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection, models, transaction
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 
 from core import audit
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from experiments.models import ExperimentItem
-from retention.models import RetainedSummary
+from retention.models import RetainedSummary, RunDeletion
 from retention.policy import DELETE
 from retention.references import References, tree_reason
 
@@ -138,7 +138,7 @@ class Purge:
             gone = [pk for pk, _, _ in deleted]
             Evaluation.objects.filter(execution_id__in=gone).delete()
             RetainedSummary.objects.filter(execution_id__in=gone).delete()
-            _unlink_dependants(gone)
+            _unlink_dependants(gone)  # a run's deletion marker with the rest
             _delete_rows(Execution, "id", gone)
             self.report.runs.update(status for _, _, status in deleted)
             self.report.batches += 1
@@ -148,28 +148,32 @@ class Purge:
 
     def _delete_node_runs(self, pks: list[int], action: str) -> bool:
         """Delete the node runs of these runs, `batch` at a time, lowest ids first (or count
-        them, dry); False once the pass stops."""
-        runs = NodeRun.objects.filter(execution_id__in=pks)
+        them, dry); False once the pass stops. Each transaction first locks the runs and
+        asks again which may still go (`_still_free`): a run re-run or made an experiment's
+        item since the pass read it keeps its node runs."""
         if not self.apply:
-            self.report.node_runs += runs.count()
+            self.report.node_runs += NodeRun.objects.filter(execution_id__in=pks).count()
             return True
-        while True:
-            ids = list(runs.order_by("pk").values_list("pk", flat=True)[:self.batch])
+        while pks:
+            ids = list(NodeRun.objects.filter(execution_id__in=pks).order_by("pk")
+                       .values_list("pk", flat=True)[:self.batch])
             if not ids:
                 return True
             if not self._counting():
                 return False
-            bounded = runs.filter(pk__lte=ids[-1])
             with self._transaction():
+                pks = _still_free(pks, marking=action == "retention.delete")
+                bounded = NodeRun.objects.filter(execution_id__in=pks, pk__lte=ids[-1])
                 ThoughtSearch.objects.filter(node_run__in=bounded).delete()
                 touched = dict(bounded.order_by().values_list("execution__execution_id").annotate(n=Count("pk")))
-                deleted = _delete_node_run_rows(pks, ids[-1])
+                deleted = _delete_node_run_rows(pks, ids[-1]) if pks else 0
                 self.report.node_runs += deleted
                 self.report.batches += 1
                 audit.record(action, object_type="execution", object_id=min(touched, default=""),
                              before={"node_runs": touched}, after={"node_runs_deleted": deleted})
             if len(ids) < self.batch:
                 return True
+        return True
 
     def _strip(self, runs: list[dict[str, Any]]) -> None:
         """Remove these successful runs' details: their summaries stored, then their node
@@ -182,6 +186,8 @@ class Purge:
             if not self._counting():
                 return
             with transaction.atomic():
+                pks = _still_free(pks, marking=False)
+                runs = [run for run in runs if run["pk"] in pks]
                 summaries = run_summaries(pks)
                 RetainedSummary.objects.bulk_create(
                     [RetainedSummary(execution_id=pk, summary=summaries[pk]) for pk in pks], ignore_conflicts=True)
@@ -190,6 +196,22 @@ class Purge:
         if self.apply:
             RetainedSummary.objects.filter(execution_id__in=pks).update(complete=True)
         self.report.details.update(run["status"] for run in runs)
+
+
+def _still_free(pks: list[int], *, marking: bool) -> list[int]:
+    """Of these ended runs, those nothing has come to need since the pass read them, asked
+    under their rows' lock (FOR UPDATE, in the caller's transaction): a re-run or an
+    experiment's item referring to a run takes a key share of its row, so one made meanwhile
+    is seen here (its transaction committed before the lock was granted) and one made after
+    waits for this transaction, then finds the run marked (`RunDeletion`, with `marking`, or
+    its `RetainedSummary`) and is refused (`executions/run_details.py`). SQLite, which has one
+    writer at a time, needs no lock."""
+    list(Execution.objects.select_for_update().filter(pk__in=pks).values_list("pk", flat=True))
+    free = list(Execution.objects.filter(pk__in=pks, reruns__isnull=True, experiment_item__isnull=True)
+                .values_list("pk", flat=True))
+    if marking and free:
+        RunDeletion.objects.bulk_create([RunDeletion(execution_id=pk) for pk in free], ignore_conflicts=True)
+    return free
 
 
 def _trees(roots: list[dict[str, Any]]) -> tuple[list[list[dict[str, Any]]], dict[int, int]]:
@@ -220,6 +242,14 @@ def run_summaries(pks: list[int]) -> dict[int, dict[str, Any]]:
                                                        calls=Sum("call_count"), nodes=Count("node_id", distinct=True))
     for pk, tokens_in, tokens_out, calls, nodes in totals:
         summaries[pk].update(tokens_in=tokens_in or 0, tokens_out=tokens_out or 0, calls=calls or 0, nodes=nodes)
+    # What each agent's node runs cost, as the agents' cost pages add it up (copies a re-run
+    # reused are the past run's, so left out): kept so those totals do not change.
+    agents = (runs.exclude(kind__in=NodeRun.COPIES).filter(agent__isnull=False).values_list("execution_id", "agent_id")
+              .annotate(cost=Sum("cost"), incomplete=Count("pk", filter=Q(cost_complete=False)),
+                        tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out")))
+    for pk, agent, cost, incomplete, tokens_in, tokens_out in agents:
+        summaries[pk].setdefault("agents", {})[str(agent)] = {
+            "cost": cost or 0, "incomplete": incomplete, "tokens_in": tokens_in or 0, "tokens_out": tokens_out or 0}
     return summaries
 
 

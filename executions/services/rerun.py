@@ -42,6 +42,7 @@ from core.tasks import send_after_commit
 from engine import gates
 from engine.replay import PastRun, RerunRefused, recorded_path, shape_changes, split
 from executions.models import Execution, NodeRun
+from executions.run_details import refuse_without_details
 from executions.run_graphs import Graph, check_contracts_of, execution_graph, run_graph
 from executions.services.gates import gate_output_given
 from executions.services.run import LockedRun, mapped_state
@@ -69,6 +70,7 @@ def execution_rerun(*, source: Execution, from_node: str, step: int | None = Non
     if source.status in (Execution.Status.PENDING, Execution.Status.RUNNING):
         raise IllegalTransition(f"execution {source.execution_id} is {source.status}: a run can be re-run once "
                                 "it has ended or waits for a person", code="CONFLICT")
+    refuse_without_details([source], operation="re-run")
     version, graph = run_graph(source.workflow)  # a re-run runs the latest version
     _check_shape(source, graph)
     input = input_checked(graph, source.input)  # as that version declares its inputs
@@ -106,6 +108,10 @@ def execution_rerun(*, source: Execution, from_node: str, step: int | None = Non
                                          "of": len(keys), "copied": 0, "after": None, "edited": edited,
                                          "decided": decided},
         )
+        # Asked again now that this transaction holds a key share of the past run's row (the
+        # re-run's reference): retention's deletion, which locks it FOR UPDATE, either began
+        # before (refused here) or waits and then keeps the run for this re-run.
+        refuse_without_details([source], operation="re-run")
         _copy_typed(execution, typed, edited, graph, after=len(keys))
         if inline:
             _copy_runs(execution, keys, edited)
@@ -233,6 +239,8 @@ def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = Non
     if source is not None and source.workflow_id != workflow.pk:
         raise DocumentError(f"execution '{source.execution_id}' is a run of another workflow, not of "
                             f"'{workflow.workflow_id}'", where="execution")
+    if source is not None:
+        refuse_without_details([source], operation="the source of a node tried alone")
     for name, value in (("input", input), ("state", state)):
         if value is not None:
             json_object(value, name, storable=True)
@@ -264,6 +272,8 @@ def node_try(*, workflow: Workflow, node_id: str, source: Execution | None = Non
                    "reused": [run.node_id for run in reused if run.node_id not in edited], "edited": sorted(edited),
                    "pinned": {key: version.version for key, version in pinned.items()}},
         )
+        if source is not None:
+            refuse_without_details([source], operation="the source of a node tried alone")
         _copy_runs(execution, [run.key for run in reused], edited)
         _copy_typed(execution, _typed(reused, edited), edited, graph, after=len(reused))
         _record_decisions(execution, decided)

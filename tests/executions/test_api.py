@@ -128,6 +128,7 @@ def test_it_lists_runs_newest_first_with_their_node_runs_counted_by_status(api):
         "started_at": summary["started_at"], "completed_at": None, "ended_reason": "node 'task_b' failed: X",
         "created_at": summary["created_at"], "created_by": None, "cost": "0.000000000000", "cost_complete": True,
         "node_runs": {"pending": 1, "running": 0, "waiting": 0, "success": 1, "failed": 1, "skipped": 0, "cancelled": 0},
+        "details_removed": False,
     }
     assert summary["started_at"].endswith("Z") and "results" not in summary
     assert page["items"][0]["node_runs"]["pending"] == 1 and page["items"][2]["node_runs"]["pending"] == 3

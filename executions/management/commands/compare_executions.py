@@ -3,7 +3,7 @@ from itertools import chain
 
 from django.core.management.base import BaseCommand, CommandError
 
-from core.errors import DocumentError, NotFound
+from core.errors import DetailsRemoved, DocumentError, NotFound
 from executions.comparison import comparison_in_full, executions_for_comparison
 
 INVALID = 2
@@ -26,7 +26,7 @@ class Command(BaseCommand):
         try:
             members = comparison_in_full(*executions_for_comparison(a, b))
             first = next(members)  # the light half is read here: a refusal comes before any output
-        except (NotFound, DocumentError) as error:
+        except (NotFound, DocumentError, DetailsRemoved) as error:
             raise CommandError(error.message, returncode=INVALID) from error
         write = self.stdout.write
         write("{", ending="\n")

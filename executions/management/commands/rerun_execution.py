@@ -3,7 +3,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from core.errors import DocumentError, IllegalTransition
+from core.errors import DetailsRemoved, DocumentError, IllegalTransition
 from core.jsonutil import parse_json
 from core.roles import Forbidden
 from executions.management.waiting import wait_and_print
@@ -69,7 +69,7 @@ class Command(BaseCommand):
                                     agent_versions=pairs(agent_version, "--agent-version"), actor=person)
         except (DocumentError, IllegalTransition) as error:
             raise CommandError(str(error), returncode=BAD_INPUT) from error
-        except Forbidden as error:
+        except (Forbidden, DetailsRemoved) as error:
             raise CommandError(str(error), returncode=REFUSED) from error
         if not wait:
             self.stdout.write(rerun.execution_id)
