@@ -57,6 +57,7 @@ from benchmarks.execution import Command as ExecutionBenchmark
 from benchmarks.large_runs import large_run_create, light_executions_create, loop_workflow_create
 from benchmarks.pages import TARGETS, analyse, quiet, request, scratch_database
 from core.documents import import_documents
+from core.status_writes import transition_all
 from core.tasks import ping
 from executions.models import Execution, NodeRun
 
@@ -131,8 +132,8 @@ class Command(BaseCommand):
         light_executions_create(workflows=[workflow], count=runs, node_runs_each=per_run, ending=ending)
         line = ending - timedelta(minutes=runs - 1) + timedelta(minutes=round(runs * share))
         # The runs to delete all ended (the light runs include some still running, kept back otherwise).
-        Execution.objects.filter(created_at__lt=line, status=Execution.Status.RUNNING).update(
-            status=Execution.Status.SUCCESS)
+        transition_all(Execution.objects.filter(created_at__lt=line), Execution.Status.RUNNING,
+                       Execution.Status.SUCCESS)
         kept = large_run_create(workflow=workflow, node_runs=kept_run, execution_id="bench_retention_kept")
         report["kept_run"] = {"execution_id": kept.execution_id, "node_runs": kept_run}
         report["to_delete"] = {"runs": Execution.objects.filter(created_at__lt=line).count(),

@@ -357,6 +357,21 @@ def lock_values(model: type[models.Model], pk: Any, names: tuple[str, ...], /, *
     return read_values(model, names, row)
 
 
+def lock_rows(model: type[models.Model], pks: Iterable[Any], /) -> list[Any]:
+    """Lock the rows `pks` until the transaction ends, in key order (so two holders never
+    wait on each other), as lock_row does with `written=False` (SELECT … FOR UPDATE; on
+    SQLite, whose writer locks the whole database, a read): the keys of those that exist."""
+    if connection.get_autocommit():
+        raise TransactionManagementError("rows cannot be locked outside of a transaction.")
+    keys = sorted(pks)
+    if not keys:
+        return []
+    rows = model._base_manager.filter(pk__in=keys).order_by("pk")
+    if connection.features.has_select_for_update:
+        rows = rows.select_for_update()
+    return list(rows.values_list("pk", flat=True))
+
+
 def _locked(model: type[models.Model], where: dict[str, Any], written: bool,
             returning: tuple[str, ...] | None, *, missing_ok: bool = False) -> tuple | None:
     """The row whose columns have the values of `where`, locked (see lock_row): the columns of

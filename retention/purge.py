@@ -8,7 +8,7 @@ children before parents: the deepest runs' node runs first, at most `batch` per 
 (the lowest ids of those runs first, up to an id read beforehand, so every DELETE is bounded
 by an index range), then those runs' rows, then the level above; after each transaction
 the pass rests `pause` times as long as it took. No statement locks a run
-that is going on: only ended runs are deleted, and nothing is read FOR UPDATE. Each
+that is going on: only ended runs are deleted, and only those are locked. Each
 transaction records one `retention.delete` (or `retention.details`) audit entry naming the
 runs and counting the rows.
 
@@ -27,6 +27,7 @@ from django.db import connection, models, transaction
 from django.db.models import Count, Q, QuerySet, Sum
 
 from core import audit
+from core.status_writes import lock_rows
 from executions.models import Evaluation, Execution, NodeRun, ThoughtSearch
 from experiments.models import ExperimentItem
 from retention.models import RetainedSummary, RunDeletion
@@ -200,13 +201,13 @@ class Purge:
 
 def _still_free(pks: list[int], *, marking: bool) -> list[int]:
     """Of these ended runs, those nothing has come to need since the pass read them, asked
-    under their rows' lock (FOR UPDATE, in the caller's transaction): a re-run or an
+    under their rows' lock (`lock_rows`, in the caller's transaction): a re-run or an
     experiment's item referring to a run takes a key share of its row, so one made meanwhile
     is seen here (its transaction committed before the lock was granted) and one made after
     waits for this transaction, then finds the run marked (`RunDeletion`, with `marking`, or
     its `RetainedSummary`) and is refused (`executions/run_details.py`). SQLite, which has one
     writer at a time, needs no lock."""
-    list(Execution.objects.select_for_update().filter(pk__in=pks).values_list("pk", flat=True))
+    lock_rows(Execution, pks)
     free = list(Execution.objects.filter(pk__in=pks, reruns__isnull=True, experiment_item__isnull=True)
                 .values_list("pk", flat=True))
     if marking and free:

@@ -7,6 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import audit
+from core.status_writes import lock_row
 from retention.models import WorkflowRetention
 from retention.policy import workflow_rule
 from workflows.models import Workflow
@@ -32,7 +33,7 @@ def rule_set(workflow: Workflow, *, values: dict[str, int | None], actor) -> dic
     """Set the workflow's rule to `values` (each None: the global setting's); all None
     removes its row. Recorded as `retention.rule` with the fields before and after."""
     with transaction.atomic():
-        own = WorkflowRetention.objects.select_for_update().filter(workflow=workflow).first()
+        own = lock_row(WorkflowRetention, missing_ok=True, written=False, workflow_id=workflow.pk)
         before = {name: getattr(own, name) for name in FIELDS} if own is not None else None
         if all(values.get(name) is None for name in FIELDS):
             if own is not None:
