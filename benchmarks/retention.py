@@ -10,7 +10,8 @@ it writes `--node-runs` node runs in light runs of `--per-run` each, one created
    `orchestration`) and the pages (the large run's page and API record, the
    list of runs: `benchmark_pages`' targets), with nothing else going on;
 2. `purge_runs --before LINE` started in a process of its own (the code the sweep runs), and
-   the same measurements while it deletes;
+   the same measurements, round after round, for as long as it deletes (each figure the
+   median of the rounds);
 3. the disk the tables and their indexes take (`pg_total_relation_size`) before, after the
    deletion, and after a plain `VACUUM ANALYZE` (which frees the space for reuse inside the
    files; only `VACUUM FULL`, which locks the table, gives it back to the system).
@@ -109,7 +110,8 @@ class Command(BaseCommand):
                 measure = partial(orchestrate, repeat)
                 report["without"] = self.measure(client, measure)
                 deleting = self.purge(line, batch, pause)
-                report["with"] = self.measure(client, measure)
+                report["with"], report["rounds_while_deleting"] = self.measure_while(
+                    deleting["process"], client, partial(orchestrate, 1))
                 report["measured_while_deleting_s"] = time.monotonic() - deleting["started"]
             report["purge"] = self.finish(deleting)
             report["disk_after_delete"] = disk()
@@ -158,6 +160,17 @@ class Command(BaseCommand):
                 "per_node_ms": {label: figure["per_node_s"] * 1000 for label, figure in orchestration.items()},
                 "pages": pages}
 
+    def measure_while(self, process: subprocess.Popen, client: Client,
+                      orchestrate: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], int]:
+        """`measure` one round after another for as long as the deletion goes on (at least
+        once), so that its whole length is measured: each figure's median over the rounds,
+        and how many there were."""
+        rounds = [self.measure(client, orchestrate)]
+        while process.poll() is None:
+            rounds.append(self.measure(client, orchestrate))
+        return {part: {key: statistics.median(figures[part][key] for figures in rounds) for key in rounds[0][part]}
+                for part in rounds[0]}, len(rounds)
+
     def purge(self, line, batch: int, pause: float) -> dict[str, Any]:
         """purge_runs started in a process of its own, on this database."""
         env = dict(os.environ, DATABASE_URL=worker_database_url(), DEBUG="0")
@@ -193,7 +206,8 @@ class Command(BaseCommand):
         purge = report["purge"]
         write(f"purge_runs: {purge['runs_deleted']:,} runs and {purge['node_runs']:,} node runs in "
               f"{purge['batches']:,} transactions, {purge['seconds']:.0f} s (measured while it ran: "
-              f"{report['measured_while_deleting_s']:.0f} s); kept back: {purge['kept']}")
+              f"{report['rounds_while_deleting']} rounds in {report['measured_while_deleting_s']:.0f} s); "
+              f"kept back: {purge['kept']}")
         for name in ("disk_before", "disk_after_delete", "disk_after_vacuum"):
             sizes = report[name]
             write(f"{name.replace('_', ' ')}: " + (", ".join(f"{table} {size / 2**20:,.0f} MB" for table, size
