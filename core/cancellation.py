@@ -21,12 +21,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from engine.errors import EngineError
+
 logger = logging.getLogger(__name__)
 
 Stop = Callable[[], None]
 
 
-class Cancelled(Exception):
+class Cancelled(EngineError):
     """The work in hand was cancelled (its run was): it stops, and nothing of it is stored."""
 
     code = "CANCELLED"

@@ -121,7 +121,7 @@ def test_it_compares_two_versions_runs_one_and_restores_the_first(api, page_for,
 
     # A save on the page lists its version at once, ready to compare and run.
     page.wait_for_selector("#problems-summary:has-text('No problems')")
-    page.get_by_label("Name", exact=True).fill("Release review, renamed")
+    page.locator("input[data-field=name]").fill("Release review, renamed")  # the workflow's, not a schedule's or a key's
     page.click("#save-button")
     page.wait_for_selector("tr[data-version='6']")
     assert page.locator("input[name=diff-b]:checked").input_value() == "6"

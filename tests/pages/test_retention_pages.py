@@ -1,8 +1,7 @@
 """In a real browser: a run whose details retention removed (its summary and cost, said plainly,
 no graph); the Retention section of a workflow's page, where an author sets the workflow's own
 rule (a refused number shown at its field, the rule its runs get, the Cost card's note once
-runs are deleted) and a viewer reads it without a way to change it. One module: the browser's
-fixture is made once per module that imports it."""
+runs are deleted) and a viewer reads it without a way to change it."""
 from __future__ import annotations
 
 import pytest
@@ -11,13 +10,19 @@ from playwright.sync_api import expect
 from core.models import AuditEntry
 from retention.models import WorkflowRetention
 from retention.sweep import retention_sweep
-from tests.pages.conftest import browser, page_for, signed_in  # noqa: F401 - the browser's fixtures
+from tests.pages.conftest import signed_in
 from tests.pages.test_derive_requests import watch_errors
 from tests.retention.conftest import make_run
 
 
+@pytest.fixture(autouse=True)
+def no_pause(settings):
+    """The sweep rests between its transactions as deployed (RETENTION_PAUSE); not here."""
+    settings.RETENTION_PAUSE = 0
+
+
 @pytest.mark.django_db(transaction=True)
-def test_the_run_page_says_the_details_were_removed_and_shows_what_they_were(demo, api, page_for, settings):  # noqa: F811
+def test_the_run_page_says_the_details_were_removed_and_shows_what_they_were(demo, api, page_for, settings):
     settings.RETENTION_SUCCESS_DETAIL_DAYS = 7
     run = make_run(days=10, node_runs=6)
     retention_sweep()
@@ -36,7 +41,7 @@ def test_the_run_page_says_the_details_were_removed_and_shows_what_they_were(dem
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_author_sets_the_workflows_rule_and_a_refusal_shows_at_its_field(demo, api, page_for, settings):  # noqa: F811
+def test_an_author_sets_the_workflows_rule_and_a_refusal_shows_at_its_field(demo, api, page_for, settings):
     settings.RETENTION_FAILED_DAYS = 90
     page = page_for(api.author.user)
     errors = watch_errors(page)
