@@ -3,6 +3,7 @@ from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 
 from agents.models import Agent, AgentVersion
+from core.admin_audit import ReadOnlyAdmin
 from core.admin_documents import DocumentAdmin
 
 
@@ -23,19 +24,10 @@ class AgentAdmin(DocumentAdmin):
 
 
 @admin.register(AgentVersion)
-class AgentVersionAdmin(admin.ModelAdmin):
+class AgentVersionAdmin(ReadOnlyAdmin):
     """Versions are immutable snapshots: readable, never edited."""
 
     list_display = ["agent", "version", "created_at", "created_by"]
     list_filter = ["created_at"]
     search_fields = ["agent__agent_id", "version"]
     list_select_related = ["agent"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

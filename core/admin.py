@@ -4,7 +4,7 @@ from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group
 from django.db import transaction
 
-from core.admin_audit import AuditedAdmin
+from core.admin_audit import AuditedAdmin, ReadOnlyAdmin
 from core.audit import record
 from core.models import ApiToken, AuditEntry
 from core.token_services import tokens_revoke
@@ -61,7 +61,7 @@ class AuditedGroupAdmin(AuditedAdmin, GroupAdmin):
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(admin.ModelAdmin):
+class AuditEntryAdmin(ReadOnlyAdmin):
     """The audit trail, read only: no one adds, changes or deletes an entry here, superusers
     included (the model refuses it too)."""
 
@@ -71,12 +71,3 @@ class AuditEntryAdmin(admin.ModelAdmin):
     date_hierarchy = "at"
     readonly_fields = ["at", "actor_id", "actor_name", "via", "via_detail", "action", "object_type", "object_id",
                        "before", "after"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -79,3 +79,17 @@ class AuditedAdmin(admin.ModelAdmin):
             for object_id, before in gone:
                 record(f"{self.audit_object_type()}.delete", actor=request.user, object_type=self.audit_object_type(),
                        object_id=object_id, before=before)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows the admin site shows and never writes (no add, change or delete, superusers
+    included): what only a service makes, or what must not change (a version, the trail)."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -14,18 +14,16 @@ A run (with its children: one tree) is kept back while any run of the tree
 by `execution_id` in JSON, which no index serves); the rest is asked per chunk of runs."""
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
-from agents.documents import ID
 from agents.models import DeriveRequest
 from executions.models import Execution, NodeRun
 from experiments.models import DatasetItem, ExperimentItem
+from quality.derive_requests.selectors import id_strings
 
 REASONS = ("running", "gate", "experiment", "dataset", "evidence", "rerun")
 ENDED = (Execution.Status.SUCCESS, Execution.Status.FAILED, Execution.Status.CANCELLED)
-_ID = re.compile(ID["pattern"])
 EVIDENCE_STRINGS = 10_000  # strings read from one request's evidence at most
 
 
@@ -37,7 +35,7 @@ class References:
                            .values_list("metadata__execution_id", flat=True))
         self.evidence: set[str] = set()
         for context, evidence in DeriveRequest.objects.values_list("trigger_context", "evidence").iterator():
-            self.evidence |= _strings(context) | _strings(evidence)
+            self.evidence |= id_strings(context, EVIDENCE_STRINGS) | id_strings(evidence, EVIDENCE_STRINGS)
 
     def reasons(self, runs: list[dict[str, Any]]) -> dict[int, str]:
         """For a chunk of runs (dicts of pk, execution_id, status, experiment): the pk of
@@ -63,21 +61,6 @@ class References:
             elif pk in rerun:
                 found[pk] = "rerun"
         return found
-
-
-def _strings(value: Any) -> set[str]:
-    """The strings in a JSON value that could be execution ids (at most EVIDENCE_STRINGS)."""
-    found: set[str] = set()
-    stack: list[Any] = [value]
-    while stack and len(found) < EVIDENCE_STRINGS:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str) and _ID.fullmatch(item):
-            found.add(item)
-    return found
 
 
 def tree_reason(reasons: dict[int, str], tree: Iterable[int]) -> str | None:

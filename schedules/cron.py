@@ -24,7 +24,7 @@ from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from core.errors import echo as _echo
+from core.errors import echo
 
 FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
 FIELD_WORDS = {"minute": "minute", "hour": "hour", "day_of_month": "day of month", "month_of_year": "month",
@@ -80,16 +80,16 @@ def parse_cron(text: str) -> Cron:
     parts = text.split()
     if len(parts) != 5:
         raise CronError(f"a cron expression is five fields (minute hour day-of-month month day-of-week); "
-                        f"'{_echo(text)}' has {len(parts)}", where="cron")
+                        f"'{echo(text)}' has {len(parts)}", where="cron")
     values = {}
     for name, part in zip(FIELDS, parts, strict=True):
         if name in NUMERIC_ONLY and not NUMERIC.fullmatch(part):
-            raise CronError(f"its {FIELD_WORDS[name]} field '{_echo(part)}' is not valid: it takes numbers, "
+            raise CronError(f"its {FIELD_WORDS[name]} field '{echo(part)}' is not valid: it takes numbers, "
                             f"'*', lists (,), ranges (-) and steps (/)", where="cron")
         try:
             values[name] = frozenset(getattr(crontab(**{name: part}), name))
         except Exception as error:  # noqa: BLE001 - Celery's parser raises ValueError or its ParseException
-            raise CronError(f"its {FIELD_WORDS[name]} field '{_echo(part)}' is not valid: {error}",
+            raise CronError(f"its {FIELD_WORDS[name]} field '{echo(part)}' is not valid: {error}",
                             where="cron") from None
     cron = Cron(" ".join(parts), **values)
     if not any(cron.matches_day(date(2000, 1, 1) + timedelta(days=n)) for n in range(SEARCH_DAYS)):
@@ -101,12 +101,12 @@ def parse_cron(text: str) -> Cron:
 def time_zone(name: str) -> ZoneInfo:
     """The IANA time zone `name` (e.g. Europe/Berlin), or CronError naming `timezone`."""
     if not isinstance(name, str) or name not in _zone_names():
-        raise CronError(f"'{_echo(str(name))}' is not an IANA time zone name such as UTC or Europe/Berlin",
+        raise CronError(f"'{echo(str(name))}' is not an IANA time zone name such as UTC or Europe/Berlin",
                         where="timezone")
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise CronError(f"'{_echo(name)}' is not an IANA time zone name such as UTC or Europe/Berlin",
+        raise CronError(f"'{echo(name)}' is not an IANA time zone name such as UTC or Europe/Berlin",
                         where="timezone") from None
 
 

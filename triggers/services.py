@@ -2,6 +2,7 @@
 audit trail), and runs started by them, at most once per idempotency key."""
 from __future__ import annotations
 
+import hmac
 import secrets
 import time
 from dataclasses import dataclass
@@ -80,14 +81,7 @@ def webhook_create(*, workflow: Workflow, actor, name: str, version: int | None 
 
 def webhook_disable(*, webhook: WebhookTrigger, actor) -> WebhookTrigger:
     """The webhook answers 404 from now on; its runs keep naming it."""
-    with transaction.atomic():
-        if webhook.disabled_at is None:
-            before = webhook_settings(webhook)
-            webhook.disabled_at = timezone.now()
-            webhook.save(update_fields=["disabled_at"])
-            record("webhook.disable", actor=actor, object_type="webhook", object_id=webhook.hook_id,
-                   before=before, after=webhook_settings(webhook))
-    return webhook
+    return _ended_once(webhook, "disabled_at", "webhook.disable", webhook.hook_id, webhook_settings, actor)
 
 
 def webhook_settings(webhook: WebhookTrigger) -> dict[str, Any]:
@@ -238,14 +232,21 @@ def key_create(*, workflow: Workflow, actor, name: str, rate_per_minute: int | N
 
 def key_revoke(*, key: WorkflowKey, actor) -> WorkflowKey:
     """The key is refused from now on (401); the runs it started stay."""
+    return _ended_once(key, "revoked_at", "workflow_key.revoke", key.prefix, key_settings, actor)
+
+
+def _ended_once(row, field: str, action: str, object_id: str, settings_of, actor):
+    """`row`'s `field` (when it was disabled or revoked) set to now, once: a conditional
+    UPDATE, so that two requests at once make one change and one audit entry."""
     with transaction.atomic():
-        if key.revoked_at is None:
-            before = key_settings(key)
-            key.revoked_at = timezone.now()
-            key.save(update_fields=["revoked_at"])
-            record("workflow_key.revoke", actor=actor, object_type="workflow_key", object_id=key.prefix,
-                   before=before, after=key_settings(key))
-    return key
+        before, now = settings_of(row), timezone.now()
+        if type(row).objects.filter(pk=row.pk, **{f"{field}__isnull": True}).update(**{field: now}):
+            setattr(row, field, now)
+            record(action, actor=actor, object_type=action.split(".")[0], object_id=object_id, before=before,
+                   after=settings_of(row))
+        else:
+            row.refresh_from_db(fields=[field])
+    return row
 
 
 def key_settings(key: WorkflowKey) -> dict[str, Any]:
@@ -255,8 +256,6 @@ def key_settings(key: WorkflowKey) -> dict[str, Any]:
 
 def key_authenticate(presented: str) -> WorkflowKey | None:
     """The live key a presented `swk_<prefix>_<secret>` is, or None."""
-    import hmac
-
     parts = presented.split("_", 2)
     if (len(parts) != 3 or parts[0] != KEY_KIND or len(parts[1]) != KEY_PREFIX_LENGTH
             or not all(c in "0123456789abcdef" for c in parts[1])):

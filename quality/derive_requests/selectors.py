@@ -87,6 +87,22 @@ def _evidence_kind_of(key: str) -> str | None:
     return next((kind for kind in EVIDENCE_KINDS if kind in key), None)
 
 
+def id_strings(value: Any, limit: int) -> set[str]:
+    """The strings anywhere in a JSON value that could be ids (agents', runs', evaluations'),
+    at most `limit` of them."""
+    found: set[str] = set()
+    stack: list[Any] = [value]
+    while stack and len(found) < limit:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and _ID.fullmatch(item):
+            found.add(item)
+    return found
+
+
 def derive_request_evidence(trigger_context: Any) -> dict[str, Any]:
     """The trigger's context made readable: a tree of items (`text`, `link`, `list`, `table`,
     `fields`) where every string that names a stored execution, agent or evaluation is a link.
@@ -97,16 +113,7 @@ def derive_request_evidence(trigger_context: Any) -> dict[str, Any]:
        table, a list of scalars a list; scalars that are known ids become links, preferring
        the kind the key names (an `execution_id` links to the run even if an agent shares it).
     """
-    candidates: set[str] = set()
-    stack = [trigger_context]
-    while stack and len(candidates) < EVIDENCE_LIMIT:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str) and _ID.fullmatch(item):
-            candidates.add(item)
+    candidates = id_strings(trigger_context, EVIDENCE_LIMIT)
     known = {
         "agent": set(Agent.objects.filter(agent_id__in=candidates).values_list("agent_id", flat=True)),
         "execution": set(Execution.objects.filter(execution_id__in=candidates).values_list("execution_id", flat=True)),

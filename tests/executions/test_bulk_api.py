@@ -3,35 +3,12 @@ would be alone (its refusal its own, with why), by the ids named or a filter, bo
 authors only, and every run steered recorded in the audit trail with the operation itself."""
 import pytest
 
-from core.documents import import_documents
 from core.models import AuditEntry
-from demo.documents import AGENTS, PARALLEL_ANALYSIS, RELEASE_REVIEW
 from executions.models import Execution
-from executions.services import execution_cancel, execution_start
-from tests.replay import replayed
-from workflows.models import Workflow
+from executions.services import execution_cancel
+from tests.executions.test_api import demo, escalate, start  # noqa: F401 - demo: the module's autouse fixture
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def demo(tmp_path, settings):
-    settings.WORKSPACE_ROOT = tmp_path
-    replayed("demo agents and two workflows", lambda: import_documents([*AGENTS, PARALLEL_ANALYSIS, RELEASE_REVIEW]))
-
-
-def start(workflow_id="parallel_analysis", **input):
-    return execution_start(workflow=Workflow.objects.get(workflow_id=workflow_id), input=input or {"repository": "acme"})
-
-
-def escalate(execution, node_id="draft"):
-    """Put a run where a failing node leaves it after its retries and fallback."""
-    execution.node_runs.update(status="failed", error_code="DRAFT_FAILED")
-    Execution.objects.filter(pk=execution.pk).update(status="escalated", escalation={
-        "node_id": node_id, "node_run": None, "error_code": "DRAFT_FAILED", "error": "no draft",
-        "escalate_to": "Orchestrator"})
-    execution.refresh_from_db()
-    return execution
 
 
 def status(execution) -> str:
@@ -81,7 +58,7 @@ def test_it_cancels_every_run_its_filter_matches_and_no_other(api):
 
 
 def test_it_retries_escalated_runs_and_re_runs_ended_ones_refusing_the_others(api):
-    escalated, running = escalate(start("release_review", topic="v2")), start("release_review", topic="v3")
+    escalated, running = escalate(start("release_review", topic="v2"), "draft"), start("release_review", topic="v3")
     response = bulk(api.author, action="retry", execution_ids=[escalated.execution_id, running.execution_id])
     answer = response.json()
     assert (answer["done"], answer["refused"]) == (1, 1), answer

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,33 @@ def http_server():
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def alive(pid: int) -> bool:
+    """Whether the process `pid` runs (a zombie or a dead one does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"
+
+
+def in_cancellable_thread(work) -> tuple:
+    """`work()` started in a thread of its own under a cancellation, as a worker runs a node:
+    the cancellation, what it ended with (`outcome["value"]` or `outcome["error"]`) and an
+    event set when it ended."""
+    from core.cancellation import Cancellation, cancellable
+
+    cancellation, outcome, done = Cancellation(), {}, threading.Event()
+
+    def run():
+        with cancellable(cancellation):
+            try:
+                outcome["value"] = work()
+            except BaseException as error:  # noqa: BLE001 - handed to the test
+                outcome["error"] = error
+            finally:
+                done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    return cancellation, outcome, done

@@ -1,14 +1,12 @@
 """tools/mcp.py against a real MCP server (tests/tools/mcp_server.py): listing and calling over
 stdio and streamable HTTP, each failure's code, the time limit, and what a server may see."""
 import sys
-import threading
 import time
-from pathlib import Path
 
 import pytest
 from mcp_types import ImageContent, TextContent
 
-from tests.tools.conftest import HEADER, TOKEN, TOKEN_VARIABLE, stdio_options
+from tests.tools.conftest import HEADER, TOKEN, TOKEN_VARIABLE, alive, in_cancellable_thread, stdio_options
 from tools import mcp
 from tools.errors import TOOL_ERROR, TOOL_TIMEOUT, TOOL_UNAVAILABLE, ToolError
 
@@ -17,14 +15,6 @@ def failure(call) -> ToolError:
     with pytest.raises(ToolError) as caught:
         call()
     return caught.value
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] not in "ZX"
 
 
 def test_it_lists_and_calls_over_stdio_passing_only_the_allowed_variables(monkeypatch):
@@ -122,21 +112,11 @@ def test_a_hung_stdio_server_is_answered_in_time_and_killed(tmp_path):
 
 
 def test_a_cancelled_node_abandons_its_call_and_the_stdio_server_is_stopped(tmp_path):
-    from core.cancellation import Cancellation, Cancelled, cancellable
+    from core.cancellation import Cancelled
 
-    pid_file, cancellation, outcome = tmp_path / "pid", Cancellation(), {}
-    done = threading.Event()
-
-    def calling():
-        with cancellable(cancellation):
-            try:
-                mcp.call_tool("t", stdio_options(), "slow", {"seconds": 60, "pid_file": str(pid_file)}, timeout=60)
-            except BaseException as error:  # noqa: BLE001 - handed to the test
-                outcome["error"] = error
-            finally:
-                done.set()
-
-    threading.Thread(target=calling, daemon=True).start()
+    pid_file = tmp_path / "pid"
+    cancellation, outcome, done = in_cancellable_thread(
+        lambda: mcp.call_tool("t", stdio_options(), "slow", {"seconds": 60, "pid_file": str(pid_file)}, timeout=60))
     deadline = time.monotonic() + 20
     while not (pid_file.exists() and pid_file.read_text()):  # the server is in the call
         assert time.monotonic() < deadline, "the call did not begin"

@@ -1,22 +1,12 @@
 """A node whose run is cancelled while it waits on parallel MCP calls (tool_loop.run_calls)
 abandons them all: each call's stdio server is stopped, and the node raises Cancelled. Some 5 s:
 two real stdio servers start, and the SDK stops each with SIGTERM 2 s after closing its stdin."""
-import threading
 import time
-from pathlib import Path
 
-from core.cancellation import Cancellation, Cancelled, cancellable
+from core.cancellation import Cancelled
 from executions.node_kinds.tool_loop import Toolbox, run_calls
-from tests.tools.conftest import stdio_options
+from tests.tools.conftest import alive, in_cancellable_thread, stdio_options
 from tools import catalogue
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] not in "ZX"
 
 
 def test_a_cancel_abandons_every_parallel_call_and_stops_their_servers(settings, tmp_path):
@@ -26,18 +16,7 @@ def test_a_cancel_abandons_every_parallel_call_and_stops_their_servers(settings,
     pid_files = [tmp_path / f"pid{n}" for n in range(2)]
     asked = [{"id": f"call_{n}", "name": "t.slow", "arguments": {"seconds": 60, "pid_file": str(path)}}
              for n, path in enumerate(pid_files)]
-    cancellation, outcome, done = Cancellation(), {}, threading.Event()
-
-    def node():
-        with cancellable(cancellation):
-            try:
-                outcome["value"] = run_calls(toolbox, asked, 1, {}, {})
-            except BaseException as error:  # noqa: BLE001 - handed to the test
-                outcome["error"] = error
-            finally:
-                done.set()
-
-    threading.Thread(target=node, daemon=True).start()
+    cancellation, outcome, done = in_cancellable_thread(lambda: run_calls(toolbox, asked, 1, {}, {}))
     deadline = time.monotonic() + 20
     while not all(path.exists() and path.read_text() for path in pid_files):  # both servers are in their call
         assert time.monotonic() < deadline, "the calls did not begin"
